@@ -1,0 +1,3 @@
+from genfeat.cli import main
+
+raise SystemExit(main())

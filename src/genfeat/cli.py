@@ -1,0 +1,235 @@
+"""`genfeat` command line.
+
+    genfeat ls                                       recipes and presets
+    genfeat run <recipe> [--preset P] [--a.b value ...] [--print-config] [--out DIR]
+    genfeat run --config RUN_DIR/config.yaml [--a.b value ...]     re-run a recorded config
+    genfeat run --resume RUN_DIR [--a.b value ...]                 continue from the last checkpoint
+    genfeat data ls | fetch NAME... [--force] | verify NAME...
+    genfeat generate RUN_DIR [--prompt TEXT] [-n N] [--max-new-tokens N] [--top-k K] [--temperature T]
+
+Errors a user can fix are printed as one line (`genfeat: error: ...`) with exit code 2 (bad
+input) or 1 (data, checkpoint, divergence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from genfeat import __version__
+from genfeat.config import ConfigError, atomic_write_text, dump_yaml, from_dict, load_yaml, override, to_dict
+from genfeat.errors import GenfeatError
+from genfeat.registry import ALIASES, RECIPES, get_preset, get_recipe
+
+
+def _parse_overrides(rest: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if not tok.startswith("--") or len(tok) == 2:
+            raise ConfigError(f"unexpected argument {tok!r}; overrides look like --train.lr 3e-4")
+        key = tok[2:]
+        if "=" in key:
+            key, value = key.split("=", 1)
+            i += 1
+        else:
+            if i + 1 >= len(rest):
+                raise ConfigError(f"--{key} needs a value")
+            value = rest[i + 1]
+            i += 2
+        out[key] = value
+    return out
+
+
+def cmd_ls(_: argparse.Namespace) -> int:
+    for r in RECIPES.values():
+        print(f"{r.name:12s} {r.description}")
+        for p in r.presets:
+            doc = (r.presets[p].__doc__ or "").strip().splitlines()
+            print(f"    --preset {p}{' (default)' if p == r.default_preset else ''}"
+                  + (f"  {doc[0]}" if doc else ""))
+    for alias, (recipe, preset) in ALIASES.items():
+        print(f"{alias:12s} = {recipe} --preset {preset}")
+    return 0
+
+
+def _new_run_dir(out: str | None, recipe: str, preset: str) -> Path:
+    if out:
+        path = Path(out)
+        if path.exists() and any(path.iterdir()):
+            raise ConfigError(f"run directory {path} already exists and is not empty; "
+                              "use --resume to continue it or choose another --out")
+        return path
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path("runs") / f"{recipe}-{preset}-{stamp}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = Path("runs") / f"{recipe}-{preset}-{stamp}-{n}"
+    return path
+
+
+def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
+    from genfeat.train import checkpoint as C
+
+    overrides = _parse_overrides(rest)
+    resume_from = None
+    if args.resume:
+        run_dir = Path(args.resume)
+        saved = load_yaml(run_dir / "config.yaml")
+        recipe, _ = get_recipe(saved["recipe"])
+        preset = saved.get("preset", "?")
+        cfg = from_dict(recipe.config_cls, saved["config"])
+        resume_from = C.latest_checkpoint(run_dir)
+        if resume_from is None:
+            raise C.CheckpointError(f"{run_dir} has no checkpoint to resume from (looked in {run_dir}/checkpoints)")
+    elif args.config:
+        saved = load_yaml(args.config)
+        if "recipe" not in saved or "config" not in saved:
+            raise ConfigError(f"{args.config} is not a genfeat run config (needs `recipe:` and `config:`)")
+        recipe, _ = get_recipe(saved["recipe"])
+        preset = saved.get("preset", "custom")
+        cfg = from_dict(recipe.config_cls, saved["config"])
+    else:
+        if not args.recipe:
+            raise ConfigError("give a recipe (see `genfeat ls`), --config FILE or --resume RUN_DIR")
+        recipe, alias_preset = get_recipe(args.recipe)
+        preset = args.preset or alias_preset or recipe.default_preset
+        cfg = get_preset(recipe, preset)
+    cfg = override(cfg, overrides)
+    record = {"recipe": recipe.name, "preset": preset, "genfeat_version": __version__, "config": to_dict(cfg)}
+    if args.print_config:
+        print(dump_yaml(record), end="")
+        return 0
+    if resume_from is None:
+        run_dir = _new_run_dir(args.out, recipe.name, preset)
+    created = not run_dir.exists()
+    from genfeat.train import distributed as D
+
+    info = D.setup(getattr(getattr(cfg, "train", None), "device", "auto"))
+    try:
+        if info.is_main:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(run_dir / "config.yaml", dump_yaml(record))
+        D.barrier()
+        recipe.run(cfg, run_dir, resume_from=resume_from)
+    except BaseException:
+        # nothing half-written: a run that failed before its first checkpoint leaves no directory
+        if info.is_main and created and C.latest_checkpoint(run_dir) is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    finally:
+        D.teardown()
+    return 0
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    from genfeat.data import sources as S
+
+    if args.data_cmd == "ls":
+        print(f"data home: {S.data_home()}  (set $GENFEAT_DATA to move it)")
+        for s in S.SOURCES.values():
+            mark = "fetched" if S.is_fetched(s.name) else "-"
+            print(f"{s.name:16s} {mark:8s} {s.method:10s} {s.spec:32s} {s.description}")
+        return 0
+    names = list(S.SOURCES) if args.names == ["all"] else args.names
+    for name in names:
+        if args.data_cmd == "fetch":
+            t = time.perf_counter()
+            path = S.fetch(name, force=args.force)
+            print(f"{name}: {path} ({time.perf_counter() - t:.1f} s)")
+        else:
+            n = S.verify(name)
+            print(f"{name}: {n} files match their sha256")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    import torch
+
+    from genfeat.train import distributed as D
+
+    run_dir = Path(args.run_dir)
+    saved = load_yaml(run_dir / "config.yaml")
+    recipe, _ = get_recipe(saved["recipe"])
+    if recipe.load_for_generation is None:
+        raise ConfigError(f"recipe {recipe.name!r} is not a language model; nothing to generate")
+    cfg = from_dict(recipe.config_cls, saved["config"])
+    device = D.resolve_device(args.device)
+    lm_model, tok = recipe.load_for_generation(run_dir, cfg, device)
+    sc = dataclasses.replace(cfg.sample, prompt=args.prompt if args.prompt is not None else cfg.sample.prompt)
+    for field_name in ("max_new_tokens", "top_k", "temperature"):
+        if getattr(args, field_name) is not None:
+            sc = dataclasses.replace(sc, **{field_name: getattr(args, field_name)})
+    from genfeat.recipes.lm import generate_text
+
+    torch.set_grad_enabled(False)
+    for text in generate_text(lm_model, tok, sc, n=args.n, seed=args.seed):
+        print(text)
+        print("---")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="genfeat", description="generative feature learning in PyTorch")
+    p.add_argument("--version", action="version", version=f"genfeat {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("ls", help="list recipes and presets")
+    r = sub.add_parser("run", help="run a recipe", epilog="any --section.field VALUE overrides the config")
+    r.add_argument("recipe", nargs="?")
+    r.add_argument("--preset")
+    r.add_argument("--config", help="re-run from a recorded config.yaml")
+    r.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    r.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<recipe>-<preset>-<time>)")
+    r.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    d = sub.add_parser("data", help="list, fetch and verify datasets")
+    dsub = d.add_subparsers(dest="data_cmd", required=True)
+    dsub.add_parser("ls")
+    f = dsub.add_parser("fetch")
+    f.add_argument("names", nargs="+", help="dataset names, or `all`")
+    f.add_argument("--force", action="store_true", help="fetch again even if present")
+    v = dsub.add_parser("verify")
+    v.add_argument("names", nargs="+")
+    g = sub.add_parser("generate", help="sample text from a trained language model run")
+    g.add_argument("run_dir")
+    g.add_argument("--prompt")
+    g.add_argument("-n", type=int, default=3)
+    g.add_argument("--max-new-tokens", dest="max_new_tokens", type=int)
+    g.add_argument("--top-k", dest="top_k", type=int)
+    g.add_argument("--temperature", type=float)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--device", default="auto")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    try:
+        if args.cmd != "run" and rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        if args.cmd == "ls":
+            return cmd_ls(args)
+        if args.cmd == "run":
+            return cmd_run(args, rest)
+        if args.cmd == "data":
+            return cmd_data(args)
+        return cmd_generate(args)
+    except ConfigError as e:
+        print(f"genfeat: error: {e}", file=sys.stderr)
+        return 2
+    except GenfeatError as e:
+        print(f"genfeat: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("genfeat: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

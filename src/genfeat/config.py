@@ -1,0 +1,204 @@
+"""Frozen-dataclass configs <-> YAML, and typed `--dotted.field value` overrides.
+
+Configs are never mutated: every change returns a new object (`dataclasses.replace`). Values coming
+from the command line or a YAML file are checked against the field's type annotation, so a typo or a
+wrong type fails at once with a message naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+from genfeat.errors import ConfigError
+
+T = TypeVar("T")
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+_NONE = {"none", "null", "~"}
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def coerce(value: Any, tp: Any, name: str) -> Any:
+    """Convert `value` (a CLI string or a YAML scalar/list) to type `tp`, or raise ConfigError."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if type(None) in args and (value is None or (isinstance(value, str) and value.lower() in _NONE)):
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return coerce(value, arg, name)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(f"{name}: cannot read {value!r} as {_type_name(tp)}")
+    if origin is Literal:
+        choices = get_args(tp)
+        for c in choices:
+            if value == c or (isinstance(value, str) and str(c) == value):
+                return c
+        raise ConfigError(f"{name}: {value!r} is not one of {list(choices)}")
+    if origin in (tuple, list):
+        if isinstance(value, str):
+            value = [v for v in (s.strip() for s in value.strip("()[]").split(",")) if v]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{name}: expected a list, got {value!r}")
+        args = get_args(tp)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            items = [coerce(v, args[0], f"{name}[{i}]") for i, v in enumerate(value)]
+        elif origin is tuple and args:
+            if len(args) != len(value):
+                raise ConfigError(f"{name}: expected {len(args)} values, got {len(value)}")
+            items = [coerce(v, a, f"{name}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True))]
+        else:
+            elem = args[0] if args else Any
+            items = [coerce(v, elem, f"{name}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if tp is Any:
+        return value
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
+            return value.lower() in _TRUE
+        raise ConfigError(f"{name}: expected true/false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{name}: expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.replace("_", ""))
+            except ValueError:
+                try:
+                    f = float(value)
+                except ValueError:
+                    f = None
+                if f is not None and f.is_integer():
+                    return int(f)
+        raise ConfigError(f"{name}: expected an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, bool):
+            raise ConfigError(f"{name}: expected a number, got {value!r}")
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{name}: expected a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"{name}: expected a string, got {value!r}")
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if isinstance(value, dict):
+            return from_dict(tp, value, prefix=f"{name}.")
+        raise ConfigError(f"{name}: expected a mapping of fields, got {value!r}")
+    raise ConfigError(f"{name}: unsupported field type {_type_name(tp)}")
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
+    """Build dataclass `cls` from a plain dict, checking names and types."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: expected a mapping, got {data!r}")
+    hints = _hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(
+            f"unknown field {prefix}{unknown[0]!s}; valid fields of {prefix.rstrip('.') or cls.__name__}: "
+            f"{', '.join(sorted(names))}"
+        )
+    kwargs = {k: coerce(v, hints[k], prefix + k) for k, v in data.items()}
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {e}") from None
+
+
+def to_dict(obj: Any) -> Any:
+    """Dataclass -> plain dict (tuples become lists) for YAML/JSON."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    return obj
+
+
+def override(cfg: T, overrides: dict[str, Any]) -> T:
+    """Return a copy of `cfg` with dotted-path fields replaced, e.g. {"train.lr": "3e-4"}."""
+    for path, raw in overrides.items():
+        cfg = _set(cfg, path.split("."), raw, path)
+    return cfg
+
+
+def _set(obj: Any, parts: list[str], raw: Any, full: str) -> Any:
+    if not dataclasses.is_dataclass(obj):
+        raise ConfigError(f"unknown field {full}: {'.'.join(parts)} is not inside a config section")
+    names = [f.name for f in dataclasses.fields(obj)]
+    head = parts[0]
+    if head not in names:
+        parent = full[: len(full) - len(".".join(parts))].rstrip(".")
+        where = f" of {parent}" if parent else ""
+        raise ConfigError(f"unknown field {full}; valid fields{where}: {', '.join(names)}")
+    if len(parts) == 1:
+        value = coerce(raw, _hints(type(obj))[head], full)
+    else:
+        value = _set(getattr(obj, head), parts[1:], raw, full)
+    try:
+        return dataclasses.replace(obj, **{head: value})
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{full}: {e}") from None
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write a text file via a temp file in the same directory + rename (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+
+
+def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping, got {type(data).__name__}")
+    return data

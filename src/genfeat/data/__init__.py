@@ -1,0 +1,1 @@
+"""Real datasets (sources.py), corpora, tokenizers and token-stream iterators."""

@@ -1,0 +1,225 @@
+"""Tokenizers with one interface: word-level (PTB style), character, byte, GPT-2 byte-level BPE,
+and trainable BPE / unigram (HF `tokenizers`).
+
+    tok.encode_lines(lines) -> np.ndarray of ids      (the whole corpus, fast)
+    tok.decode(ids) -> str         tok.vocab_size      tok.eos_id      tok.save(path) / load_tokenizer(path)
+
+Line convention: the word tokenizer appends `<eos>` after every line (Mikolov PTB); the others
+encode the text with its newlines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from genfeat.errors import DataError
+
+
+class Tokenizer:
+    kind: str = ""
+    eos_id: int | None = None
+
+    @property
+    def vocab_size(self) -> int:
+        raise NotImplementedError
+
+    def encode_lines(self, lines: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        return self.encode_lines([text]).tolist()
+
+    def decode(self, ids: Iterable[int]) -> str:
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        raise NotImplementedError
+
+    def save(self, path: str | Path) -> None:
+        from genfeat.config import atomic_write_text
+
+        atomic_write_text(path, json.dumps({"kind": self.kind, **self.to_json()}))
+
+
+class WordTokenizer(Tokenizer):
+    """Whitespace word vocabulary, most frequent first, with `<unk>` and `<eos>`."""
+
+    kind = "word"
+
+    def __init__(self, itos: list[str], unk: str = "<unk>", eos: str = "<eos>"):
+        self.itos = list(itos)
+        self.stoi = {w: i for i, w in enumerate(self.itos)}
+        if unk not in self.stoi or eos not in self.stoi:
+            raise ValueError(f"vocabulary must contain {unk!r} and {eos!r}")
+        self.unk, self.eos = unk, eos
+        self.unk_id, self.eos_id = self.stoi[unk], self.stoi[eos]
+
+    @classmethod
+    def build(cls, lines: Iterable[str], max_size: int | None = None, min_freq: int = 1) -> WordTokenizer:
+        counts = Counter(w for line in lines for w in line.split())
+        counts.pop("<unk>", None)
+        counts.pop("<eos>", None)
+        words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
+        if max_size is not None:
+            words = words[: max(0, max_size - 2)]
+        return cls(["<eos>", "<unk>", *words])
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def encode_lines(self, lines: Sequence[str]) -> np.ndarray:
+        get, unk, eos = self.stoi.get, self.unk_id, self.eos_id
+        ids = [i for line in lines for i in (*(get(w, unk) for w in line.split()), eos)]
+        return np.asarray(ids, dtype=np.int64)
+
+    def encode(self, text: str) -> list[int]:  # no <eos> appended for a prompt
+        return [self.stoi.get(w, self.unk_id) for w in text.split()]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return " ".join("\n" if i == self.eos_id else self.itos[i] for i in ids).replace(" \n ", "\n")
+
+    def to_json(self) -> dict:
+        return {"itos": self.itos, "unk": self.unk, "eos": self.eos}
+
+
+class CharTokenizer(Tokenizer):
+    """Characters seen in the training text (plus `<unk>` = id 0)."""
+
+    kind = "char"
+
+    def __init__(self, chars: str):
+        self.itos = ["<unk>", *chars]
+        self.stoi = {c: i for i, c in enumerate(self.itos)}
+
+    @classmethod
+    def build(cls, lines: Iterable[str]) -> CharTokenizer:
+        seen = set("\n")
+        for line in lines:
+            seen.update(line)
+        return cls("".join(sorted(seen)))
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def encode_lines(self, lines: Sequence[str]) -> np.ndarray:
+        text = "".join(line + "\n" for line in lines)
+        lut = self.stoi
+        return np.fromiter((lut.get(c, 0) for c in text), dtype=np.int64, count=len(text))
+
+    def encode(self, text: str) -> list[int]:
+        return [self.stoi.get(c, 0) for c in text]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return "".join(self.itos[i] if i else "\ufffd" for i in ids)
+
+    def to_json(self) -> dict:
+        return {"chars": "".join(self.itos[1:])}
+
+
+class ByteTokenizer(Tokenizer):
+    """UTF-8 bytes, vocabulary 256 (enwik8 / bits-per-character setting)."""
+
+    kind = "byte"
+
+    @property
+    def vocab_size(self) -> int:
+        return 256
+
+    def encode_lines(self, lines: Sequence[str]) -> np.ndarray:
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        return np.frombuffer(data, dtype=np.uint8).astype(np.int64)
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return bytes(int(i) for i in ids).decode("utf-8", errors="replace")
+
+    def to_json(self) -> dict:
+        return {}
+
+
+class HFTokenizer(Tokenizer):
+    """Wraps a HF `tokenizers.Tokenizer`: GPT-2 byte-level BPE, or a BPE / unigram model trained here."""
+
+    kind = "hf"
+
+    def __init__(self, tk, eos: str | None = None):
+        self.tk = tk
+        self.eos_id = tk.token_to_id(eos) if eos else None
+        self.eos = eos
+
+    @classmethod
+    def gpt2(cls, encoder_json: str | Path, merges: str | Path) -> HFTokenizer:
+        from tokenizers import ByteLevelBPETokenizer
+
+        bpe = ByteLevelBPETokenizer(str(encoder_json), str(merges))
+        return cls(bpe._tokenizer, eos="<|endoftext|>")
+
+    @classmethod
+    def train(cls, lines: Sequence[str], model: str, vocab_size: int) -> HFTokenizer:
+        from tokenizers import Tokenizer as TK
+        from tokenizers import decoders, models, pre_tokenizers, trainers
+
+        special = ["<unk>", "<eos>"]
+        if model == "bpe":
+            tk = TK(models.BPE(unk_token="<unk>"))
+            tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+            tk.decoder = decoders.ByteLevel()
+            trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special,
+                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                          show_progress=False)
+        elif model == "unigram":
+            tk = TK(models.Unigram())
+            tk.pre_tokenizer = pre_tokenizers.Metaspace()
+            tk.decoder = decoders.Metaspace()
+            trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=special, unk_token="<unk>",
+                                              show_progress=False)
+        else:
+            raise ValueError(f"unknown tokenizer model {model!r} (bpe or unigram)")
+        tk.train_from_iterator(lines, trainer=trainer)
+        return cls(tk, eos="<eos>")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tk.get_vocab_size()
+
+    def encode_lines(self, lines: Sequence[str]) -> np.ndarray:
+        encs = self.tk.encode_batch([line + "\n" for line in lines])
+        return np.fromiter((i for e in encs for i in e.ids), dtype=np.int64)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tk.encode(text).ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.tk.decode([int(i) for i in ids], skip_special_tokens=False)
+
+    def to_json(self) -> dict:
+        return {"tokenizer": self.tk.to_str(), "eos": self.eos}
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+        kind = data.pop("kind")
+    except (OSError, json.JSONDecodeError, KeyError, AttributeError):
+        raise DataError(f"tokenizer file {path} is missing or corrupt") from None
+    if kind == "word":
+        return WordTokenizer(data["itos"], data["unk"], data["eos"])
+    if kind == "char":
+        return CharTokenizer(data["chars"])
+    if kind == "byte":
+        return ByteTokenizer()
+    if kind == "hf":
+        from tokenizers import Tokenizer as TK
+
+        return HFTokenizer(TK.from_str(data["tokenizer"]), eos=data.get("eos"))
+    raise DataError(f"tokenizer file {path} has unknown kind {kind!r}")

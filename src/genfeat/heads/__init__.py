@@ -1,0 +1,7 @@
+"""Output layers. Every head maps a `BackboneOutput` (+ input ids where it needs them) to a
+`HeadOutput(scores, is_log_prob)`; `genfeat.losses.nll` consumes either kind."""
+
+from genfeat.heads.base import HeadOutput
+from genfeat.heads.softmax import SoftmaxHead
+
+__all__ = ["HeadOutput", "SoftmaxHead"]

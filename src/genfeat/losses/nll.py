@@ -1,0 +1,22 @@
+"""Negative log-likelihood over a `HeadOutput`, whether it holds logits or log-probabilities."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from genfeat.heads.base import HeadOutput
+
+
+def nll(out: HeadOutput, targets: Tensor, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """-log p(target). scores (..., V), targets (...). Computed in fp32 for stability under AMP.
+
+    reduction: "mean" over non-ignored targets, "sum", or "none" (same shape as targets).
+    """
+    scores = out.scores.float().reshape(-1, out.scores.size(-1))  # (N, V)
+    flat = targets.reshape(-1)  # (N,)
+    if out.is_log_prob:
+        loss = F.nll_loss(scores, flat, ignore_index=ignore_index, reduction=reduction)
+    else:
+        loss = F.cross_entropy(scores, flat, ignore_index=ignore_index, reduction=reduction)
+    return loss.view(targets.shape) if reduction == "none" else loss

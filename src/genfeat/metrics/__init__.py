@@ -1,0 +1,5 @@
+"""Evaluation metrics."""
+
+from genfeat.metrics.lm import bits_per_character, perplexity
+
+__all__ = ["bits_per_character", "perplexity"]

@@ -1,0 +1,84 @@
+"""GPT-style causal Transformer decoder (Radford et al. 2018/2019 layout).
+
+The baseline causal backbone of genfeat: the output heads of thesis C §2.3–2.4 (softmax, MoS, MFS,
+dynamic partitioning) are evaluated on it, and it is the "GPT-2 small"-like model of thesis C §2.4.
+
+    h_0 = E[x] + P[pos]                                   x (B, T) -> h_0 (B, T, d)
+    h_l = h_{l-1} + Attn(LN(h_{l-1})) ; h_l += FFN(LN(h_l))   pre-LN blocks, causal SDPA
+    hidden = LN_f(h_L)                                    (B, T, d)
+
+Deviations: none from GPT-2 in structure; init N(0, 0.02) with residual projections scaled by
+1/sqrt(2 n_layer) as GPT-2. Dropout on embeddings, attention probabilities and residual branches.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from genfeat.heads.softmax import SoftmaxHead
+from genfeat.models.gpt.config import GPTConfig
+from genfeat.models.lm import CausalLM
+from genfeat.nn.attention import CausalSelfAttention
+from genfeat.nn.feedforward import FeedForward
+from genfeat.nn.outputs import BackboneOutput
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.attn = CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.dropout, cfg.bias)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout, cfg.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.ff(self.ln2(x))
+
+
+class GPTDecoder(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        if cfg.vocab_size < 1:
+            raise ValueError("GPTConfig.vocab_size must be set (the recipe takes it from the tokenizer)")
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.apply(self._init)
+        for name, p in self.named_parameters():
+            if name.endswith(("attn.proj.weight", "net.2.weight")):
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, input_ids: Tensor, output_all_hidden: bool = False) -> BackboneOutput:
+        B, T = input_ids.shape
+        if T > self.cfg.max_len:
+            raise ValueError(f"sequence length {T} exceeds max_len={self.cfg.max_len}")
+        pos = torch.arange(T, device=input_ids.device)
+        h = self.drop(self.tok_emb(input_ids) + self.pos_emb(pos))  # (B, T, d)
+        all_hidden = [h] if output_all_hidden else None
+        for block in self.blocks:
+            h = block(h)
+            if all_hidden is not None:
+                all_hidden.append(h)
+        h = self.ln_f(h)
+        return BackboneOutput(hidden=h, all_hidden=tuple(all_hidden) if all_hidden else None)
+
+
+def build_gpt_lm(cfg: GPTConfig) -> CausalLM:
+    """GPT decoder + softmax head (tied to the token embedding when cfg.tie_embeddings)."""
+    backbone = GPTDecoder(cfg)
+    head = SoftmaxHead(cfg.d_model, cfg.vocab_size, backbone.tok_emb if cfg.tie_embeddings else None)
+    return CausalLM(backbone, head, max_len=cfg.max_len)

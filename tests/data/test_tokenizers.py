@@ -1,0 +1,60 @@
+import json
+
+import numpy as np
+import pytest
+
+from genfeat.data.tokenizers import ByteTokenizer, CharTokenizer, HFTokenizer, WordTokenizer, load_tokenizer
+from genfeat.errors import DataError
+
+
+def test_word_tokenizer_ptb_convention(tmp_path):
+    lines = ["a b a <unk>", "b c"]
+    tok = WordTokenizer.build(lines)
+    assert tok.itos[:2] == ["<eos>", "<unk>"] and tok.itos[2:] == ["a", "b", "c"]  # by frequency, then name
+    ids = tok.encode_lines(lines)
+    assert ids.tolist() == [2, 3, 2, 1, 0, 3, 4, 0]  # <eos> after every line
+    assert tok.encode("a zzz") == [2, 1]  # OOV -> <unk>
+    tok.save(tmp_path / "t.json")
+    again = load_tokenizer(tmp_path / "t.json")
+    assert again.itos == tok.itos and again.decode(ids[:4]) == "a b a <unk>"
+    assert WordTokenizer.build(lines, max_size=3).vocab_size == 3
+
+
+def test_char_and_byte_round_trip(tmp_path):
+    lines = ["héllo", "wörld"]
+    for tok in (CharTokenizer.build(lines), ByteTokenizer()):
+        ids = tok.encode_lines(lines)
+        assert tok.decode(ids) == "héllo\nwörld\n"
+        tok.save(tmp_path / f"{tok.kind}.json")
+        assert load_tokenizer(tmp_path / f"{tok.kind}.json").decode(ids) == "héllo\nwörld\n"
+    assert len(ByteTokenizer().encode("é")) == 2
+
+
+def test_gpt2_loader_reads_vocab_and_merges(tmp_path):
+    # A miniature GPT-2 style vocabulary: byte-level symbols ("Ġ" is the space byte) and two merges.
+    vocab = {c: i for i, c in enumerate(["h", "e", "l", "o", "Ġ", "w", "r", "d", "he", "ll", "<|endoftext|>"])}
+    (tmp_path / "encoder.json").write_text(json.dumps(vocab))
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\nh e\nl l\n")
+    tok = HFTokenizer.gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+    assert tok.encode("hello") == [8, 9, 3]
+    assert tok.decode(tok.encode("hello world")) == "hello world"
+    assert tok.eos_id == 10
+
+
+@pytest.mark.parametrize("model", ["bpe", "unigram"])
+def test_trainable_tokenizers(model, tmp_path):
+    lines = [f"the quick brown fox {i} jumps over the lazy dog" for i in range(200)]
+    tok = HFTokenizer.train(lines, model, vocab_size=300)  # byte-level BPE starts from 256 symbols
+    assert tok.vocab_size <= 300 and tok.eos_id is not None
+    ids = tok.encode_lines(lines[:2])
+    assert isinstance(ids, np.ndarray) and ids.size > 0
+    tok.save(tmp_path / "t.json")
+    again = load_tokenizer(tmp_path / "t.json")
+    assert again.encode_lines(lines[:2]).tolist() == ids.tolist()
+    assert "quick brown" in again.decode(again.encode("the quick brown fox"))
+
+
+def test_bad_tokenizer_file(tmp_path):
+    (tmp_path / "t.json").write_text("{not json")
+    with pytest.raises(DataError, match="t.json is missing or corrupt"):
+        load_tokenizer(tmp_path / "t.json")

@@ -1,0 +1,72 @@
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from genfeat.config import ConfigError, coerce, dump_yaml, from_dict, load_yaml, override, to_dict
+
+
+@dataclass(frozen=True)
+class Inner:
+    lr: float = 1e-3
+    steps: int = 10
+    mode: Literal["a", "b"] = "a"
+    betas: tuple[float, float] = (0.9, 0.99)
+    name: str | None = None
+
+    def __post_init__(self):
+        if self.steps < 0:
+            raise ValueError("steps must be >= 0")
+
+
+@dataclass(frozen=True)
+class Outer:
+    seed: int = 0
+    flag: bool = False
+    inner: Inner = field(default_factory=Inner)
+
+
+def test_coerce_types():
+    assert coerce("3e-4", float, "x") == 3e-4
+    assert coerce("1_000", int, "x") == 1000
+    assert coerce("1e3", int, "x") == 1000
+    assert coerce("yes", bool, "x") is True
+    assert coerce("none", int | None, "x") is None
+    assert coerce("0.8,0.9", tuple[float, float], "x") == (0.8, 0.9)
+    assert coerce("b", Literal["a", "b"], "x") == "b"
+
+
+@pytest.mark.parametrize(("value", "tp"), [("abc", int), ("1.5", int), ("maybe", bool), ("c", Literal["a", "b"]),
+                                           ("1,2,3", tuple[float, float]), (True, int)])
+def test_coerce_rejects(value, tp):
+    with pytest.raises(ConfigError, match="field"):
+        coerce(value, tp, "field")
+
+
+def test_override_returns_new_object_and_checks_names():
+    cfg = Outer()
+    new = override(cfg, {"inner.lr": "0.5", "flag": "true", "inner.mode": "b"})
+    assert new.inner.lr == 0.5 and new.flag and new.inner.mode == "b"
+    assert cfg.inner.lr == 1e-3  # unchanged
+    with pytest.raises(ConfigError, match="unknown field inner.lrr; valid fields of inner: .*lr"):
+        override(cfg, {"inner.lrr": "1"})
+    with pytest.raises(ConfigError, match="unknown field nope"):
+        override(cfg, {"nope": "1"})
+    with pytest.raises(ConfigError, match="inner.steps: expected an integer"):
+        override(cfg, {"inner.steps": "many"})
+    with pytest.raises(ConfigError, match="steps must be >= 0"):
+        override(cfg, {"inner.steps": "-1"})
+    with pytest.raises(ConfigError, match="not inside a config section"):
+        override(cfg, {"seed.x": "1"})
+
+
+def test_yaml_round_trip(tmp_path):
+    cfg = override(Outer(), {"inner.betas": "0.1,0.2", "inner.name": "x"})
+    path = tmp_path / "c.yaml"
+    path.write_text(dump_yaml(to_dict(cfg)))
+    assert from_dict(Outer, load_yaml(path)) == cfg
+    with pytest.raises(ConfigError, match="unknown field inner.bogus"):
+        from_dict(Outer, {"inner": {"bogus": 1}})
+    path.write_text("a: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_yaml(path)

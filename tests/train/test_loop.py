@@ -1,0 +1,85 @@
+import json
+import math
+
+import pytest
+import torch
+
+from genfeat.errors import DivergenceError
+from genfeat.train import checkpoint as C
+from genfeat.train.loop import TrainConfig, fit, lr_lambda
+from tests.train.helpers import evaluate, lm_loss, make
+
+
+def test_lr_schedules():
+    cos = lr_lambda(TrainConfig(max_steps=110, warmup_steps=10, schedule="cosine", min_lr_ratio=0.1))
+    assert cos(0) == pytest.approx(0.1) and cos(9) == pytest.approx(1.0)
+    assert cos(60) == pytest.approx(0.1 + 0.9 * 0.5)  # halfway through the decay
+    assert cos(110) == pytest.approx(0.1)
+    inv = lr_lambda(TrainConfig(warmup_steps=4, schedule="inverse_sqrt"))
+    assert inv(15) == pytest.approx(math.sqrt(4 / 16))
+    lin = lr_lambda(TrainConfig(max_steps=12, warmup_steps=2, schedule="linear", min_lr_ratio=0.0))
+    assert lin(7) == pytest.approx(0.5)
+    assert lr_lambda(TrainConfig(warmup_steps=0, schedule="constant"))(500) == 1.0
+
+
+def test_grad_accumulation_matches_one_big_batch(tmp_path):
+    """2 micro-batches of 2 rows == 1 batch of 4 rows (ordered streams: same tokens, no dropout).
+    SGD, because Adam's m/sqrt(v) turns float noise in near-zero gradients into full-size steps."""
+    cfg = TrainConfig(max_steps=4, lr=0.5, warmup_steps=0, eval_every=0, clip_norm=0.0, schedule="constant")
+
+    def sgd(m):
+        return torch.optim.SGD(m.parameters(), lr=cfg.lr)
+
+    big, data_big = make(dropout=0.0, batch=4)
+    fit(big, lm_loss, data_big, cfg, tmp_path / "big", optimizer=sgd(big))
+    small, _ = make(dropout=0.0, batch=4)
+    halves = [make(dropout=0.0, batch=4, rank=r, world=2)[1] for r in range(2)]
+
+    def alternating():
+        while True:
+            for h in halves:
+                yield next(h)
+
+    fit(small, lm_loss, alternating(), TrainConfig(**{**cfg.__dict__, "grad_accum": 2}), tmp_path / "small",
+        optimizer=sgd(small))
+    for a, b in zip(big.parameters(), small.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    bad, data_bad = make(dropout=0.0, batch=4)  # and the check can fail: one micro-batch is not the same
+    fit(bad, lm_loss, halves[0], cfg, tmp_path / "bad", optimizer=sgd(bad))
+    assert not all(torch.allclose(a, b, atol=1e-5) for a, b in zip(big.parameters(), bad.parameters(), strict=True))
+
+
+def test_logs_metrics_and_stops_early(tmp_path):
+    lm, data = make()
+    calls = []
+
+    def worsening(model):
+        calls.append(1)
+        return {"valid_loss": float(len(calls)), "valid_ppl": 1.0}
+
+    res = fit(lm, lm_loss, data, TrainConfig(max_steps=50, eval_every=2, patience=2, log_every=1), tmp_path,
+              evaluate=worsening)
+    assert res.stopped_early and res.step == 6 and res.best_step == 2 and len(calls) == 3
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert {"step", "loss", "lr", "tokens_per_s"} <= set(rows[0])
+    assert [r["step"] for r in rows if "valid_loss" in r] == [2, 4, 6]
+    assert (tmp_path / "loss_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert res.tokens == 6 * 4 * 16
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
+    lm, data = make()
+    step = {"n": 0}
+
+    def explodes_at_step_5(model, batch):
+        step["n"] += 1
+        loss, n = lm_loss(model, batch)
+        return (loss * float("nan") if step["n"] == 5 else loss), n
+
+    with pytest.raises(DivergenceError, match=r"loss became nan at step 5;.*step_00000004 \(step 4\)"):
+        fit(lm, explodes_at_step_5, data, TrainConfig(max_steps=10, eval_every=2), tmp_path, evaluate=evaluate)
+    assert C.latest_checkpoint(tmp_path).name == "step_00000004"
+    lm2, data2 = make()
+    with pytest.raises(DivergenceError, match="no checkpoint was written yet"):
+        fit(lm2, lambda m, b: (torch.tensor(float("inf"), requires_grad=True), 1), data2,
+            TrainConfig(max_steps=3, eval_every=0), tmp_path / "other")
