@@ -26,24 +26,26 @@ from genfeat.errors import GenfeatError
 from genfeat.registry import ALIASES, RECIPES, get_preset, get_recipe
 
 
-def _parse_overrides(rest: list[str]) -> dict[str, str]:
+def split_overrides(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Pull `--section.field VALUE` / `--section.field=VALUE` out of argv (a dotted name marks an override)."""
+    rest: list[str] = []
     out: dict[str, str] = {}
     i = 0
-    while i < len(rest):
-        tok = rest[i]
-        if not tok.startswith("--") or len(tok) == 2:
-            raise ConfigError(f"unexpected argument {tok!r}; overrides look like --train.lr 3e-4")
-        key = tok[2:]
-        if "=" in key:
-            key, value = key.split("=", 1)
+    while i < len(argv):
+        tok = argv[i]
+        key = tok[2:].split("=", 1)[0]
+        if not (tok.startswith("--") and "." in key):
+            rest.append(tok)
+            i += 1
+        elif "=" in tok:
+            out[key] = tok.split("=", 1)[1]
             i += 1
         else:
-            if i + 1 >= len(rest):
+            if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
                 raise ConfigError(f"--{key} needs a value")
-            value = rest[i + 1]
+            out[key] = argv[i + 1]
             i += 2
-        out[key] = value
-    return out
+    return rest, out
 
 
 def cmd_ls(_: argparse.Namespace) -> int:
@@ -74,10 +76,9 @@ def _new_run_dir(out: str | None, recipe: str, preset: str) -> Path:
     return path
 
 
-def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
+def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     from genfeat.train import checkpoint as C
 
-    overrides = _parse_overrides(rest)
     resume_from = None
     if args.resume:
         run_dir = Path(args.resume)
@@ -168,8 +169,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
             sc = dataclasses.replace(sc, **{field_name: getattr(args, field_name)})
     from genfeat.recipes.lm import generate_text
 
-    torch.set_grad_enabled(False)
-    for text in generate_text(lm_model, tok, sc, n=args.n, seed=args.seed):
+    with torch.no_grad():
+        texts = generate_text(lm_model, tok, sc, n=args.n, seed=args.seed)
+    for text in texts:
         print(text)
         print("---")
     return 0
@@ -209,14 +211,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        if args.cmd != "run" and rest:
-            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        overrides: dict[str, str] = {}
+        if argv[:1] == ["run"]:
+            argv, overrides = split_overrides(argv)
+        args = parser.parse_args(argv)
         if args.cmd == "ls":
             return cmd_ls(args)
         if args.cmd == "run":
-            return cmd_run(args, rest)
+            return cmd_run(args, overrides)
         if args.cmd == "data":
             return cmd_data(args)
         return cmd_generate(args)

