@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 quickstart: $(STAMP)
+	$(BIN)/genfeat data fetch ptb
 	$(BIN)/genfeat run quickstart
 
 test: $(STAMP)
@@ -28,7 +29,7 @@ test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not gpu and not browser"
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/loop_overhead.py
+	$(BIN)/python -m benchmarks.loop_overhead
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -72,3 +72,17 @@ def test_top_k_sampling():
     again = sample(lm, prompt, 30, top_k=5, generator=torch.Generator().manual_seed(7))
     assert torch.equal(again, sample(lm, prompt, 30, top_k=5, generator=torch.Generator().manual_seed(7)))
     assert lm.training  # mode restored
+
+
+def test_softmax_head_facet_starts_as_plain_softmax():
+    from genfeat.heads import SoftmaxHead
+    from genfeat.nn.outputs import BackboneOutput
+
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(50, 32)
+    h = BackboneOutput(hidden=torch.randn(2, 5, 32))
+    plain, facet = SoftmaxHead(32, 50, emb), SoftmaxHead(32, 50, emb, facet_proj=True)
+    torch.testing.assert_close(plain(h).scores, facet(h).scores)  # L^f_1 = I at init
+    torch.testing.assert_close(plain(h).scores, h.hidden @ emb.weight.T)
+    facet(h).scores.sum().backward()
+    assert facet.facet.weight.grad is not None and emb.weight.grad is not None

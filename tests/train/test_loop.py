@@ -83,3 +83,24 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
     with pytest.raises(DivergenceError, match="no checkpoint was written yet"):
         fit(lm2, lambda m, b: (torch.tensor(float("inf"), requires_grad=True), 1), data2,
             TrainConfig(max_steps=3, eval_every=0), tmp_path / "other")
+
+
+def test_ctrl_c_finishes_step_checkpoints_and_says_how_to_resume(tmp_path):
+    import os
+    import signal
+
+    from genfeat.errors import GenfeatError
+
+    lm, data = make()
+    calls = {"n": 0}
+
+    def interrupt_during_step_3(model, batch):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+        return lm_loss(model, batch)
+
+    with pytest.raises(GenfeatError, match=f"interrupted at step 3; .*--resume {tmp_path}"):
+        fit(lm, interrupt_during_step_3, data, TrainConfig(max_steps=10, eval_every=0), tmp_path, evaluate=evaluate)
+    assert C.latest_checkpoint(tmp_path).name == "step_00000003"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored

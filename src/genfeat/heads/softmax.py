@@ -1,7 +1,12 @@
-"""Softmax output layer: logits = h W^T + b, optionally tied to the input embedding.
+"""Softmax output layer: P(x | c_t) = softmax_x(f_{c_t}^T w_x + b_x).
 
-Thesis C §2.3.1 (Eq. 2.5, "Softmax"): p(x | c) = softmax(h_c^T w_x). The thesis's extra facet
-projection (a d×d linear layer + GELU before the output embedding) is `facet_proj=True`.
+Thesis C §2.3 (Figure 2.4a, Eq. 2.1), the GPT-2 baseline of the multi-facet experiments:
+f_{c_t,1} = L^f_1(h^M_{c_t}), one extra facet layer (linear with bias) initialised to the identity, so at
+step 0 the head equals the plain tied softmax. `facet_proj=False` gives the plain (tied) softmax
+f = h^M, the usual LM output layer.
+
+Shapes: hidden (B, T, d) -> scores (B, T, V) logits (is_log_prob=False).
+Deviations: none.
 """
 
 from __future__ import annotations
@@ -24,21 +29,25 @@ class SoftmaxHead(nn.Module):
         facet_proj: bool = False,
     ):
         super().__init__()
-        self.proj = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU()) if facet_proj else None
+        self.facet = None
+        if facet_proj:
+            self.facet = nn.Linear(d_model, d_model)  # L^f_1, identity at init (thesis C §2.4.1.5)
+            with torch.no_grad():
+                self.facet.weight.copy_(torch.eye(d_model))
+                self.facet.bias.zero_()
         if tied_embedding is not None:
             if tied_embedding.weight.shape != (vocab_size, d_model):
                 raise ValueError(
                     f"tied embedding has shape {tuple(tied_embedding.weight.shape)}, "
                     f"expected ({vocab_size}, {d_model})"
                 )
-            self.weight = tied_embedding.weight  # shared Parameter
+            self.weight = tied_embedding.weight  # the same Parameter
         else:
             self.weight = nn.Parameter(torch.randn(vocab_size, d_model) * 0.02)
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
 
     def forward(self, out: BackboneOutput, input_ids: Tensor | None = None) -> HeadOutput:
         h = out.hidden  # (B, T, d)
-        if self.proj is not None:
-            h = self.proj(h)
+        if self.facet is not None:
+            h = self.facet(h)
         return HeadOutput(F.linear(h, self.weight, self.bias), is_log_prob=False)  # (B, T, V)
-

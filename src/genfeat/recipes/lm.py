@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import platform
 import random
 import time
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from genfeat.models.gpt import config as gpt_presets
 from genfeat.models.lm import CausalLM, sample
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
+from genfeat.train.logging import machine_info
 from genfeat.train.loop import TrainConfig, fit
 
 
@@ -210,8 +210,7 @@ def run(cfg: LMRunConfig, run_dir: Path, resume_from: Path | None = None) -> dic
         "train_wall_s": round(result.wall_time, 1), "train_step_s": round(result.train_time, 1),
         "total_wall_s": round(time.perf_counter() - t0, 1),
         "stopped_early": result.stopped_early, **{k: round(v, 4) for k, v in final.items()},
-        "device": str(info.device), "world_size": info.world_size, "torch": torch.__version__,
-        "machine": f"{platform.machine()} {platform.processor() or ''} {torch.get_num_threads()} threads".strip(),
+        "world_size": info.world_size, "machine": machine_info(info.device),
     }
     if info.is_main:
         summary["samples"] = generate_text(lm, tok, cfg.sample, seed=cfg.seed)
@@ -234,7 +233,7 @@ def write_report(run_dir: Path, cfg: LMRunConfig, summary: dict[str, Any]) -> No
 
 Corpus `{d.corpus}` ({d.tokenizer} tokens), GPT decoder {m.n_layer} layers × d={m.d_model}, {m.n_head} heads,
 {summary['params'] / 1e6:.2f}M parameters. {summary['steps']} steps of {d.batch_size}×{d.seq_len} tokens
-on {summary['device']} (world size {summary['world_size']}); best validation at step {summary['best_step']}.
+on {summary['machine']['device']} (world size {summary['world_size']}); best validation at step {summary['best_step']}.
 Training took {summary['train_wall_s']} s at {summary['train_tokens_per_s']:,.0f} tokens/s.
 
 | metric (best validation weights) | value |

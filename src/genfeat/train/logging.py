@@ -6,8 +6,28 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 from pathlib import Path
 from typing import Any
+
+import torch
+
+
+def machine_info(device: torch.device | str = "cpu") -> dict[str, Any]:
+    """What produced a number: CPU model, cores, torch threads, device (GPU name), versions."""
+    device = torch.device(device)
+    cpu = platform.processor() or "unknown"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    info = {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "device": str(device), "torch": torch.__version__, "python": platform.python_version(),
+            "os": platform.platform()}
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    return info
 
 
 class MetricsLogger:

@@ -277,7 +277,8 @@ def fit(
                     bar.set_postfix(loss=f"{mean_loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}", refresh=False)
                     loss_sum.zero_()
                     loss_n, tok_log, t_log = 0, 0, now
-                result.train_time += time.perf_counter() - t_step
+                t_pause = time.perf_counter()
+                result.train_time += t_pause - t_step
                 stopping = False
                 if evaluate is not None and cfg.eval_every and step % cfg.eval_every == 0:
                     stopping = run_eval()
@@ -286,7 +287,11 @@ def fit(
                 if (cfg.ckpt_every and step % cfg.ckpt_every == 0) or (not cfg.ckpt_every and last_eval == step):
                     checkpoint()
                     last_ckpt = step
-                if stopping or D.broadcast_object(stop.set):
+                t_log += time.perf_counter() - t_pause  # evaluation and checkpoints do not count in tokens/s
+                synced = not info.enabled or step % cfg.log_every == 0
+                if info.enabled and synced:  # rank 0 decides, so every rank stops at the same step
+                    stop.set = D.broadcast_object(stop.set)
+                if stopping or (stop.set and synced):
                     result.interrupted = stop.set
                     break
         if evaluate is not None and last_eval != step and not result.interrupted:

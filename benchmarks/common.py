@@ -1,0 +1,34 @@
+"""Shared by the benchmarks: machine description and writing docs/results/<name>.{md,json}."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from genfeat.train.logging import machine_info
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def command() -> str:
+    return " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
+
+
+def write_results(name: str, results: dict[str, Any], markdown: str, seeds: list[int] | None = None,
+                  device: str = "cpu") -> Path:
+    """docs/results/<name>.json (machine-readable) and <name>.md (for people)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    record = {"name": name, "command": command(), "date": datetime.date.today().isoformat(),
+              "machine": machine_info(device), "seeds": seeds or [], "results": results}
+    (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    m = record["machine"]
+    header = (f"Command: `{record['command']}`  \nDate: {record['date']}  \n"
+              f"Machine: {m['cpu']} ({m['cpu_count']} cores, {m['torch_threads']} torch threads), "
+              f"device {m.get('gpu', m['device'])}, torch {m['torch']}, Python {m['python']}\n\n")
+    path = RESULTS / f"{name}.md"
+    path.write_text(markdown.replace("{header}", header))
+    return path
