@@ -15,7 +15,8 @@ RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def command() -> str:
-    return " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
+    """How the benchmark was invoked, as `python -m benchmarks.<name> ARGS`."""
+    return " ".join(["python", "-m", f"benchmarks.{Path(sys.argv[0]).stem}", *map(shlex.quote, sys.argv[1:])])
 
 
 def write_results(name: str, results: dict[str, Any], markdown: str, seeds: list[int] | None = None,
