@@ -6,6 +6,7 @@ import datetime
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +20,28 @@ def command() -> str:
     return " ".join(["python", "-m", f"benchmarks.{Path(sys.argv[0]).stem}", *map(shlex.quote, sys.argv[1:])])
 
 
-def write_results(name: str, results: dict[str, Any], markdown: str, seeds: list[int] | None = None,
-                  device: str = "cpu") -> Path:
-    """docs/results/<name>.json (machine-readable) and <name>.md (for people)."""
+def header(record: dict[str, Any]) -> str:
+    m = record["machine"]
+    return (f"Command: `{record['command']}`  \nDate: {record['date']}  \n"
+            f"Machine: {m['cpu']} ({m['cpu_count']} cores, {m['torch_threads']} torch threads), "
+            f"device {m.get('gpu', m['device'])}, torch {m['torch']}, Python {m['python']}\n\n")
+
+
+def write_results(name: str, results: dict[str, Any], markdown: str | Callable[[dict[str, Any]], str],
+                  seeds: list[int] | None = None, device: str = "cpu") -> Path:
+    """docs/results/<name>.json (machine-readable) and <name>.md (for people). `markdown` is a text with a
+    `{header}` placeholder, or a function of the JSON record (so the page can be re-rendered from it)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     record = {"name": name, "command": command(), "date": datetime.date.today().isoformat(),
               "machine": machine_info(device), "seeds": seeds or [], "results": results}
     (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
-    m = record["machine"]
-    header = (f"Command: `{record['command']}`  \nDate: {record['date']}  \n"
-              f"Machine: {m['cpu']} ({m['cpu_count']} cores, {m['torch_threads']} torch threads), "
-              f"device {m.get('gpu', m['device'])}, torch {m['torch']}, Python {m['python']}\n\n")
+    return render(name, markdown, record)
+
+
+def render(name: str, markdown: str | Callable[[dict[str, Any]], str], record: dict[str, Any] | None = None) -> Path:
+    """(Re)write docs/results/<name>.md from the recorded JSON."""
+    record = record or json.loads((RESULTS / f"{name}.json").read_text())
+    text = markdown(record) if callable(markdown) else markdown
     path = RESULTS / f"{name}.md"
-    path.write_text(markdown.replace("{header}", header))
+    path.write_text(text.replace("{header}", header(record)))
     return path

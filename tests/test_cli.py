@@ -68,9 +68,10 @@ def test_generate(trained, capsys):
 
 
 def test_print_config_is_loadable(capsys):
-    code, out, _ = run_cli(capsys, "run", "quickstart", "--train.lr", "1e-3", "--print-config")
+    code, out, _ = run_cli(capsys, "run", "quickstart", "--train.lr", "1e-3", "--seed=7", "--print-config")
     cfg = yaml.safe_load(out)
     assert code == 0 and cfg["config"]["train"]["lr"] == 1e-3 and cfg["preset"] == "quickstart"
+    assert cfg["config"]["seed"] == 7
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -81,6 +82,7 @@ def test_print_config_is_loadable(capsys):
     (["run", "lm", "--train.max_steps", "0"], "max_steps must be >= 1"),
     (["run", "lm", "--data.iterator", "random"], "data.iterator: 'random' is not one of"),
     (["run", "lm", "--train.lr"], "--train.lr needs a value"),
+    (["run", "lm", "--sed", "1"], "unknown field sed; valid fields: seed, data"),
     (["run", "--config", "/nonexistent/config.yaml"], "config file /nonexistent/config.yaml does not exist"),
 ])
 def test_bad_config_one_line_exit_2_nothing_written(capsys, tmp_path, args, message):

@@ -25,16 +25,18 @@ from genfeat.config import ConfigError, atomic_write_text, dump_yaml, from_dict,
 from genfeat.errors import GenfeatError
 from genfeat.registry import ALIASES, RECIPES, get_preset, get_recipe
 
+RUN_OPTIONS = {"--preset", "--config", "--resume", "--out", "--print-config", "--help"}
+
 
 def split_overrides(argv: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Pull `--section.field VALUE` / `--section.field=VALUE` out of argv (a dotted name marks an override)."""
+    """Pull config overrides (`--seed 1`, `--train.lr 3e-4`, `--train.lr=3e-4`) out of `run`'s argv."""
     rest: list[str] = []
     out: dict[str, str] = {}
     i = 0
     while i < len(argv):
         tok = argv[i]
         key = tok[2:].split("=", 1)[0]
-        if not (tok.startswith("--") and "." in key):
+        if not tok.startswith("--") or tok.split("=", 1)[0] in RUN_OPTIONS:
             rest.append(tok)
             i += 1
         elif "=" in tok:

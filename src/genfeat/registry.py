@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import lm
+from genfeat.recipes import lm, transformer_xl
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,9 @@ class Recipe:
 RECIPES: dict[str, Recipe] = {
     "lm": Recipe("lm", "causal language model (GPT-style decoder + softmax head) on a real corpus",
                  lm.LMRunConfig, lm.PRESETS, lm.run, "quickstart", lm.load_for_generation),
+    "transformer_xl": Recipe("transformer_xl", "Transformer-XL LM (thesis Y §2.1) and the vanilla-Transformer baseline",
+                             transformer_xl.TXLRunConfig, transformer_xl.PRESETS, transformer_xl.run, "ptb",
+                             transformer_xl.load_for_generation),
 }
 
 # Short names for common (recipe, preset) pairs.

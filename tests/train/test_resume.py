@@ -30,6 +30,7 @@ def test_resume_is_bitwise_exact(tmp_path, iterator):
     a = C.load_trainer_state(tmp_path / "a/checkpoints/step_00000012")
     b = C.load_trainer_state(tmp_path / "b/checkpoints/step_00000012")
     assert a["data"] == b["data"] and a["tokens"] == b["tokens"] and a["best_step"] == b["best_step"]
+    assert len(a["data"]) == 1 and a["data"][0]["epoch"] >= 0  # one entry per rank
 
 
 def test_resume_without_the_rng_state_differs(tmp_path):

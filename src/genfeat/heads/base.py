@@ -8,6 +8,11 @@ import torch
 from torch import Tensor
 
 
+def upcast(x: Tensor) -> Tensor:
+    """At least fp32 for softmax / losses under mixed precision (fp64 stays fp64)."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
 @dataclass
 class HeadOutput:
     """scores: (..., V). Logits when `is_log_prob` is False (softmax-like heads), normalised
@@ -17,4 +22,4 @@ class HeadOutput:
     is_log_prob: bool = False
 
     def log_probs(self) -> Tensor:
-        return self.scores if self.is_log_prob else torch.log_softmax(self.scores.float(), dim=-1)
+        return self.scores if self.is_log_prob else torch.log_softmax(upcast(self.scores), dim=-1)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from genfeat.heads.base import HeadOutput
+from genfeat.heads.base import HeadOutput, upcast
 
 
 def nll(out: HeadOutput, targets: Tensor, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
-    """-log p(target). scores (..., V), targets (...). Computed in fp32 for stability under AMP.
+    """-log p(target). scores (..., V), targets (...). Computed in (at least) fp32 for stability under AMP.
 
     reduction: "mean" over non-ignored targets, "sum", or "none" (same shape as targets).
     """
-    scores = out.scores.float().reshape(-1, out.scores.size(-1))  # (N, V)
+    scores = upcast(out.scores).reshape(-1, out.scores.size(-1))  # (N, V)
     flat = targets.reshape(-1)  # (N,)
     if out.is_log_prob:
         loss = F.nll_loss(scores, flat, ignore_index=ignore_index, reduction=reduction)

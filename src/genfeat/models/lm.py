@@ -19,8 +19,9 @@ class CausalLM(nn.Module):
         self.head = head
         self.max_len = max_len  # longest context the backbone accepts (None: unbounded)
 
-    def forward(self, input_ids: Tensor) -> tuple[HeadOutput, BackboneOutput]:
-        out = self.backbone(input_ids)  # hidden (B, T, d)
+    def forward(self, input_ids: Tensor, **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
+        """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL)."""
+        out = self.backbone(input_ids, **backbone_kwargs)  # hidden (B, T, d)
         return self.head(out, input_ids), out
 
 
@@ -36,7 +37,9 @@ def sample(
 ) -> Tensor:
     """Top-k sampling (k=40 as in thesis Y §2.1 generation). prompt (B, T0) -> (B, T0 + n).
 
-    Generation stops early once every row has emitted `stop_token`.
+    Backbones with memory (they return `mems`) read the prompt once and then one token per step,
+    carrying the memory (constant cost per token, thesis Y §2.1.3); the others re-read the last
+    `max_len` tokens each step. Generation stops early once every row has emitted `stop_token`.
     """
     if prompt.dim() != 2 or prompt.size(1) == 0:
         raise ValueError("prompt must be a non-empty (batch, length) tensor of token ids")
@@ -46,9 +49,13 @@ def sample(
     lm.eval()
     ids = prompt
     done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
+    mems = None
     for _ in range(max_new_tokens):
-        ctx = ids if lm.max_len is None else ids[:, -lm.max_len :]
-        head_out, _ = lm(ctx)
+        if mems is not None:
+            head_out, out = lm(ids[:, -1:], mems=mems)
+        else:
+            head_out, out = lm(ids if lm.max_len is None else ids[:, -lm.max_len :])
+        mems = out.mems if out.mems is not None and out.mems[0].size(1) > 0 else None
         logp = head_out.log_probs()[:, -1] / temperature  # (B, V)
         if top_k is not None and top_k < logp.size(-1):
             kth = logp.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)

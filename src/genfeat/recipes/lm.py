@@ -18,6 +18,7 @@ import dataclasses
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,29 +120,92 @@ def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
 
 
 @torch.no_grad()
-def evaluate_lm(model: torch.nn.Module, tokens: np.ndarray, cfg: LMDataConfig, per_char: bool,
-                prefix: str) -> dict[str, float]:
-    """Sum of NLL over one ordered pass of `tokens`; reports loss, ppl (and bpc at char level)."""
+def evaluate_lm(model: torch.nn.Module, tokens: np.ndarray, batch_size: int, seq_len: int, per_char: bool,
+                prefix: str, carry_memory: bool = False) -> dict[str, float]:
+    """Token-weighted NLL over one ordered pass of `tokens` in segments of `seq_len` (B parallel
+    streams). With `carry_memory` the backbone's memory flows from each segment to the next
+    (Transformer-XL evaluation); it starts empty. Reports loss, ppl (and bpc at char level)."""
     device = next(model.parameters()).device
-    total, count = torch.zeros((), dtype=torch.float64, device=device), 0
-    for x, y in OrderedSegments(tokens, cfg.eval_batch_size, cfg.seq_len, loop=False):
-        out, _ = model(x.to(device))
+    total, count, mems = torch.zeros((), dtype=torch.float64, device=device), 0, None
+    for x, y in OrderedSegments(tokens, batch_size, seq_len, loop=False):
+        out, bb = model(x.to(device), **({"mems": mems} if mems is not None else {}))
+        if carry_memory:
+            mems = bb.mems
         total += nll(out, y.to(device), reduction="sum").double()
         count += y.numel()
-    loss = total.item() / count
-    res = {f"{prefix}_loss": loss, f"{prefix}_ppl": perplexity(total.item(), count)}
+    return lm_metrics(total.item(), count, per_char, prefix)
+
+
+@torch.no_grad()
+def evaluate_sliding(model: torch.nn.Module, tokens: np.ndarray, window: int, stride: int, per_char: bool,
+                     prefix: str, batch_size: int = 64) -> dict[str, float]:
+    """Vanilla-Transformer evaluation (thesis Y §2.1.2, Al-Rfou et al.): windows of `window` tokens
+    moved by `stride`; each window scores only its last `stride` targets (the first window scores all),
+    so every target is predicted once with at least window - stride tokens of context. stride=1 is the
+    thesis protocol (one prediction per window, maximal context)."""
+    if not 1 <= stride <= window:
+        raise ConfigError(f"sliding-window stride must be in [1, {window}], got {stride}")
+    device = next(model.parameters()).device
+    data = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
+    n = data.numel() - 1  # targets 1..n
+    if n < window:
+        raise ConfigError(f"{n + 1} tokens are too few for a {window}-token window")
+    starts = list(range(0, n - window + 1, stride))
+    if starts[-1] + window < n:  # cover the tail with one last window
+        starts.append(n - window)
+    total, count, scored_to = torch.zeros((), dtype=torch.float64, device=device), 0, 0  # targets 1..scored_to done
+    for b in range(0, len(starts), batch_size):
+        chunk = starts[b : b + batch_size]
+        idx = torch.tensor(chunk)[:, None] + torch.arange(window + 1)  # (nb, W+1)
+        xy = data[idx].to(device)
+        out, _ = model(xy[:, :-1])
+        losses = nll(out, xy[:, 1:], reduction="none")  # (nb, W)
+        for row, s in enumerate(chunk):  # window s predicts targets s+1 .. s+window
+            first_new = max(scored_to + 1, s + 1) - (s + 1)
+            total += losses[row, first_new:].double().sum()
+            count += window - first_new
+            scored_to = s + window
+    return lm_metrics(total.item(), count, per_char, prefix)
+
+
+def lm_metrics(total_nll: float, count: int, per_char: bool, prefix: str) -> dict[str, float]:
+    res = {f"{prefix}_loss": total_nll / count, f"{prefix}_ppl": perplexity(total_nll, count)}
     if per_char:
-        res[f"{prefix}_bpc"] = bits_per_character(total.item(), count)
+        res[f"{prefix}_bpc"] = bits_per_character(total_nll, count)
     return res
 
 
-def resolve(cfg: LMRunConfig, tok: Tokenizer) -> LMRunConfig:
+def resolve(cfg: Any, tok: Tokenizer) -> Any:
+    """Take the vocabulary size from the tokenizer (model.vocab_size = 0) or check that it matches."""
     if cfg.model.vocab_size not in (0, tok.vocab_size):
         raise ConfigError(f"model.vocab_size={cfg.model.vocab_size} but the {cfg.data.tokenizer} tokenizer "
                           f"has {tok.vocab_size}; leave it 0 to take the tokenizer's")
+    return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, vocab_size=tok.vocab_size))
+
+
+@dataclass(frozen=True)
+class Arch:
+    """How a causal-LM recipe builds, trains and evaluates its model (GPT here, Transformer-XL in
+    recipes/transformer_xl.py); everything else (data, loop, report) is shared."""
+
+    name: str
+    build: Callable[[Any], CausalLM]  # model config -> CausalLM
+    make_loss: Callable[[], Callable]  # a fresh, possibly stateful, training loss
+    evaluate: Callable[[torch.nn.Module, np.ndarray, Any, bool, str], dict[str, float]]  # model, tokens, cfg, ...
+    check: Callable[[Any], None]  # raise ConfigError on inconsistent settings
+
+
+def _gpt_check(cfg: LMRunConfig) -> None:
     if cfg.data.seq_len > cfg.model.max_len:
         raise ConfigError(f"data.seq_len={cfg.data.seq_len} exceeds model.max_len={cfg.model.max_len}")
-    return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, vocab_size=tok.vocab_size))
+
+
+GPT = Arch(
+    "gpt", build_gpt_lm, lambda: lm_loss,
+    lambda m, tokens, cfg, per_char, prefix: evaluate_lm(m, tokens, cfg.data.eval_batch_size, cfg.data.seq_len,
+                                                         per_char, prefix),
+    _gpt_check,
+)
 
 
 def generate_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, n: int | None = None,
@@ -165,16 +229,18 @@ def generate_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, n: int | None 
     return texts
 
 
-def load_for_generation(run_dir: Path, cfg: LMRunConfig, device: torch.device) -> tuple[CausalLM, Tokenizer]:
+def load_for_generation(run_dir: Path, cfg: Any, device: torch.device, arch: Arch = GPT
+                        ) -> tuple[CausalLM, Tokenizer]:
     tok = load_tokenizer(run_dir / "tokenizer.json")
     cfg = resolve(cfg, tok)
-    lm = build_gpt_lm(cfg.model).to(device)
+    lm = arch.build(cfg.model).to(device)
     load_model_weights(lm, run_dir / "model.safetensors")
     return lm.eval(), tok
 
 
 # ----------------------------------------------------------------------------------------- run
-def run(cfg: LMRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = GPT) -> dict[str, Any]:
+    arch.check(cfg)  # fail fast, before any data is loaded
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
@@ -188,7 +254,7 @@ def run(cfg: LMRunConfig, run_dir: Path, resume_from: Path | None = None) -> dic
     if info.is_main:
         tok.save(run_dir / "tokenizer.json")
 
-    lm = build_gpt_lm(cfg.model).to(info.device)
+    lm = arch.build(cfg.model).to(info.device)
     n_params = sum(p.numel() for p in lm.parameters())
     model = D.wrap(lm, info, cfg.train.distributed)
     seed_everything(cfg.seed + info.rank)  # distinct dropout streams per rank
@@ -199,18 +265,19 @@ def run(cfg: LMRunConfig, run_dir: Path, resume_from: Path | None = None) -> dic
         train_iter = ShuffledWindows(streams["train"], dc.batch_size, dc.seq_len, cfg.seed, info.rank,
                                      info.world_size)
     if info.is_main:
-        print(f"genfeat lm: {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
+        print(f"genfeat {arch.name}: {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
               f"{len(streams['train']):,} training tokens, device {info.device}, world size {info.world_size}")
-    result = fit(model, lm_loss, train_iter, cfg.train, run_dir,
-                 evaluate=lambda m: evaluate_lm(m, streams["valid"], dc, per_char, "valid"),
-                 resume_from=resume_from, desc="lm")
+    result = fit(model, arch.make_loss(), train_iter, cfg.train, run_dir,
+                 evaluate=lambda m: arch.evaluate(m, streams["valid"], cfg, per_char, "valid"),
+                 resume_from=resume_from, desc=arch.name)
 
     load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
     model.eval()
-    final = evaluate_lm(model, streams["valid"], dc, per_char, "valid")
-    final |= evaluate_lm(model, streams["test"], dc, per_char, "test")
+    final = arch.evaluate(model, streams["valid"], cfg, per_char, "valid")
+    final |= arch.evaluate(model, streams["test"], cfg, per_char, "test")
     summary = {
-        "recipe": "lm", "params": n_params, "steps": result.step, "best_step": result.best_step,
+        "arch": arch.name, "params": n_params, "vocab_size": tok.vocab_size, "steps": result.step,
+        "best_step": result.best_step,
         "train_tokens": result.tokens, "train_tokens_per_s": round(result.tokens_per_s, 1),
         "train_wall_s": round(result.wall_time, 1), "train_step_s": round(result.train_time, 1),
         "total_wall_s": round(time.perf_counter() - t0, 1),
@@ -229,14 +296,14 @@ def run(cfg: LMRunConfig, run_dir: Path, resume_from: Path | None = None) -> dic
     return summary
 
 
-def write_report(run_dir: Path, cfg: LMRunConfig, summary: dict[str, Any]) -> None:
+def write_report(run_dir: Path, cfg: Any, summary: dict[str, Any]) -> None:
     m, d = cfg.model, cfg.data
     metric_rows = "\n".join(f"| {k} | {v:.4f} |" for k, v in summary.items()
                             if k.startswith(("valid_", "test_")))
     samples = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(summary["samples"]))
     text = f"""# Language model run
 
-Corpus `{d.corpus}` ({d.tokenizer} tokens), GPT decoder {m.n_layer} layers × d={m.d_model}, {m.n_head} heads,
+Corpus `{d.corpus}` ({d.tokenizer} tokens), {summary['arch']} {m.n_layer} layers × d={m.d_model}, {m.n_head} heads,
 {summary['params'] / 1e6:.2f}M parameters. {summary['steps']} steps of {d.batch_size}×{d.seq_len} tokens
 on {summary['machine']['device']} (world size {summary['world_size']}); best validation at step {summary['best_step']}.
 Training took {summary['train_wall_s']} s at {summary['train_tokens_per_s']:,.0f} tokens/s.

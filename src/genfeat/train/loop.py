@@ -183,9 +183,9 @@ def fit(
         state = C.restore_checkpoint(resume_from, model, optimizer, scheduler)
         step, tokens, best, best_step, bad_evals = (state["step"], state["tokens"], state["best"],
                                                     state["best_step"], state["bad_evals"])
-        for name, obj in stateful.items():
+        for name, obj in stateful.items():  # each rank's own data position / loss state (e.g. memory)
             if hasattr(obj, "load_state_dict") and name in state:
-                obj.load_state_dict(state[name])
+                obj.load_state_dict(state[name][info.rank])
         if info.is_main:  # forget what the interrupted run logged after this checkpoint
             rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
             (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -194,8 +194,8 @@ def fit(
 
     def checkpoint() -> Path:
         extra = {"tokens": tokens, "best": best, "best_step": best_step, "bad_evals": bad_evals}
-        extra |= {k: o.state_dict() for k, o in stateful.items() if hasattr(o, "state_dict") and
-                  not isinstance(o, nn.Module)}
+        extra |= {k: D.gather_objects(o.state_dict()) for k, o in stateful.items()
+                  if hasattr(o, "state_dict") and not isinstance(o, nn.Module)}
         return C.save_checkpoint(run_dir, step, model, optimizer, scheduler, extra, cfg.keep_last)
 
     def run_eval() -> bool:

@@ -1,0 +1,80 @@
+"""Projected adaptive softmax (Grave et al. 2017) as in Transformer-XL (thesis Y §2.1.4; spec §2.7).
+
+Head cluster: the first cutoffs[0] words plus one logit per tail cluster. For a head word w,
+log p(w) = log softmax_head(w); for a word in tail cluster c,
+log p(w) = log softmax_head(cluster c) + log softmax_c(E_c P_c^T h)[w].
+
+Returns full-vocabulary log-probabilities, in vocabulary order (so per-token losses keep input order,
+spec pitfall 16), as `HeadOutput(log_probs, is_log_prob=True)`. Weights can be tied to an
+`AdaptiveEmbedding` (cluster embeddings always, projections per `tie_projs`). Parameter names
+(`out_layers`, `out_projs`, `cluster_weight`, `cluster_bias`) follow the reference / HF; as there, the
+tail-cluster logits are read from the head in reverse order (cluster c at head index -c).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from genfeat.heads.base import HeadOutput, upcast
+from genfeat.nn.embeddings import AdaptiveEmbedding, cluster_bounds
+from genfeat.nn.outputs import BackboneOutput
+
+
+class ProjectedAdaptiveLogSoftmax(nn.Module):
+    def __init__(self, n_token: int, d_embed: int, d_proj: int, cutoffs: tuple[int, ...] = (), div_val: int = 1,
+                 tie_to: AdaptiveEmbedding | None = None, tie_projs: tuple[bool, ...] = ()):
+        super().__init__()
+        self.n_token, self.d_embed, self.d_proj, self.div_val = n_token, d_embed, d_proj, div_val
+        self.bounds = cluster_bounds(n_token, cutoffs)
+        self.n_clusters = len(self.bounds) - 2
+        self.shortlist = self.bounds[1]
+        if self.n_clusters:
+            self.cluster_weight = nn.Parameter(torch.zeros(self.n_clusters, d_embed))
+            self.cluster_bias = nn.Parameter(torch.zeros(self.n_clusters))
+        self.out_layers = nn.ModuleList()
+        self.out_projs = nn.ParameterList()
+        n = len(self.bounds) - 1
+        tie_projs = tuple(tie_projs) + (False,) * (n - len(tie_projs))
+        for i in range(n if div_val > 1 else 1):
+            d_i = d_embed // div_val**i if div_val > 1 else d_embed
+            size = self.bounds[i + 1] - self.bounds[i] if div_val > 1 else n_token
+            layer = nn.Linear(d_i, size)
+            if tie_to is not None:
+                layer.weight = tie_to.emb_layers[i].weight
+            self.out_layers.append(layer)
+            if d_i != d_proj or div_val > 1:
+                if tie_to is not None and tie_projs[i] and len(tie_to.emb_projs) > i:
+                    self.out_projs.append(tie_to.emb_projs[i])
+                else:
+                    self.out_projs.append(nn.Parameter(torch.empty(d_proj, d_i)))
+
+    def _logits(self, h: Tensor, i: int, weight: Tensor, bias: Tensor) -> Tensor:
+        if len(self.out_projs) > i:
+            h = F.linear(h, self.out_projs[i].t())  # (N, d_proj) -> (N, d_i)
+        return F.linear(h, weight, bias)
+
+    def log_probs(self, h: Tensor) -> Tensor:
+        """h (..., d_proj) -> (..., V) log-probabilities in vocabulary order."""
+        shape, h = h.shape[:-1], h.reshape(-1, h.size(-1))
+        if self.div_val == 1:
+            w, b = self.out_layers[0].weight, self.out_layers[0].bias
+            if self.n_clusters == 0:
+                return torch.log_softmax(upcast(self._logits(h, 0, w, b)), -1).view(*shape, -1)
+            weights = [w[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
+            biases = [b[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
+        else:
+            weights = [layer.weight for layer in self.out_layers]
+            biases = [layer.bias for layer in self.out_layers]
+        head_w = torch.cat([weights[0], self.cluster_weight], 0)
+        head_b = torch.cat([biases[0], self.cluster_bias], 0)
+        head = torch.log_softmax(upcast(self._logits(h, 0, head_w, head_b)), -1)  # (N, shortlist + clusters)
+        parts = [head[:, : self.shortlist]]
+        for c in range(1, self.n_clusters + 1):
+            tail = torch.log_softmax(upcast(self._logits(h, c if self.div_val > 1 else 0, weights[c], biases[c])), -1)
+            parts.append(head[:, -c, None] + tail)  # cluster c's logit sits at head index -c
+        return torch.cat(parts, -1).view(*shape, -1)
+
+    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None) -> HeadOutput:
+        return HeadOutput(self.log_probs(out.hidden), is_log_prob=True)

@@ -1,0 +1,108 @@
+"""Transformer-XL relative multi-head attention (thesis Y §2.1.3, "Relative Positional Encodings").
+
+    A_ij = (q_i + u)·k_j  +  (q_i + v)·W_{k,R} R_{i-j}          (terms (a)+(c) and (b)+(d))
+    score = A / sqrt(d_h), causal mask (+ same_length), softmax over keys, dropout, · v, W_o
+
+Queries come from the current segment only; keys/values from [SG(memory); segment]. The (b)+(d)
+term is computed once per distance and re-indexed with the pad-reshape `rel_shift` (thesis Eq. for
+B, spec §2.5) -- no Python loop, no O(L·K) projections. The softmax and the value product run in
+`F.scaled_dot_product_attention`, with the shifted positional term and the mask as its additive
+float bias.
+
+Layouts are batch first: h (B, L, d), memory (B, M', d), R (K, d) with rows ordered by distance
+K-1, ..., 0 (the order the shift requires), scores (B, H, L, K).
+
+Parameter names follow the authors' code / HF TransfoXL (`qkv_net`, `r_net`, `o_net`, `layer_norm`,
+`r_w_bias` = u, `r_r_bias` = v) so checkpoints map one to one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def sinusoid_table(pos: Tensor, d: int) -> Tensor:
+    """R_δ = [sin(δ ω_0..ω_{d/2-1}) | cos(δ ω_0..)] with ω_k = 10000^{-2k/d}, concatenated halves as
+    the reference and HF (not interleaved). pos (K,) float -> (K, d)."""
+    dtype = pos.dtype if pos.is_floating_point() else torch.get_default_dtype()
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, d, 2, device=pos.device, dtype=dtype) / d))  # (d/2,)
+    angles = pos.to(dtype)[:, None] * inv_freq[None, :]  # (K, d/2)
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+def relative_positions(klen: int, clamp_len: int = -1, device: torch.device | None = None) -> Tensor:
+    """Distances [K-1, ..., 0] (optionally clamped at clamp_len), as floats for the sinusoid."""
+    pos = torch.arange(klen - 1, -1, -1.0, device=device)
+    return pos.clamp_(max=clamp_len) if clamp_len >= 0 else pos
+
+
+def rel_shift(x: Tensor) -> Tensor:
+    """x (..., L, K) with column k <-> distance K-1-k  ->  out[..., i, j] = x[..., i, j + L - 1 - i].
+
+    Exact for every unmasked entry j <= K - L + i; the other entries hold junk and must be masked
+    after the shift (spec §2.5). Pad one zero column, re-view (K+1, L), drop the first row, re-view.
+    """
+    *lead, L, K = x.shape
+    padded = F.pad(x, (1, 0))  # (..., L, K+1)
+    return padded.view(*lead, K + 1, L)[..., 1:, :].reshape(*lead, L, K)
+
+
+def causal_memory_mask(qlen: int, mlen: int, same_length: bool = False, mem_len: int = 0,
+                       device: torch.device | None = None) -> Tensor:
+    """Boolean (L, K) mask, True = forbidden: key j > mlen + i (future). With `same_length`
+    (PyTorch-reference convention) also j <= i + mlen - mem_len, so every query sees exactly mem_len
+    keys once the memory is full."""
+    ones = torch.ones(qlen, qlen + mlen, dtype=torch.bool, device=device)
+    mask = torch.triu(ones, diagonal=1 + mlen)
+    if same_length:
+        klen = qlen + mlen
+        shift = qlen - (klen - mem_len) if klen > mem_len else qlen
+        mask = mask | torch.tril(ones, diagonal=-shift)
+    return mask
+
+
+class RelPartialLearnableMultiHeadAttn(nn.Module):
+    """Multi-head relative attention + residual + LayerNorm (post-LN, or pre-LN if asked)."""
+
+    def __init__(self, n_head: int, d_model: int, d_head: int, dropout: float, dropatt: float = 0.0,
+                 pre_lnorm: bool = False):
+        super().__init__()
+        self.n_head, self.d_head, self.pre_lnorm = n_head, d_head, pre_lnorm
+        self.qkv_net = nn.Linear(d_model, 3 * n_head * d_head, bias=False)
+        self.r_net = nn.Linear(d_model, n_head * d_head, bias=False)  # W_{k,R}
+        self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
+        self.layer_norm = nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+        self.dropatt = dropatt
+        self.scale = 1.0 / math.sqrt(d_head)
+
+    def scores_bias(self, q: Tensor, r: Tensor, r_r_bias: Tensor, mask: Tensor) -> Tensor:
+        """Shifted, scaled (b)+(d) term with the mask folded in: (B, H, L, K) additive bias."""
+        r_head = self.r_net(r.to(self.r_net.weight.dtype)).view(r.size(0), self.n_head, self.d_head)  # (K, H, dh)
+        bd = torch.einsum("bhid,khd->bhik", q + r_r_bias[None, :, None], r_head)  # (B, H, L, K), col = dist
+        bd = rel_shift(bd) * self.scale
+        return bd.masked_fill(mask, float("-inf"))
+
+    def forward(self, h: Tensor, r: Tensor, r_w_bias: Tensor, r_r_bias: Tensor, mask: Tensor,
+                mem: Tensor | None = None) -> Tensor:
+        B, L, _ = h.shape
+        H, dh = self.n_head, self.d_head
+        cat = h if mem is None or mem.size(1) == 0 else torch.cat([mem, h], dim=1)  # (B, K, d)
+        if self.pre_lnorm:
+            cat = self.layer_norm(cat)
+        K = cat.size(1)
+        w_q, w_k, w_v = self.qkv_net(cat).chunk(3, dim=-1)  # (B, K, H·dh) each
+        q = w_q[:, -L:].view(B, L, H, dh).transpose(1, 2)  # (B, H, L, dh): queries = current segment
+        k = w_k.view(B, K, H, dh).transpose(1, 2)  # (B, H, K, dh)
+        v = w_v.view(B, K, H, dh).transpose(1, 2)
+        bias = self.scores_bias(q, r, r_r_bias, mask)  # (B, H, L, K)
+        attn = F.scaled_dot_product_attention(
+            q + r_w_bias[None, :, None].to(q.dtype), k, v, attn_mask=bias.to(q.dtype),
+            dropout_p=self.dropatt if self.training else 0.0, scale=self.scale,
+        )  # (B, H, L, dh)
+        out = self.drop(self.o_net(attn.transpose(1, 2).reshape(B, L, H * dh)))  # (B, L, d)
+        return h + out if self.pre_lnorm else self.layer_norm(h + out)

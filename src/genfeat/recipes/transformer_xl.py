@@ -1,0 +1,200 @@
+"""Transformer-XL language modelling (thesis Y §2.1) and the vanilla-Transformer baseline.
+
+Training reads B contiguous streams in segments of `model.tgt_len`, carrying each layer's memory from
+one step to the next (detached; spec §2.10); the memory is part of the checkpoint, so a resume is
+exact. Evaluation reads each split in order with its own segment length, memory length, `same_length`
+and `clamp_len` (`eval.*`; a memory several times longer than in training is the thesis setting,
+§2.1.3), starting from an empty memory.
+
+The vanilla baseline (thesis §2.1.2, after Al-Rfou et al.) is the same network with absolute sinusoid
+positions and no memory (`model.pos_enc=absolute model.mem_len=0`, preset `ptb_vanilla`), evaluated on
+non-overlapping segments or with a sliding window (`eval.stride`: 1 = one prediction per window, the
+thesis protocol).
+
+Presets: tiny (tests); ptb / ptb_vanilla (real PTB on CPU, equal parameter counts); wiki_char (gensim
+Wikipedia XML, byte level, "mini-enwik8"); and the paper configurations wt103_base, wt103_large,
+enwik8_base, enwik8_large, text8, lm1b_base, ptb_paper (need WikiText/enwik8/... on disk via
+`--data.corpus dir:PATH`, and GPUs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+
+from genfeat.data.lm_data import LMDataConfig
+from genfeat.errors import ConfigError
+from genfeat.losses import nll
+from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
+from genfeat.models.transformer_xl import config as txl_presets
+from genfeat.recipes import lm
+from genfeat.recipes.lm import SampleConfig
+from genfeat.train.loop import TrainConfig
+
+
+@dataclass(frozen=True)
+class TXLEvalConfig:
+    tgt_len: int = 0  # evaluation segment length; 0: model.tgt_len
+    mem_len: int = -1  # evaluation memory length; -1: model.mem_len
+    same_length: bool = False
+    clamp_len: int = -1
+    stride: int = 0  # > 0: sliding-window evaluation with window model.tgt_len (vanilla baseline)
+
+
+@dataclass(frozen=True)
+class TXLRunConfig:
+    seed: int = 0
+    data: LMDataConfig = field(default_factory=LMDataConfig)
+    model: TXLConfig = field(default_factory=TXLConfig)
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=2.5e-4, clip_norm=0.25))
+    eval: TXLEvalConfig = field(default_factory=TXLEvalConfig)
+    sample: SampleConfig = field(default_factory=SampleConfig)
+
+
+class MemoryLMLoss:
+    """Next-token NLL on consecutive segments, carrying the (detached) memory across calls."""
+
+    def __init__(self):
+        self.mems: tuple[torch.Tensor, ...] | None = None
+
+    def __call__(self, model: torch.nn.Module, batch) -> tuple[torch.Tensor, int]:
+        device = next(model.parameters()).device
+        x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
+        mems = None if self.mems is None else tuple(m.to(device) for m in self.mems)  # no-op unless resumed
+        out, bb = model(x, **({"mems": mems} if mems is not None else {}))
+        self.mems = bb.mems
+        return nll(out, y), y.numel()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"mems": [m.cpu() for m in self.mems] if self.mems is not None else []}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.mems = tuple(state["mems"]) or None
+
+
+def _backbone(model: torch.nn.Module):
+    return getattr(model, "module", model).backbone
+
+
+@torch.no_grad()
+def evaluate_txl(model: torch.nn.Module, tokens: np.ndarray, cfg: TXLRunConfig, per_char: bool,
+                 prefix: str) -> dict[str, float]:
+    e, m = cfg.eval, cfg.model
+    if e.stride > 0:
+        return lm.evaluate_sliding(model, tokens, m.tgt_len, e.stride, per_char, prefix,
+                                   batch_size=cfg.data.eval_batch_size * 8)
+    bb = _backbone(model)
+    train_setting = (bb.mem_len, bb.same_length, bb.clamp_len)
+    bb.reset_length(m.mem_len if e.mem_len < 0 else e.mem_len, e.same_length, e.clamp_len)
+    try:
+        return lm.evaluate_lm(model, tokens, cfg.data.eval_batch_size, e.tgt_len or m.tgt_len, per_char, prefix,
+                              carry_memory=True)
+    finally:
+        bb.reset_length(*train_setting)
+
+
+def _check(cfg: TXLRunConfig) -> None:
+    if cfg.data.seq_len != cfg.model.tgt_len:
+        raise ConfigError(f"data.seq_len={cfg.data.seq_len} must equal model.tgt_len={cfg.model.tgt_len} "
+                          "(the training segment length)")
+    if cfg.data.iterator != "ordered" and cfg.model.mem_len > 0:
+        raise ConfigError("Transformer-XL memory needs data.iterator=ordered (contiguous streams)")
+
+
+TXL = lm.Arch("transformer_xl", build_txl_lm, MemoryLMLoss, evaluate_txl, _check)
+run = partial(lm.run, arch=TXL)
+load_for_generation = partial(lm.load_for_generation, arch=TXL)
+
+
+# ----------------------------------------------------------------------------------------- presets
+def _ptb(model: TXLConfig, train: TrainConfig, **kw) -> TXLRunConfig:
+    return TXLRunConfig(data=LMDataConfig(corpus="ptb", tokenizer="word", seq_len=model.tgt_len, batch_size=16),
+                        model=model, train=train, **kw)
+
+
+def tiny() -> TXLRunConfig:
+    """Seconds; for tests."""
+    m = txl_presets.tiny()
+    return TXLRunConfig(data=LMDataConfig(seq_len=m.tgt_len, batch_size=4, eval_batch_size=4), model=m,
+                        train=TrainConfig(max_steps=6, lr=1e-3, warmup_steps=2, log_every=2, eval_every=3,
+                                          clip_norm=0.25),
+                        eval=TXLEvalConfig(mem_len=16), sample=SampleConfig(n=1, max_new_tokens=8))
+
+
+_PTB_TRAIN = TrainConfig(max_steps=3000, lr=1e-3, warmup_steps=200, clip_norm=0.25, eval_every=500, log_every=20,
+                         weight_decay=0.0)
+
+
+def ptb() -> TXLRunConfig:
+    """Real PTB on CPU (spec §6.2 scale): N=4, d=128, L=M=64; evaluated with memory 128 (2x training)."""
+    return _ptb(txl_presets.small(), _PTB_TRAIN, eval=TXLEvalConfig(mem_len=128))
+
+
+def ptb_vanilla() -> TXLRunConfig:
+    """Vanilla baseline for `ptb`: absolute sinusoid positions, no memory, d_inner raised so the parameter
+    count matches TXL's (+r_net, u, v) within 1%; evaluated on non-overlapping segments (eval.stride=1 for
+    the sliding window)."""
+    base = txl_presets.small()
+    m = dataclasses.replace(base, pos_enc="absolute", mem_len=0, d_inner=base.d_inner + 32)
+    return _ptb(m, _PTB_TRAIN)
+
+
+def wiki_char() -> TXLRunConfig:
+    """gensim's 6 MB Wikipedia XML at byte level ("mini-enwik8"), bits per character."""
+    m = dataclasses.replace(txl_presets.small(), tgt_len=128, mem_len=128)
+    return TXLRunConfig(data=LMDataConfig(corpus="wiki-xml", tokenizer="byte", seq_len=128, batch_size=16),
+                        model=m, train=dataclasses.replace(_PTB_TRAIN, max_steps=4000),
+                        eval=TXLEvalConfig(mem_len=512), sample=SampleConfig(max_new_tokens=300, prompt="<page>"))
+
+
+def _paper(model: TXLConfig, batch: int, steps: int, warmup: int, lr: float, eval_cfg: TXLEvalConfig,
+           tokenizer: str = "word") -> TXLRunConfig:
+    return TXLRunConfig(
+        data=LMDataConfig(corpus="dir:data/corpus", tokenizer=tokenizer, seq_len=model.tgt_len, batch_size=batch,
+                          eval_batch_size=10),
+        model=dataclasses.replace(model, vocab_size=0),
+        train=TrainConfig(max_steps=steps, lr=lr, warmup_steps=warmup, clip_norm=0.25, min_lr_ratio=0.0,
+                          eval_every=4000, weight_decay=0.0),
+        eval=eval_cfg,
+    )
+
+
+def wt103_base() -> TXLRunConfig:
+    """Table 2.1 "Transformer-XL Standard" (151M, 24.0 test ppl); reference run_wt103_base.sh."""
+    return _paper(txl_presets.wt103_base(), 60, 200_000, 0, 2.5e-4, TXLEvalConfig(64, 640, True, 400))
+
+
+def wt103_large() -> TXLRunConfig:
+    """Table 2.1 "Transformer-XL Large" (257M, 18.3 test ppl); reference run_wt103_large.sh."""
+    return _paper(txl_presets.wt103_large(), 128, 4_000_000, 16_000, 2.5e-4, TXLEvalConfig(128, 1600, True, 1000))
+
+
+def enwik8_base() -> TXLRunConfig:
+    """Table 2.2 "Transformer-XL 12L" (41M, 1.06 bpc); reference run_enwik8_base.sh."""
+    return _paper(txl_presets.enwik8_base(), 22, 400_000, 0, 2.5e-4, TXLEvalConfig(80, 2100, True, 820), "byte")
+
+
+def enwik8_large() -> TXLRunConfig:
+    """Table 2.2 "Transformer-XL 24L" (277M, 0.99 bpc); reference run_enwik8_large.sh."""
+    return _paper(txl_presets.enwik8_large(), 64, 400_000, 4_000, 2.5e-4, TXLEvalConfig(128, 3800, True, 1000),
+                  "byte")
+
+
+def text8() -> TXLRunConfig:
+    """Table 2.3 "Transformer-XL 24L" (277M, 1.08 bpc): the enwik8 large model, untuned (thesis line 471)."""
+    return dataclasses.replace(enwik8_large(), data=dataclasses.replace(enwik8_large().data, tokenizer="char"))
+
+
+def lm1b_base() -> TXLRunConfig:
+    """Table 2.4 "Transformer-XL Base" (0.46B, 23.5 test ppl); reference run_lm1b_base.sh."""
+    return _paper(txl_presets.lm1b_base(), 224, 500_000, 20_000, 2.5e-4, TXLEvalConfig(32, 128, True, -1))
+
+
+PRESETS = {"tiny": tiny, "ptb": ptb, "ptb_vanilla": ptb_vanilla, "wiki_char": wiki_char, "wt103_base": wt103_base,
+           "wt103_large": wt103_large, "enwik8_base": enwik8_base, "enwik8_large": enwik8_large, "text8": text8,
+           "lm1b_base": lm1b_base}
