@@ -1,0 +1,122 @@
+"""Transformer-XL vs the vanilla Transformer on real PTB, equal parameters and equal training budget
+(thesis Y Tables 2.5/2.6 direction; spec §6.3 D1, D2).
+
+For each seed: train `transformer_xl --preset ptb` (relative positions, memory 64) and `--preset
+ptb_vanilla` (absolute positions, no memory, d_inner raised to equalise parameters) for the same
+number of steps on the same data order; evaluate on valid/test:
+  TXL: memory = training memory (64) and longer memories (128, 256), same_length off;
+  vanilla: non-overlapping segments and a sliding window (stride 1 on a test prefix, the thesis protocol).
+
+    python -m benchmarks.transformer_xl_ptb [--seeds 0 1 2] [--steps 1500] [--sliding-tokens 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import render, write_results
+from genfeat.config import override
+from genfeat.data.lm_data import prepare_lm_data
+from genfeat.recipes import transformer_xl as R
+from genfeat.train.checkpoint import load_model_weights
+
+
+def train_and_eval(preset: str, seed: int, steps: int, sliding_tokens: int) -> dict[str, Any]:
+    cfg = override(R.PRESETS[preset](), {"seed": seed, "train.max_steps": steps,
+                                         "train.eval_every": max(1, steps // 3)})
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        summary = R.run(cfg, Path(tmp))
+        wall = time.perf_counter() - t
+        tok, streams = prepare_lm_data(cfg.data)
+        cfg = R.resolve(cfg, tok)
+        lm = R.TXL.build(cfg.model)
+        load_model_weights(lm, Path(tmp) / "model.safetensors")
+    lm.eval()
+    out = {"params": summary["params"], "train_wall_s": round(wall, 1),
+           "train_tokens_per_s": summary["train_tokens_per_s"], "valid_ppl": summary["valid_ppl"],
+           "test_ppl": summary["test_ppl"]}
+    if cfg.model.mem_len > 0:
+        for mem in (cfg.model.mem_len, 2 * cfg.model.mem_len, 4 * cfg.model.mem_len):
+            ecfg = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, mem_len=mem))
+            out[f"test_ppl_mem{mem}"] = round(R.evaluate_txl(lm, streams["test"], ecfg, False, "t")["t_ppl"], 3)
+    else:
+        prefix = streams["test"][: sliding_tokens + 1]
+        seg = R.evaluate_txl(lm, prefix, cfg, False, "t")
+        ecfg = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, stride=1))
+        slide = R.evaluate_txl(lm, prefix, ecfg, False, "t")
+        out[f"test{sliding_tokens}_ppl_segments"] = round(seg["t_ppl"], 3)
+        out[f"test{sliding_tokens}_ppl_sliding1"] = round(slide["t_ppl"], 3)
+    print(preset, seed, out, flush=True)
+    return out
+
+
+def mean_std(vals: list[float]) -> str:
+    return f"{statistics.mean(vals):.2f} ± {statistics.stdev(vals) if len(vals) > 1 else 0.0:.2f}"
+
+
+def markdown(record: dict[str, Any]) -> str:
+    res, seeds = record["results"], record["seeds"]
+    txl, van = res["transformer_xl"], res["vanilla"]
+    keys_txl = [k for k in txl[0] if k.startswith("test_ppl_mem")]
+    keys_van = [k for k in van[0] if k.startswith("test") and "_ppl_" in k]
+    n_slide = res["sliding_tokens"]
+    rows = [f"| Transformer-XL (relative positions, training memory = segment = 64) | {txl[0]['params']:,} | "
+            f"{mean_std([r['valid_ppl'] for r in txl])} | {mean_std([r['test_ppl'] for r in txl])} |",
+            f"| vanilla (absolute, no memory, non-overlapping segments) | {van[0]['params']:,} | "
+            f"{mean_std([r['valid_ppl'] for r in van])} | {mean_std([r['test_ppl'] for r in van])} |"]
+    mem_rows = "\n".join(f"| Transformer-XL, eval memory {k[12:]} | {mean_std([r[k] for r in txl])} |"
+                         for k in keys_txl)
+    slide_rows = "\n".join(f"| vanilla, {'sliding window stride 1' if 'sliding' in k else 'non-overlapping segments'}"
+                           f" | {mean_std([r[k] for r in van])} |" for k in keys_van)
+    return f"""# Transformer-XL vs vanilla Transformer on PTB (equal parameters, equal budget)
+
+{{header}}Presets `transformer_xl --preset ptb` and `--preset ptb_vanilla`: 4 layers, d=128, 4 heads × 32, segment 64,
+batch 16 streams, {res['steps']} steps (AdamW lr 1e-3, cosine, clip 0.25), seeds {seeds}; the same data order for both.
+Test perplexity with the best validation weights; mean ± std over seeds.
+
+| model | parameters | valid ppl | test ppl |
+|---|---|---|---|
+{chr(10).join(rows)}
+
+Evaluation memory (the thesis evaluates with a memory several times longer than in training):
+
+| evaluation | test ppl |
+|---|---|
+{mem_rows}
+
+Vanilla evaluation protocol, on the first {n_slide:,} test tokens:
+
+| evaluation | test ppl (prefix) |
+|---|---|
+{slide_rows}
+
+Training time per model: Transformer-XL {statistics.mean([r['train_wall_s'] for r in txl]):.0f} s, vanilla
+{statistics.mean([r['train_wall_s'] for r in van]):.0f} s (whole recipe run incl. evaluation).
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--sliding-tokens", type=int, default=20000)
+    ap.add_argument("--render-only", action="store_true")
+    args = ap.parse_args()
+    if args.render_only:
+        print(render("transformer_xl_ptb", markdown))
+        return
+    txl = [train_and_eval("ptb", s, args.steps, args.sliding_tokens) for s in args.seeds]
+    van = [train_and_eval("ptb_vanilla", s, args.steps, args.sliding_tokens) for s in args.seeds]
+    results = {"steps": args.steps, "sliding_tokens": args.sliding_tokens, "transformer_xl": txl, "vanilla": van}
+    print(write_results("transformer_xl_ptb", results, markdown, seeds=args.seeds))
+
+
+if __name__ == "__main__":
+    main()
