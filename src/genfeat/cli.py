@@ -6,6 +6,7 @@
     genfeat run --resume RUN_DIR [--a.b value ...]                 continue from the last checkpoint
     genfeat data ls | fetch NAME... [--force] | verify NAME...
     genfeat generate RUN_DIR [--prompt TEXT] [-n N] [--max-new-tokens N] [--top-k K] [--temperature T]
+    genfeat recl RUN_DIR... [--start 16 --step 16 --stop 128] [--r 0.1 1.0]   relative effective context length
 
 Errors a user can fix are printed as one line (`genfeat: error: ...`) with exit code 2 (bad
 input) or 1 (data, checkpoint, divergence).
@@ -179,6 +180,39 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recl(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from genfeat.analysis.recl import context_losses, recl
+    from genfeat.data.lm_data import prepare_lm_data
+    from genfeat.train import distributed as D
+
+    device = D.resolve_device(args.device)
+    losses, streams = {}, None
+    contexts = list(range(args.start, args.stop + 1, args.step))
+    for run in args.run_dirs:
+        run_dir = Path(run)
+        saved = load_yaml(run_dir / "config.yaml")
+        recipe, _ = get_recipe(saved["recipe"])
+        if recipe.load_for_generation is None:
+            raise ConfigError(f"{run_dir} is not a language-model run")
+        cfg = from_dict(recipe.config_cls, saved["config"])
+        lm_model, _ = recipe.load_for_generation(run_dir, cfg, device)
+        _, data = prepare_lm_data(cfg.data)
+        tokens = data[args.split]
+        if streams is not None and len(tokens) != len(streams):
+            raise ConfigError("RECL compares models on the same tokens: the runs use different data")
+        streams = tokens
+        positions = np.linspace(contexts[-1], len(tokens) - 1, args.positions).astype(np.int64)
+        print(f"{run_dir}: {len(contexts)} contexts x {len(positions)} positions", file=sys.stderr)
+        name = str(run_dir) if str(run_dir) not in losses else f"{run_dir} (#{len(losses) + 1})"
+        losses[name] = context_losses(lm_model, tokens, contexts, positions)
+    for r in args.r:
+        for name, res in recl(losses, contexts, r=r).items():
+            print(f"r={r}  RECL={res.recl}{'+' if res.lower_bound else ''}  {name}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="genfeat", description="generative feature learning in PyTorch")
     p.add_argument("--version", action="version", version=f"genfeat {__version__}")
@@ -208,6 +242,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--temperature", type=float)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--device", default="auto")
+    rc = sub.add_parser("recl", help="relative effective context length of a group of LM runs (thesis Y §2.1.4)")
+    rc.add_argument("run_dirs", nargs="+")
+    rc.add_argument("--start", type=int, default=16, help="shortest context c_0")
+    rc.add_argument("--step", type=int, default=16, help="context step Δ")
+    rc.add_argument("--stop", type=int, default=128, help="longest context evaluated")
+    rc.add_argument("--positions", type=int, default=500, help="evaluated positions (evenly spaced)")
+    rc.add_argument("--r", type=float, nargs="+", default=[0.1, 1.0], help="ratio(s) of hard positions")
+    rc.add_argument("--split", default="valid", choices=["valid", "test"])
+    rc.add_argument("--device", default="auto")
     return p
 
 
@@ -225,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args, overrides)
         if args.cmd == "data":
             return cmd_data(args)
+        if args.cmd == "recl":
+            return cmd_recl(args)
         return cmd_generate(args)
     except ConfigError as e:
         print(f"genfeat: error: {e}", file=sys.stderr)

@@ -80,6 +80,8 @@ def test_transformer_xl_recipe_end_to_end(ptb_dir, tmp_path, capsys):
     assert summary["arch"] == "transformer_xl" and summary["steps"] == 6 and summary["test_ppl"] > 1
     code = main(["generate", str(out), "-n", "1", "--max-new-tokens", "4"])
     assert code == 0
+    code = main(["recl", str(out), str(out), "--start", "4", "--step", "4", "--stop", "12", "--positions", "20"])
+    assert code == 0 and capsys.readouterr().out.count("RECL=") == 4  # 2 runs x 2 ratios
     code = main(["run", "transformer_xl", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out",
                  str(tmp_path / "vanilla"), "--model.pos_enc", "absolute", "--model.mem_len", "0",
                  "--eval.stride", "2"])
