@@ -36,6 +36,7 @@ from genfeat.metrics import bits_per_character, perplexity
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
 from genfeat.models.gpt import config as gpt_presets
 from genfeat.models.lm import CausalLM, sample
+from genfeat.nn.outputs import BackboneOutput
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import machine_info
@@ -153,18 +154,23 @@ def evaluate_sliding(model: torch.nn.Module, tokens: np.ndarray, window: int, st
     starts = list(range(0, n - window + 1, stride))
     if starts[-1] + window < n:  # cover the tail with one last window
         starts.append(n - window)
+    lm = getattr(model, "module", model)  # DDP-wrapped or not
     total, count, scored_to = torch.zeros((), dtype=torch.float64, device=device), 0, 0  # targets 1..scored_to done
     for b in range(0, len(starts), batch_size):
         chunk = starts[b : b + batch_size]
+        firsts = []
+        for s in chunk:  # window s predicts targets s+1 .. s+window; score only the new ones
+            firsts.append(max(scored_to + 1, s + 1) - (s + 1))
+            scored_to = s + window
         idx = torch.tensor(chunk)[:, None] + torch.arange(window + 1)  # (nb, W+1)
         xy = data[idx].to(device)
-        out, _ = model(xy[:, :-1])
-        losses = nll(out, xy[:, 1:], reduction="none")  # (nb, W)
-        for row, s in enumerate(chunk):  # window s predicts targets s+1 .. s+window
-            first_new = max(scored_to + 1, s + 1) - (s + 1)
-            total += losses[row, first_new:].double().sum()
-            count += window - first_new
-            scored_to = s + window
+        bb = lm.backbone(xy[:, :-1])
+        keep = min(firsts)  # the output layer only runs on positions that are scored
+        out = lm.head(BackboneOutput(hidden=bb.hidden[:, keep:]), xy[:, :-1])
+        losses = nll(out, xy[:, 1 + keep :], reduction="none")  # (nb, W - keep)
+        for row, first in enumerate(firsts):
+            total += losses[row, first - keep :].double().sum()
+            count += window - first
     return lm_metrics(total.item(), count, per_char, prefix)
 
 
