@@ -14,30 +14,37 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import render, write_results
-from genfeat.config import override
+from genfeat.analysis.recl import context_losses, recl
+from genfeat.config import dump_yaml, override, to_dict
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.recipes import transformer_xl as R
+from genfeat.recipes.lm import resolve
 from genfeat.train.checkpoint import load_model_weights
 
 
-def train_and_eval(preset: str, seed: int, steps: int, sliding_tokens: int) -> dict[str, Any]:
+def train_and_eval(preset: str, seed: int, steps: int, sliding_tokens: int, keep: Path) -> dict[str, Any]:
     cfg = override(R.PRESETS[preset](), {"seed": seed, "train.max_steps": steps,
                                          "train.eval_every": max(1, steps // 3)})
-    with tempfile.TemporaryDirectory() as tmp:
-        t = time.perf_counter()
-        summary = R.run(cfg, Path(tmp))
-        wall = time.perf_counter() - t
-        tok, streams = prepare_lm_data(cfg.data)
-        cfg = R.resolve(cfg, tok)
-        lm = R.TXL.build(cfg.model)
-        load_model_weights(lm, Path(tmp) / "model.safetensors")
+    run_dir = keep / f"{preset}-seed{seed}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    t = time.perf_counter()
+    summary = R.run(cfg, run_dir)
+    wall = time.perf_counter() - t
+    (run_dir / "config.yaml").write_text(dump_yaml({"recipe": "transformer_xl", "preset": preset,
+                                                    "config": to_dict(cfg)}))
+    tok, streams = prepare_lm_data(cfg.data)
+    cfg = resolve(cfg, tok)
+    lm = R.TXL.build(cfg.model)
+    load_model_weights(lm, run_dir / "model.safetensors")
     lm.eval()
     out = {"params": summary["params"], "train_wall_s": round(wall, 1),
            "train_tokens_per_s": summary["train_tokens_per_s"], "valid_ppl": summary["valid_ppl"],
@@ -57,6 +64,30 @@ def train_and_eval(preset: str, seed: int, steps: int, sliding_tokens: int) -> d
     return out
 
 
+def group_recl(keep: Path, seed: int, contexts: tuple[int, ...] = tuple(range(16, 257, 16)),
+               n_positions: int = 400) -> dict[str, Any]:
+    """RECL (thesis Y §2.1.4) of the group {TXL, vanilla} trained with `seed`, on PTB valid, exactly c tokens
+    of context per prediction (windows, no memory carried in)."""
+    import numpy as np
+
+    losses = {}
+    for preset in ("ptb", "ptb_vanilla"):
+        cfg = R.PRESETS[preset]()
+        tok, streams = prepare_lm_data(cfg.data)
+        cfg = resolve(cfg, tok)
+        lm = R.TXL.build(cfg.model).eval()
+        load_model_weights(lm, keep / f"{preset}-seed{seed}" / "model.safetensors")
+        tokens = streams["valid"]
+        positions = np.linspace(max(contexts), len(tokens) - 1, n_positions).astype(np.int64)
+        losses[preset] = context_losses(lm, tokens, list(contexts), positions)
+    out = {"contexts": list(contexts), "positions": n_positions, "seed": seed}
+    for r in (0.1, 1.0):
+        res = recl(losses, list(contexts), r=r)
+        out[f"r={r}"] = {k: {"recl": v.recl, "lower_bound": v.lower_bound} for k, v in res.items()}
+    print("RECL", out, flush=True)
+    return out
+
+
 def mean_std(vals: list[float]) -> str:
     return f"{statistics.mean(vals):.2f} ± {statistics.stdev(vals) if len(vals) > 1 else 0.0:.2f}"
 
@@ -67,6 +98,12 @@ def markdown(record: dict[str, Any]) -> str:
     keys_txl = [k for k in txl[0] if k.startswith("test_ppl_mem")]
     keys_van = [k for k in van[0] if k.startswith("test") and "_ppl_" in k]
     n_slide = res["sliding_tokens"]
+
+    def fmt(v: dict[str, Any]) -> str:
+        return f"{v['recl']}{'+' if v['lower_bound'] else ''}"
+
+    recl_rows = "\n".join(f"| {name} | {fmt(res['recl']['r=0.1'][p])} | {fmt(res['recl']['r=1.0'][p])} |"
+                          for p, name in (("ptb", "Transformer-XL"), ("ptb_vanilla", "vanilla")))
     rows = [f"| Transformer-XL (relative positions, training memory = segment = 64) | {txl[0]['params']:,} | "
             f"{mean_std([r['valid_ppl'] for r in txl])} | {mean_std([r['test_ppl'] for r in txl])} |",
             f"| vanilla (absolute, no memory, non-overlapping segments) | {van[0]['params']:,} | "
@@ -97,6 +134,15 @@ Vanilla evaluation protocol, on the first {n_slide:,} test tokens:
 |---|---|
 {slide_rows}
 
+RECL (relative effective context length, thesis Y §2.1.4) of the group {{Transformer-XL, vanilla}} (seed \
+{res['recl']['seed']}) on {res['recl']['positions']} valid positions, contexts {res['recl']['contexts'][0]}..\
+{res['recl']['contexts'][-1]} step {res['recl']['contexts'][1] - res['recl']['contexts'][0]}, exactly c tokens of \
+context per prediction ("+": still improving at the longest context):
+
+| model | RECL r=0.1 | RECL r=1.0 |
+|---|---|---|
+{recl_rows}
+
 Training time per model: Transformer-XL {statistics.mean([r['train_wall_s'] for r in txl]):.0f} s, vanilla
 {statistics.mean([r['train_wall_s'] for r in van]):.0f} s (whole recipe run incl. evaluation).
 """
@@ -107,14 +153,18 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--sliding-tokens", type=int, default=20000)
+    ap.add_argument("--recl-positions", type=int, default=400)
+    ap.add_argument("--runs", default="runs/bench_transformer_xl_ptb", help="where the trained runs are kept")
     ap.add_argument("--render-only", action="store_true")
     args = ap.parse_args()
     if args.render_only:
         print(render("transformer_xl_ptb", markdown))
         return
-    txl = [train_and_eval("ptb", s, args.steps, args.sliding_tokens) for s in args.seeds]
-    van = [train_and_eval("ptb_vanilla", s, args.steps, args.sliding_tokens) for s in args.seeds]
-    results = {"steps": args.steps, "sliding_tokens": args.sliding_tokens, "transformer_xl": txl, "vanilla": van}
+    keep = Path(args.runs)
+    txl = [train_and_eval("ptb", s, args.steps, args.sliding_tokens, keep) for s in args.seeds]
+    van = [train_and_eval("ptb_vanilla", s, args.steps, args.sliding_tokens, keep) for s in args.seeds]
+    results = {"steps": args.steps, "sliding_tokens": args.sliding_tokens, "transformer_xl": txl, "vanilla": van,
+               "recl": group_recl(keep, args.seeds[0], n_positions=args.recl_positions)}
     print(write_results("transformer_xl_ptb", results, markdown, seeds=args.seeds))
 
 

@@ -7,8 +7,10 @@ log p(w) = log softmax_head(cluster c) + log softmax_c(E_c P_c^T h)[w].
 Returns full-vocabulary log-probabilities, in vocabulary order (so per-token losses keep input order,
 spec pitfall 16), as `HeadOutput(log_probs, is_log_prob=True)`. Weights can be tied to an
 `AdaptiveEmbedding` (cluster embeddings always, projections per `tie_projs`). Parameter names
-(`out_layers`, `out_projs`, `cluster_weight`, `cluster_bias`) follow the reference / HF; as there, the
-tail-cluster logits are read from the head in reverse order (cluster c at head index -c).
+(`out_layers`, `out_projs`, `cluster_weight`, `cluster_bias`) follow the reference / HF. Tail cluster c's
+logit sits at head index shortlist + c - 1 (natural order), as in the TF reference and HF (whose converted
+WT103 checkpoint comes from TF); the authors' PyTorch code reads it at index -c (reverse order), so its
+checkpoints need `cluster_weight`/`cluster_bias` rows reversed (spec §2.7, quirk).
 """
 
 from __future__ import annotations
@@ -34,19 +36,22 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
             self.cluster_weight = nn.Parameter(torch.zeros(self.n_clusters, d_embed))
             self.cluster_bias = nn.Parameter(torch.zeros(self.n_clusters))
         self.out_layers = nn.ModuleList()
-        self.out_projs = nn.ParameterList()
+        self.out_projs = nn.ParameterList()  # one per cluster (none when div_val = 1 and d_embed = d_proj)
         n = len(self.bounds) - 1
         tie_projs = tuple(tie_projs) + (False,) * (n - len(tie_projs))
         for i in range(n if div_val > 1 else 1):
-            d_i = d_embed // div_val**i if div_val > 1 else d_embed
+            d_i = d_embed // div_val**i
             size = self.bounds[i + 1] - self.bounds[i] if div_val > 1 else n_token
             layer = nn.Linear(d_i, size)
             if tie_to is not None:
                 layer.weight = tie_to.emb_layers[i].weight
             self.out_layers.append(layer)
-            if d_i != d_proj or div_val > 1:
-                if tie_to is not None and tie_projs[i] and len(tie_to.emb_projs) > i:
-                    self.out_projs.append(tie_to.emb_projs[i])
+        if div_val > 1 or d_embed != d_proj:
+            for i in range(n):
+                d_i = d_embed // div_val**i
+                src = i if div_val > 1 else 0  # div_val = 1: every cluster ties to the single input projection
+                if tie_to is not None and tie_projs[i] and len(tie_to.emb_projs) > src:
+                    self.out_projs.append(tie_to.emb_projs[src])
                 else:
                     self.out_projs.append(nn.Parameter(torch.empty(d_proj, d_i)))
 
@@ -72,8 +77,8 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
         head = torch.log_softmax(upcast(self._logits(h, 0, head_w, head_b)), -1)  # (N, shortlist + clusters)
         parts = [head[:, : self.shortlist]]
         for c in range(1, self.n_clusters + 1):
-            tail = torch.log_softmax(upcast(self._logits(h, c if self.div_val > 1 else 0, weights[c], biases[c])), -1)
-            parts.append(head[:, -c, None] + tail)  # cluster c's logit sits at head index -c
+            tail = torch.log_softmax(upcast(self._logits(h, c, weights[c], biases[c])), -1)
+            parts.append(head[:, self.shortlist + c - 1, None] + tail)  # cluster c's logit, natural order
         return torch.cat(parts, -1).view(*shape, -1)
 
     def forward(self, out: BackboneOutput, input_ids: Tensor | None = None) -> HeadOutput:

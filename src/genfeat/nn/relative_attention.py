@@ -35,9 +35,9 @@ def sinusoid_table(pos: Tensor, d: int) -> Tensor:
 
 
 def relative_positions(klen: int, clamp_len: int = -1, device: torch.device | None = None) -> Tensor:
-    """Distances [K-1, ..., 0] (optionally clamped at clamp_len), as floats for the sinusoid."""
+    """Distances [K-1, ..., 0], clamped at clamp_len when clamp_len > 0 (as the reference and HF)."""
     pos = torch.arange(klen - 1, -1, -1.0, device=device)
-    return pos.clamp_(max=clamp_len) if clamp_len >= 0 else pos
+    return pos.clamp_(max=clamp_len) if clamp_len > 0 else pos
 
 
 def rel_shift(x: Tensor) -> Tensor:
@@ -69,11 +69,12 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
     """Multi-head relative attention + residual + LayerNorm (post-LN, or pre-LN if asked)."""
 
     def __init__(self, n_head: int, d_model: int, d_head: int, dropout: float, dropatt: float = 0.0,
-                 pre_lnorm: bool = False):
+                 pre_lnorm: bool = False, relative: bool = True):
         super().__init__()
         self.n_head, self.d_head, self.pre_lnorm = n_head, d_head, pre_lnorm
         self.qkv_net = nn.Linear(d_model, 3 * n_head * d_head, bias=False)
-        self.r_net = nn.Linear(d_model, n_head * d_head, bias=False)  # W_{k,R}
+        # W_{k,R}; without it (relative=False) the scores are content-only q·k: the vanilla-Transformer ablation
+        self.r_net = nn.Linear(d_model, n_head * d_head, bias=False) if relative else None
         self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
         self.layer_norm = nn.LayerNorm(d_model)
         self.drop = nn.Dropout(dropout)
@@ -87,7 +88,7 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
         bd = rel_shift(bd) * self.scale
         return bd.masked_fill(mask, float("-inf"))
 
-    def forward(self, h: Tensor, r: Tensor, r_w_bias: Tensor, r_r_bias: Tensor, mask: Tensor,
+    def forward(self, h: Tensor, r: Tensor | None, r_w_bias: Tensor | None, r_r_bias: Tensor | None, mask: Tensor,
                 mem: Tensor | None = None) -> Tensor:
         B, L, _ = h.shape
         H, dh = self.n_head, self.d_head
@@ -99,9 +100,13 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
         q = w_q[:, -L:].view(B, L, H, dh).transpose(1, 2)  # (B, H, L, dh): queries = current segment
         k = w_k.view(B, K, H, dh).transpose(1, 2)  # (B, H, K, dh)
         v = w_v.view(B, K, H, dh).transpose(1, 2)
-        bias = self.scores_bias(q, r, r_r_bias, mask)  # (B, H, L, K)
+        if self.r_net is None:  # content-only scores
+            bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(mask, float("-inf"))
+        else:
+            bias = self.scores_bias(q, r, r_r_bias, mask)  # (B, H, L, K)
+            q = q + r_w_bias[None, :, None].to(q.dtype)
         attn = F.scaled_dot_product_attention(
-            q + r_w_bias[None, :, None].to(q.dtype), k, v, attn_mask=bias.to(q.dtype),
+            q, k, v, attn_mask=bias.to(q.dtype),
             dropout_p=self.dropatt if self.training else 0.0, scale=self.scale,
         )  # (B, H, L, dh)
         out = self.drop(self.o_net(attn.transpose(1, 2).reshape(B, L, H * dh)))  # (B, L, d)

@@ -137,8 +137,8 @@ def ptb() -> TXLRunConfig:
 
 def ptb_vanilla() -> TXLRunConfig:
     """Vanilla baseline for `ptb`: absolute sinusoid positions, no memory; d_inner raised by 64 so the
-    parameter count matches TXL's (which has W_{k,R} per layer and u, v) within 0.1%; evaluated on
-    non-overlapping segments (eval.stride=1 for the sliding window)."""
+    parameter count equals TXL's exactly (TXL's extra W_{k,R} per layer and u, v = 4·(128·128) + 2·128 =
+    4·(2·128·64 + 64)); evaluated on non-overlapping segments (eval.stride=1 for the sliding window)."""
     base = txl_presets.small()
     m = dataclasses.replace(base, pos_enc="absolute", mem_len=0, d_inner=base.d_inner + 64)
     return _ptb(m, _PTB_TRAIN)

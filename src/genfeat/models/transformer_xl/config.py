@@ -20,7 +20,7 @@ class TXLConfig:
     tgt_len: int = 64  # L, segment length
     mem_len: int = 64  # M; 0 = no recurrence (ablation)
     ext_len: int = 0  # extended context (reference option); 0 in all published configs
-    clamp_len: int = -1  # distances > clamp_len use R_clamp_len; -1: off
+    clamp_len: int = -1  # distances > clamp_len use R_clamp_len; <= 0: off
     same_length: bool = False  # every query attends to the same number of keys (evaluation)
     untie_r: bool = False  # per-layer u, v (TF scripts, HF) instead of shared (thesis, PyTorch ref)
     pre_lnorm: bool = False

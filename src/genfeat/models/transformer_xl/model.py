@@ -14,8 +14,9 @@ dropout, new mems (B, min(M, M'+L), d).
 
 Deviations from the reference code: batch-first layout; attention through SDPA with the positional
 term as an additive bias (same math); `pos_enc="absolute"` implements the Vaswani ablation by adding
-the sinusoid of absolute positions (memory positions included) to the layer-0 input, instead of the
-reference's attn_type=2 module. Initialisation as the reference (N(0, init_std) weights, N(0,
+the sinusoid of absolute positions (memory positions included) to the layer-0 input and dropping the
+relative term (no W_{k,R}, u, v: content-only scores), instead of the reference's attn_type=2 module.
+Initialisation as the reference (N(0, init_std) weights, N(0,
 proj_init_std) adaptive projections, LayerNorm gains N(1, init_std), u, v N(0, init_std)).
 """
 
@@ -55,14 +56,15 @@ class PositionwiseFF(nn.Module):
 class RelPartialLearnableDecoderLayer(nn.Module):
     def __init__(self, cfg: TXLConfig):
         super().__init__()
+        relative = cfg.pos_enc == "relative"
         self.dec_attn = RelPartialLearnableMultiHeadAttn(cfg.n_head, cfg.d_model, cfg.d_head, cfg.dropout,
-                                                         cfg.dropatt, cfg.pre_lnorm)
+                                                         cfg.dropatt, cfg.pre_lnorm, relative=relative)
         self.pos_ff = PositionwiseFF(cfg.d_model, cfg.d_inner, cfg.dropout, cfg.pre_lnorm)
-        if cfg.untie_r:
+        if cfg.untie_r and relative:
             self.r_w_bias = nn.Parameter(torch.zeros(cfg.n_head, cfg.d_head))
             self.r_r_bias = nn.Parameter(torch.zeros(cfg.n_head, cfg.d_head))
 
-    def forward(self, h: Tensor, r: Tensor, r_w_bias: Tensor, r_r_bias: Tensor, mask: Tensor,
+    def forward(self, h: Tensor, r: Tensor | None, r_w_bias: Tensor | None, r_r_bias: Tensor | None, mask: Tensor,
                 mem: Tensor | None) -> Tensor:
         return self.pos_ff(self.dec_attn(h, r, r_w_bias, r_r_bias, mask, mem))
 
@@ -76,7 +78,7 @@ class TransformerXL(nn.Module):
         self.word_emb = AdaptiveEmbedding(cfg.vocab_size, cfg.embed_dim, cfg.d_model, cfg.cutoffs, cfg.div_val)
         self.drop = nn.Dropout(cfg.dropout)
         self.layers = nn.ModuleList(RelPartialLearnableDecoderLayer(cfg) for _ in range(cfg.n_layer))
-        if not cfg.untie_r:
+        if not cfg.untie_r and cfg.pos_enc == "relative":
             self.r_w_bias = nn.Parameter(torch.zeros(cfg.n_head, cfg.d_head))  # u
             self.r_r_bias = nn.Parameter(torch.zeros(cfg.n_head, cfg.d_head))  # v
         self.reset_parameters()
@@ -103,7 +105,7 @@ class TransformerXL(nn.Module):
 
     def init_mems(self, batch_size: int, device: torch.device | None = None) -> tuple[Tensor, ...]:
         """Empty memory (length 0), as the reference."""
-        dtype = self.r_w_bias.dtype if hasattr(self, "r_w_bias") else self.layers[0].r_w_bias.dtype
+        dtype = self.word_emb.emb_layers[0].weight.dtype
         return tuple(torch.empty(batch_size, 0, self.cfg.d_model, device=device, dtype=dtype)
                      for _ in range(self.cfg.n_layer))
 
@@ -135,14 +137,15 @@ class TransformerXL(nn.Module):
             abs_pos = torch.arange(mlen, klen, device=h.device, dtype=torch.float32)
             h = h + sinusoid_table(abs_pos, cfg.d_model).to(h.dtype)
         mask = causal_memory_mask(L, mlen, self.same_length, self.mem_len, device=h.device)  # (L, K)
-        pos = relative_positions(klen, self.clamp_len, device=h.device)
-        r = self.drop(sinusoid_table(pos, cfg.d_model).to(h.dtype))  # (K, d), rows = distance K-1..0
-        if cfg.pos_enc == "absolute":
-            r = torch.zeros_like(r)  # no relative term: scores are content-only (+ u·k)
+        r = u = v = None
+        if cfg.pos_enc == "relative":
+            pos = relative_positions(klen, self.clamp_len, device=h.device)
+            r = self.drop(sinusoid_table(pos, cfg.d_model).to(h.dtype))  # (K, d), rows = distance K-1..0
         h = self.drop(h)
         hids = [h]
         for i, layer in enumerate(self.layers):
-            u, v = (layer.r_w_bias, layer.r_r_bias) if cfg.untie_r else (self.r_w_bias, self.r_r_bias)
+            if cfg.pos_enc == "relative":
+                u, v = (layer.r_w_bias, layer.r_r_bias) if cfg.untie_r else (self.r_w_bias, self.r_r_bias)
             h = layer(h, r, u, v, mask, mems[i])
             hids.append(h)
         new_mems = self._update_mems(hids[:-1], mems, L)  # cache each layer's *input*
