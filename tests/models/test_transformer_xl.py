@@ -203,6 +203,18 @@ def test_adaptive_softmax_normalised_and_tied(cutoffs, div_val, d_embed):
         torch.testing.assert_close(logp, F.log_softmax(plain, -1))
     ids = torch.randint(0, 30, (3, 5))
     assert emb(ids).shape == (3, 5, 16)
+    # the training path scores only the targets' clusters and must agree with the full distribution
+    from genfeat.losses import nll
+    from genfeat.nn.outputs import BackboneOutput
+
+    fast = crit(BackboneOutput(hidden=h), targets=ids)
+    assert fast.scores is None
+    torch.testing.assert_close(fast.target_log_probs, logp.gather(-1, ids[..., None]).squeeze(-1))
+    ids[0, 0] = -100
+    full = crit(BackboneOutput(hidden=h))
+    for red in ("mean", "sum", "none"):
+        torch.testing.assert_close(nll(crit(BackboneOutput(hidden=h), targets=ids), ids, reduction=red),
+                                   nll(full, ids, reduction=red))
     if div_val > 1:  # each cluster embedded with its own width, projected to d_proj
         x = torch.tensor([[25]])
         want = F.linear(emb.emb_layers[2](torch.tensor([[5]])), emb.emb_projs[2]) * 4.0

@@ -81,5 +81,37 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
             parts.append(head[:, self.shortlist + c - 1, None] + tail)  # cluster c's logit, natural order
         return torch.cat(parts, -1).view(*shape, -1)
 
-    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None) -> HeadOutput:
+    def target_log_probs(self, h: Tensor, targets: Tensor) -> Tensor:
+        """log p(target) only: each tail cluster is evaluated just for the positions whose target is in it
+        (as the reference's training path). h (..., d_proj), targets (...) -> (...)."""
+        shape, h, t = targets.shape, h.reshape(-1, h.size(-1)), targets.reshape(-1)
+        if self.n_clusters == 0:
+            return self.log_probs(h).gather(1, t.clamp(0, self.n_token - 1)[:, None]).view(shape)
+        if self.div_val == 1:
+            w, b = self.out_layers[0].weight, self.out_layers[0].bias
+            weights = [w[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
+            biases = [b[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
+        else:
+            weights = [layer.weight for layer in self.out_layers]
+            biases = [layer.bias for layer in self.out_layers]
+        head_w = torch.cat([weights[0], self.cluster_weight], 0)
+        head_b = torch.cat([biases[0], self.cluster_bias], 0)
+        head = torch.log_softmax(upcast(self._logits(h, 0, head_w, head_b)), -1)  # (N, shortlist + clusters)
+        out = head.gather(1, t.clamp(0, self.shortlist - 1)[:, None]).squeeze(1)  # right for shortlist targets
+        for c in range(1, self.n_clusters + 1):
+            lo, hi = self.bounds[c], self.bounds[c + 1]
+            idx = ((t >= lo) & (t < hi)).nonzero().squeeze(1)
+            if idx.numel() == 0:
+                continue
+            tail = torch.log_softmax(upcast(self._logits(h[idx], c, weights[c], biases[c])), -1)  # (n_c, |c|)
+            lp = head[idx, self.shortlist + c - 1] + tail.gather(1, (t[idx] - lo)[:, None]).squeeze(1)
+            out = out.index_copy(0, idx, lp.to(out.dtype))
+        return out.view(shape)
+
+    scores_targets = True  # CausalLM passes targets= so training evaluates only the target clusters
+
+    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None,
+                targets: Tensor | None = None) -> HeadOutput:
+        if targets is not None:
+            return HeadOutput(None, is_log_prob=True, target_log_probs=self.target_log_probs(out.hidden, targets))
         return HeadOutput(self.log_probs(out.hidden), is_log_prob=True)

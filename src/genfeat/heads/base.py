@@ -16,10 +16,17 @@ def upcast(x: Tensor) -> Tensor:
 @dataclass
 class HeadOutput:
     """scores: (..., V). Logits when `is_log_prob` is False (softmax-like heads), normalised
-    log-probabilities when True (mixtures, pointer heads)."""
+    log-probabilities when True (mixtures, pointer heads).
 
-    scores: Tensor
+    target_log_probs: (...,) log p(target), set instead of `scores` by heads that can score the targets
+    without the full distribution (adaptive softmax evaluates only each target's cluster) when the model
+    is called with `targets=`. `genfeat.losses.nll` uses whichever is present."""
+
+    scores: Tensor | None
     is_log_prob: bool = False
+    target_log_probs: Tensor | None = None
 
     def log_probs(self) -> Tensor:
+        if self.scores is None:
+            raise ValueError("this HeadOutput holds only target log-probabilities; call the model without targets")
         return self.scores if self.is_log_prob else torch.log_softmax(upcast(self.scores), dim=-1)

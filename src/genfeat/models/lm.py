@@ -19,9 +19,13 @@ class CausalLM(nn.Module):
         self.head = head
         self.max_len = max_len  # longest context the backbone accepts (None: unbounded)
 
-    def forward(self, input_ids: Tensor, **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
-        """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL)."""
+    def forward(self, input_ids: Tensor, targets: Tensor | None = None,
+                **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
+        """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL). `targets` (B, T) lets a
+        head that supports it (`scores_targets = True`) compute only log p(target) -- what training needs."""
         out = self.backbone(input_ids, **backbone_kwargs)  # hidden (B, T, d)
+        if targets is not None and getattr(self.head, "scores_targets", False):
+            return self.head(out, input_ids, targets=targets), out
         return self.head(out, input_ids), out
 
 

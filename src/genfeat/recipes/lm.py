@@ -116,7 +116,7 @@ def seed_everything(seed: int) -> None:
 def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
     device = next(model.parameters()).device
     x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
-    out, _ = model(x)
+    out, _ = model(x, targets=y)
     return nll(out, y), y.numel()
 
 
@@ -129,10 +129,11 @@ def evaluate_lm(model: torch.nn.Module, tokens: np.ndarray, batch_size: int, seq
     device = next(model.parameters()).device
     total, count, mems = torch.zeros((), dtype=torch.float64, device=device), 0, None
     for x, y in OrderedSegments(tokens, batch_size, seq_len, loop=False):
-        out, bb = model(x.to(device), **({"mems": mems} if mems is not None else {}))
+        y = y.to(device)
+        out, bb = model(x.to(device), targets=y, **({"mems": mems} if mems is not None else {}))
         if carry_memory:
             mems = bb.mems
-        total += nll(out, y.to(device), reduction="sum").double()
+        total += nll(out, y, reduction="sum").double()
         count += y.numel()
     return lm_metrics(total.item(), count, per_char, prefix)
 

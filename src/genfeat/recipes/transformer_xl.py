@@ -66,7 +66,7 @@ class MemoryLMLoss:
         device = next(model.parameters()).device
         x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
         mems = None if self.mems is None else tuple(m.to(device) for m in self.mems)  # no-op unless resumed
-        out, bb = model(x, **({"mems": mems} if mems is not None else {}))
+        out, bb = model(x, targets=y, **({"mems": mems} if mems is not None else {}))
         self.mems = bb.mems
         return nll(out, y), y.numel()
 
