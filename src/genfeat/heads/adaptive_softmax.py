@@ -60,13 +60,10 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
             h = F.linear(h, self.out_projs[i].t())  # (N, d_proj) -> (N, d_i)
         return F.linear(h, weight, bias)
 
-    def log_probs(self, h: Tensor) -> Tensor:
-        """h (..., d_proj) -> (..., V) log-probabilities in vocabulary order."""
-        shape, h = h.shape[:-1], h.reshape(-1, h.size(-1))
+    def _clusters(self, h: Tensor) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Head log-probs (N, shortlist + n_clusters) and each cluster's output weights and biases."""
         if self.div_val == 1:
             w, b = self.out_layers[0].weight, self.out_layers[0].bias
-            if self.n_clusters == 0:
-                return torch.log_softmax(upcast(self._logits(h, 0, w, b)), -1).view(*shape, -1)
             weights = [w[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
             biases = [b[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
         else:
@@ -74,7 +71,15 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
             biases = [layer.bias for layer in self.out_layers]
         head_w = torch.cat([weights[0], self.cluster_weight], 0)
         head_b = torch.cat([biases[0], self.cluster_bias], 0)
-        head = torch.log_softmax(upcast(self._logits(h, 0, head_w, head_b)), -1)  # (N, shortlist + clusters)
+        return torch.log_softmax(upcast(self._logits(h, 0, head_w, head_b)), -1), weights, biases
+
+    def log_probs(self, h: Tensor) -> Tensor:
+        """h (..., d_proj) -> (..., V) log-probabilities in vocabulary order."""
+        shape, h = h.shape[:-1], h.reshape(-1, h.size(-1))
+        if self.n_clusters == 0:
+            w, b = self.out_layers[0].weight, self.out_layers[0].bias
+            return torch.log_softmax(upcast(self._logits(h, 0, w, b)), -1).view(*shape, -1)
+        head, weights, biases = self._clusters(h)
         parts = [head[:, : self.shortlist]]
         for c in range(1, self.n_clusters + 1):
             tail = torch.log_softmax(upcast(self._logits(h, c, weights[c], biases[c])), -1)
@@ -87,16 +92,7 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
         shape, h, t = targets.shape, h.reshape(-1, h.size(-1)), targets.reshape(-1)
         if self.n_clusters == 0:
             return self.log_probs(h).gather(1, t.clamp(0, self.n_token - 1)[:, None]).view(shape)
-        if self.div_val == 1:
-            w, b = self.out_layers[0].weight, self.out_layers[0].bias
-            weights = [w[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
-            biases = [b[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
-        else:
-            weights = [layer.weight for layer in self.out_layers]
-            biases = [layer.bias for layer in self.out_layers]
-        head_w = torch.cat([weights[0], self.cluster_weight], 0)
-        head_b = torch.cat([biases[0], self.cluster_bias], 0)
-        head = torch.log_softmax(upcast(self._logits(h, 0, head_w, head_b)), -1)  # (N, shortlist + clusters)
+        head, weights, biases = self._clusters(h)
         out = head.gather(1, t.clamp(0, self.shortlist - 1)[:, None]).squeeze(1)  # right for shortlist targets
         for c in range(1, self.n_clusters + 1):
             lo, hi = self.bounds[c], self.bounds[c + 1]
