@@ -98,3 +98,30 @@ def test_local_dir_corpus_formats(ptb_dir, tmp_path):
         corpora.load_corpus(f"dir:{tmp_path / 'empty'}")
     with pytest.raises(DataError, match="unknown corpus"):
         corpora.load_corpus("wikitext-9000")
+
+
+def test_enwik8_text8_lm1b_formats(tmp_path):
+    raw = ("<mediawiki>\n  <page>\n    <title>Anarchism</title>\n" * 50).encode()
+    (tmp_path / "enwik8").write_bytes(raw)
+    splits = corpora.load_corpus(f"enwik8:{tmp_path / 'enwik8'}")
+    assert b"".join("\n".join(splits[s]).encode() for s in ("train", "valid", "test")) == raw  # 90/5/5, lossless
+    assert len("\n".join(splits["valid"]).encode()) == int(len(raw) * 0.95) - int(len(raw) * 0.9)
+    (tmp_path / "text8").write_text(" anarchism originated as a term of abuse" * 100)
+    t8 = corpora.load_corpus(f"text8:{tmp_path / 'text8'}")
+    assert [len(v[0]) for v in t8.values()] == [3600, 200, 200]
+    (tmp_path / "bad8").write_text("Not Text8!")
+    with pytest.raises(DataError, match="not text8"):
+        corpora.load_corpus(f"text8:{tmp_path / 'bad8'}")
+    train = tmp_path / "lm1b/training-monolingual.tokenized.shuffled"
+    held = tmp_path / "lm1b/heldout-monolingual.tokenized.shuffled"
+    train.mkdir(parents=True)
+    held.mkdir(parents=True)
+    (train / "news.en-00001-of-00100").write_text("The cat sat .\nA dog ran .\n")
+    (train / "news.en-00002-of-00100").write_text("Stocks fell .\n")
+    (held / "news.en.heldout-00000-of-00050").write_text("It rained .\n")
+    lm = corpora.load_corpus(f"lm1b:{tmp_path / 'lm1b'}")
+    assert lm["train"] == ["The cat sat .", "A dog ran .", "Stocks fell ."] and lm["test"] == ["It rained ."]
+    with pytest.raises(DataError, match="One Billion Word layout"):
+        corpora.load_corpus(f"lm1b:{tmp_path}")
+    with pytest.raises(DataError, match="enwik8 file .* not found"):
+        corpora.load_corpus(f"enwik8:{tmp_path / 'nope'}")

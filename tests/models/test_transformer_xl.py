@@ -250,3 +250,17 @@ def test_generation_with_memory_equals_rereading_everything():
         out, _ = lm(ids)
         ids = torch.cat([ids, out.scores[:, -1].argmax(-1, keepdim=True)], 1)
     assert torch.equal(fast, ids)
+
+
+@pytest.mark.parametrize(("preset", "vocab", "millions"), [("wt103_base", 267735, 151), ("enwik8_base", 204, 41),
+                                                           ("enwik8_large", 204, 277), ("lm1b_base", 793470, 460)])
+def test_paper_presets_have_the_thesis_parameter_counts(preset, vocab, millions):
+    import dataclasses
+
+    from genfeat.recipes.transformer_xl import PRESETS
+
+    cfg = dataclasses.replace(PRESETS[preset]().model, vocab_size=vocab)
+    with torch.device("meta"):  # count without allocating
+        lm = build_txl_lm(cfg)
+    n = sum(p.numel() for p in lm.parameters()) / 1e6
+    assert abs(n - millions) / millions < 0.02, n

@@ -9,6 +9,8 @@
     linux-doc         Linux 6.1 documentation rst sources
     dir:PATH          a local folder in a standard LM layout: {train,valid,test}.txt, ptb.{split}.txt or
                       WikiText's wiki.{split}.tokens
+    enwik8:FILE       the enwik8 file (bytes; 90M/5M/5M)       text8:FILE   the text8 file (90M/5M/5M)
+    lm1b:DIR          the One Billion Word benchmark folder
 
 Corpora without an official split are cut contiguously by lines: 90% / 5% / 5% (as enwik8 is cut).
 """
@@ -125,6 +127,59 @@ def local_dir(path: str) -> Splits:
     raise DataError(f"corpus folder {root} must contain {want}")
 
 
+ENWIK8_SPLIT = (90_000_000, 5_000_000, 5_000_000)
+
+
+def _split_text(text: str, n_standard: int) -> list[str]:
+    """enwik8/text8 convention: first 90M / next 5M / last 5M symbols; proportional 90/5/5 for other sizes."""
+    n = len(text)
+    if n == n_standard:
+        a, b = ENWIK8_SPLIT[0], ENWIK8_SPLIT[0] + ENWIK8_SPLIT[1]
+    else:
+        a, b = int(n * 0.9), int(n * 0.95)
+    return [text[:a], text[a:b], text[b:]]
+
+
+def enwik8(path: str) -> Splits:
+    """The enwik8 file (100,000,000 bytes of Wikipedia XML), split 90M/5M/5M as prep_enwik8.py. Newlines are
+    kept (the reference drops them, a known quirk worth ~0.02 bpc; spec §3.3). Decoded as UTF-8 (a character
+    cut by a split boundary becomes U+FFFD)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataError(f"enwik8 file {p} not found (http://mattmahoney.net/dc/enwik8.zip, unzipped)")
+    data = p.read_bytes()
+    a, b = (ENWIK8_SPLIT[0], sum(ENWIK8_SPLIT[:2])) if len(data) == sum(ENWIK8_SPLIT) else \
+        (int(len(data) * 0.9), int(len(data) * 0.95))
+    parts = [data[:a], data[a:b], data[b:]]
+    return {s: part.decode("utf-8", errors="replace").split("\n") for s, part in zip(SPLITS, parts, strict=True)}
+
+
+def text8(path: str) -> Splits:
+    """The text8 file (100M characters, a-z and space, one line), split 90M/5M/5M."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataError(f"text8 file {p} not found (http://mattmahoney.net/dc/text8.zip, unzipped)")
+    text = p.read_text().strip("\n")
+    if set(text) - set("abcdefghijklmnopqrstuvwxyz "):
+        raise DataError(f"{p} is not text8: it holds characters other than a-z and space")
+    return {s: [part] for s, part in zip(SPLITS, _split_text(text, sum(ENWIK8_SPLIT)), strict=True)}
+
+
+def lm1b(path: str) -> Splits:
+    """One Billion Word benchmark folder: training-monolingual.tokenized.shuffled/news.en-*-of-00100 for
+    training; heldout-monolingual.tokenized.shuffled/news.en.heldout-00000-of-00050 as valid and test (the
+    Transformer-XL reference uses that shard for both)."""
+    root = Path(path).expanduser()
+    train = sorted((root / "training-monolingual.tokenized.shuffled").glob("news.en-*-of-00100"))
+    held = root / "heldout-monolingual.tokenized.shuffled" / "news.en.heldout-00000-of-00050"
+    if not train or not held.is_file():
+        raise DataError(f"{root} is not the One Billion Word layout (training-monolingual.tokenized.shuffled/"
+                        "news.en-*-of-00100 and heldout-monolingual.tokenized.shuffled/news.en.heldout-00000-of-00050)")
+    read = lambda f: [ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()]  # noqa: E731
+    heldout = read(held)
+    return {"train": [ln for f in train for ln in read(f)], "valid": heldout, "test": heldout}
+
+
 CORPORA: dict[str, Callable[[], Splits]] = {
     "ptb": ptb,
     "austen": austen,
@@ -136,9 +191,14 @@ CORPORA: dict[str, Callable[[], Splits]] = {
 }
 
 
+FILE_CORPORA: dict[str, Callable[[str], Splits]] = {"dir": local_dir, "enwik8": enwik8, "text8": text8,
+                                                    "lm1b": lm1b}
+
+
 def load_corpus(name: str) -> Splits:
-    if name.startswith("dir:"):
-        return local_dir(name[4:])
+    kind, _, path = name.partition(":")
+    if path and kind in FILE_CORPORA:
+        return FILE_CORPORA[kind](path)
     if name not in CORPORA:
-        raise DataError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}, or dir:PATH")
+        raise DataError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}, or dir:/enwik8:/text8:/lm1b: PATH")
     return CORPORA[name]()

@@ -57,8 +57,9 @@ def build_tokenizer(cfg: LMDataConfig, train_lines: list[str]) -> Tokenizer:
 
 def _cache_dir(cfg: LMDataConfig) -> Path:
     corpus = cfg.corpus
-    if corpus.startswith("dir:"):
-        corpus = "dir-" + hashlib.sha256(str(Path(corpus[4:]).expanduser().resolve()).encode()).hexdigest()[:12]
+    kind, _, path = corpus.partition(":")
+    if path:  # a file corpus: key the cache by kind and resolved path
+        corpus = f"{kind}-" + hashlib.sha256(str(Path(path).expanduser().resolve()).encode()).hexdigest()[:12]
     return data_home() / "streams" / f"{corpus}.{cfg.tokenizer}{cfg.vocab_size or ''}"
 
 

@@ -13,8 +13,8 @@ thesis protocol).
 
 Presets: tiny (tests); ptb / ptb_vanilla (real PTB on CPU, equal parameter counts); wiki_char (gensim
 Wikipedia XML, byte level, "mini-enwik8"); and the paper configurations wt103_base, wt103_large,
-enwik8_base, enwik8_large, text8, lm1b_base, ptb_paper (need WikiText/enwik8/... on disk via
-`--data.corpus dir:PATH`, and GPUs).
+enwik8_base, enwik8_large, text8, lm1b_base (need WikiText-103 / enwik8 / text8 / One Billion Word on disk:
+`--data.corpus dir:PATH | enwik8:FILE | text8:FILE | lm1b:DIR`, and GPUs).
 """
 
 from __future__ import annotations
@@ -153,9 +153,10 @@ def wiki_char() -> TXLRunConfig:
 
 
 def _paper(model: TXLConfig, batch: int, steps: int, warmup: int, lr: float, eval_cfg: TXLEvalConfig,
-           tokenizer: str = "word") -> TXLRunConfig:
+           corpus: str, tokenizer: str = "word") -> TXLRunConfig:
+    """Reference configurations (spec §3.2); the data must be on disk (override --data.corpus)."""
     return TXLRunConfig(
-        data=LMDataConfig(corpus="dir:data/corpus", tokenizer=tokenizer, seq_len=model.tgt_len, batch_size=batch,
+        data=LMDataConfig(corpus=corpus, tokenizer=tokenizer, seq_len=model.tgt_len, batch_size=batch,
                           eval_batch_size=10),
         model=dataclasses.replace(model, vocab_size=0),
         train=TrainConfig(max_steps=steps, lr=lr, warmup_steps=warmup, clip_norm=0.25, min_lr_ratio=0.0,
@@ -166,33 +167,38 @@ def _paper(model: TXLConfig, batch: int, steps: int, warmup: int, lr: float, eva
 
 def wt103_base() -> TXLRunConfig:
     """Table 2.1 "Transformer-XL Standard" (151M, 24.0 test ppl); reference run_wt103_base.sh."""
-    return _paper(txl_presets.wt103_base(), 60, 200_000, 0, 2.5e-4, TXLEvalConfig(64, 640, True, 400))
+    return _paper(txl_presets.wt103_base(), 60, 200_000, 0, 2.5e-4, TXLEvalConfig(64, 640, True, 400),
+                  "dir:data/wikitext-103")
 
 
 def wt103_large() -> TXLRunConfig:
     """Table 2.1 "Transformer-XL Large" (257M, 18.3 test ppl); reference run_wt103_large.sh."""
-    return _paper(txl_presets.wt103_large(), 128, 4_000_000, 16_000, 2.5e-4, TXLEvalConfig(128, 1600, True, 1000))
+    return _paper(txl_presets.wt103_large(), 128, 4_000_000, 16_000, 2.5e-4, TXLEvalConfig(128, 1600, True, 1000),
+                  "dir:data/wikitext-103")
 
 
 def enwik8_base() -> TXLRunConfig:
     """Table 2.2 "Transformer-XL 12L" (41M, 1.06 bpc); reference run_enwik8_base.sh."""
-    return _paper(txl_presets.enwik8_base(), 22, 400_000, 0, 2.5e-4, TXLEvalConfig(80, 2100, True, 820), "byte")
+    return _paper(txl_presets.enwik8_base(), 22, 400_000, 0, 2.5e-4, TXLEvalConfig(80, 2100, True, 820),
+                  "enwik8:data/enwik8", "byte")
 
 
 def enwik8_large() -> TXLRunConfig:
     """Table 2.2 "Transformer-XL 24L" (277M, 0.99 bpc); reference run_enwik8_large.sh."""
     return _paper(txl_presets.enwik8_large(), 64, 400_000, 4_000, 2.5e-4, TXLEvalConfig(128, 3800, True, 1000),
-                  "byte")
+                  "enwik8:data/enwik8", "byte")
 
 
 def text8() -> TXLRunConfig:
     """Table 2.3 "Transformer-XL 24L" (277M, 1.08 bpc): the enwik8 large model, untuned (thesis line 471)."""
-    return dataclasses.replace(enwik8_large(), data=dataclasses.replace(enwik8_large().data, tokenizer="char"))
+    base = enwik8_large()
+    return dataclasses.replace(base, data=dataclasses.replace(base.data, corpus="text8:data/text8", tokenizer="char"))
 
 
 def lm1b_base() -> TXLRunConfig:
     """Table 2.4 "Transformer-XL Base" (0.46B, 23.5 test ppl); reference run_lm1b_base.sh."""
-    return _paper(txl_presets.lm1b_base(), 224, 500_000, 20_000, 2.5e-4, TXLEvalConfig(32, 128, True, -1))
+    return _paper(txl_presets.lm1b_base(), 224, 500_000, 20_000, 2.5e-4, TXLEvalConfig(32, 128, True, -1),
+                  "lm1b:data/lm1b")
 
 
 PRESETS = {"tiny": tiny, "ptb": ptb, "ptb_vanilla": ptb_vanilla, "wiki_char": wiki_char, "wt103_base": wt103_base,
