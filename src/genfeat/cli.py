@@ -206,7 +206,9 @@ def cmd_recl(args: argparse.Namespace) -> int:
         positions = np.linspace(contexts[-1], len(tokens) - 1, args.positions).astype(np.int64)
         print(f"{run_dir}: {len(contexts)} contexts x {len(positions)} positions", file=sys.stderr)
         name = str(run_dir) if str(run_dir) not in losses else f"{run_dir} (#{len(losses) + 1})"
-        losses[name] = context_losses(lm_model, tokens, contexts, positions)
+        capped = getattr(getattr(cfg, "model", None), "pos_enc", "") == "absolute"  # vanilla: context <= L
+        losses[name] = context_losses(lm_model, tokens, contexts, positions,
+                                      max_context=cfg.model.tgt_len if capped else getattr(cfg.model, "max_len", None))
     for r in args.r:
         for name, res in recl(losses, contexts, r=r).items():
             print(f"r={r}  RECL={res.recl}{'+' if res.lower_bound else ''}  {name}")

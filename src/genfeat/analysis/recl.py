@@ -63,15 +63,18 @@ def recl(losses: dict[str, np.ndarray], contexts: list[int], r: float = 1.0,
 
 @torch.no_grad()
 def context_losses(model: torch.nn.Module, tokens: np.ndarray, contexts: list[int], positions: np.ndarray,
-                   batch_size: int = 32) -> np.ndarray:
+                   batch_size: int = 32, max_context: int | None = None) -> np.ndarray:
     """l(c, t) = -log p(x_t | x_{t-c} .. x_{t-1}) exactly (one forward over the c-token window per (c, t),
-    no memory carried in). positions must all be >= max(contexts). Returns (n_contexts, n_positions)."""
+    no memory carried in). positions must all be >= max(contexts). A model whose usable context is capped
+    (the vanilla Transformer at its training length, thesis Y Table 2.9) gets `max_context`: longer contexts
+    are cut to their last max_context tokens. Returns (n_contexts, n_positions)."""
     if positions.min() < max(contexts):
         raise ValueError("every position needs at least max(contexts) preceding tokens")
     device = next(model.parameters()).device
     data = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
     out = np.zeros((len(contexts), len(positions)))
     for k, c in enumerate(contexts):
+        c = min(c, max_context) if max_context else c
         for s in range(0, len(positions), batch_size):
             pos = torch.from_numpy(positions[s : s + batch_size].astype(np.int64))
             idx = pos[:, None] - c + torch.arange(c)  # (nb, c) context windows

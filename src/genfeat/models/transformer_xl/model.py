@@ -160,9 +160,16 @@ def build_txl_lm(cfg: TXLConfig) -> CausalLM:
         tie = backbone.word_emb if cfg.tie_weight else None
         head = ProjectedAdaptiveLogSoftmax(cfg.vocab_size, cfg.embed_dim, cfg.d_model, cfg.cutoffs, cfg.div_val,
                                            tie_to=tie, tie_projs=cfg.tie_projs)
-        for name, p in head.named_parameters():
-            if "out_projs" in name and not any(p is q for q in backbone.parameters()):
+        shared = {id(q) for q in backbone.parameters()}
+        for name, p in head.named_parameters():  # reference init for the head's own (untied) parameters
+            if id(p) in shared:
+                continue
+            if "out_projs" in name:
                 nn.init.normal_(p, 0.0, cfg.proj_init_std)
+            elif p.dim() >= 2:
+                nn.init.normal_(p, 0.0, cfg.init_std)
+            else:
+                nn.init.zeros_(p)
     else:
         head = SoftmaxHead(cfg.d_model, cfg.vocab_size, backbone.word_emb.emb_layers[0] if cfg.tie_weight else None,
                            bias=True)
