@@ -84,9 +84,9 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
     def scores_bias(self, q: Tensor, r: Tensor, r_r_bias: Tensor, mask: Tensor) -> Tensor:
         """Shifted, scaled (b)+(d) term with the mask folded in: (B, H, L, K) additive bias."""
         r_head = self.r_net(r.to(self.r_net.weight.dtype)).view(r.size(0), self.n_head, self.d_head)  # (K, H, dh)
-        bd = torch.einsum("bhid,khd->bhik", q + r_r_bias[None, :, None], r_head)  # (B, H, L, K), col = dist
-        bd = rel_shift(bd) * self.scale
-        return bd.masked_fill(mask, float("-inf"))
+        q_v = (q + r_r_bias[None, :, None]) * self.scale  # scale the small (B, H, L, dh) side, not the scores
+        bd = torch.einsum("bhid,khd->bhik", q_v, r_head)  # (B, H, L, K), column k <-> distance K-1-k
+        return rel_shift(bd).masked_fill_(mask, float("-inf"))  # the shift returns a fresh tensor
 
     def forward(self, h: Tensor, r: Tensor | None, r_w_bias: Tensor | None, r_r_bias: Tensor | None, mask: Tensor,
                 mem: Tensor | None = None) -> Tensor:
@@ -96,8 +96,9 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
         if self.pre_lnorm:
             cat = self.layer_norm(cat)
         K = cat.size(1)
-        w_q, w_k, w_v = self.qkv_net(cat).chunk(3, dim=-1)  # (B, K, H·dh) each
-        q = w_q[:, -L:].view(B, L, H, dh).transpose(1, 2)  # (B, H, L, dh): queries = current segment
+        w = self.qkv_net.weight  # rows [q; k; v], the reference's fused layout
+        q = F.linear(cat[:, -L:], w[: H * dh]).view(B, L, H, dh).transpose(1, 2)  # (B, H, L, dh): current segment
+        w_k, w_v = F.linear(cat, w[H * dh :]).chunk(2, dim=-1)  # (B, K, H·dh) each: memory + segment
         k = w_k.view(B, K, H, dh).transpose(1, 2)  # (B, H, K, dh)
         v = w_v.view(B, K, H, dh).transpose(1, 2)
         if self.r_net is None:  # content-only scores
