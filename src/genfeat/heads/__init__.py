@@ -1,7 +1,8 @@
 """Output layers. Every head maps a `BackboneOutput` (+ input ids where it needs them) to a
 `HeadOutput(scores, is_log_prob)`; `genfeat.losses.nll` consumes either kind."""
 
+from genfeat.heads.adaptive_softmax import ProjectedAdaptiveLogSoftmax
 from genfeat.heads.base import HeadOutput
 from genfeat.heads.softmax import SoftmaxHead
 
-__all__ = ["HeadOutput", "SoftmaxHead"]
+__all__ = ["HeadOutput", "ProjectedAdaptiveLogSoftmax", "SoftmaxHead"]
