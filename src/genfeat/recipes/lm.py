@@ -155,7 +155,7 @@ def evaluate_sliding(model: torch.nn.Module, tokens: np.ndarray, window: int, st
     starts = list(range(0, n - window + 1, stride))
     if starts[-1] + window < n:  # cover the tail with one last window
         starts.append(n - window)
-    lm = getattr(model, "module", model)  # DDP-wrapped or not
+    lm = D.unwrap(model)
     total, count, scored_to = torch.zeros((), dtype=torch.float64, device=device), 0, 0  # targets 1..scored_to done
     for b in range(0, len(starts), batch_size):
         chunk = starts[b : b + batch_size]

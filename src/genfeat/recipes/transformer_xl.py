@@ -34,6 +34,7 @@ from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
 from genfeat.models.transformer_xl import config as txl_presets
 from genfeat.recipes import lm
 from genfeat.recipes.lm import SampleConfig
+from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 
 
@@ -77,10 +78,6 @@ class MemoryLMLoss:
         self.mems = tuple(state["mems"]) or None
 
 
-def _backbone(model: torch.nn.Module):
-    return getattr(model, "module", model).backbone
-
-
 @torch.no_grad()
 def evaluate_txl(model: torch.nn.Module, tokens: np.ndarray, cfg: TXLRunConfig, per_char: bool,
                  prefix: str) -> dict[str, float]:
@@ -88,7 +85,7 @@ def evaluate_txl(model: torch.nn.Module, tokens: np.ndarray, cfg: TXLRunConfig, 
     if e.stride > 0:
         return lm.evaluate_sliding(model, tokens, m.tgt_len, e.stride, per_char, prefix,
                                    batch_size=cfg.data.eval_batch_size * 8)
-    bb = _backbone(model)
+    bb = D.unwrap(model).backbone
     train_setting = (bb.mem_len, bb.same_length, bb.clamp_len)
     bb.reset_length(m.mem_len if e.mem_len < 0 else e.mem_len, e.same_length, e.clamp_len)
     try:

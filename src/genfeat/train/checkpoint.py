@@ -100,6 +100,14 @@ def _check_keys(model: nn.Module, sd: dict[str, torch.Tensor]) -> None:
             raise RuntimeError(f"{k} has shape {tuple(sd[k].shape)} in the file, {tuple(t.shape)} in the model")
 
 
+def save_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
+    """Full weights of a plain, DDP or FSDP2 model to one safetensors file. Collective (every rank calls
+    it, so FSDP shards can be gathered); rank 0 writes."""
+    msd, _ = get_state_dict(model, [], options=_FULL)
+    if D.current().is_main:
+        save_weights(msd, path)
+
+
 # ---------------------------------------------------------------- RNG
 def rng_state() -> dict[str, Any]:
     np_state = np.random.get_state()

@@ -215,9 +215,7 @@ def fit(
         better = best is None or (value < best if cfg.early_stop_mode == "min" else value > best)
         if better:
             best, best_step, bad_evals = value, step, 0
-            msd, _ = C.get_state_dict(model, [], options=C._FULL)
-            if info.is_main:
-                C.save_weights(msd, run_dir / C.WEIGHTS)
+            C.save_model_weights(model, run_dir / C.WEIGHTS)
         else:
             bad_evals += 1
         bar.write(f"step {step}: " + "  ".join(f"{k}={v:.4g}" for k, v in metrics.items())
@@ -299,9 +297,7 @@ def fit(
         if last_ckpt != step:
             checkpoint()
         if evaluate is None:  # no validation metric: the final weights are the result
-            msd, _ = C.get_state_dict(model, [], options=C._FULL)
-            if info.is_main:
-                C.save_weights(msd, run_dir / C.WEIGHTS)
+            C.save_model_weights(model, run_dir / C.WEIGHTS)
     finally:
         bar.close()
         logger.close()
