@@ -58,7 +58,7 @@ pipeline working on real data, not the state of the art.
 Samples (seed {seeds[0]}, top-k 40, one sentence each, starting after `<eos>`):
 
 {samples}
-"""
+{chr(10) + record["note"] + chr(10) if record.get("note") else ""}"""
 
 
 def main() -> None:

@@ -178,11 +178,13 @@ def markdown(record: dict[str, Any]) -> str:
     gap_ppl = statistics.mean(r["test_ppl"] for r in van) - statistics.mean(r["test_ppl"] for r in txl)
     mem_first = statistics.mean(r[keys_txl[0]] for r in txl)
     mem_last = statistics.mean(r[keys_txl[-1]] for r in txl)
+    analysis = (f"RECL, fragmentation and the memory sweep: `{record['analysis_command']}` (from the kept runs).\n\n"
+                if record.get("analysis_command") else "")
     return f"""# Transformer-XL vs vanilla Transformer on PTB (equal parameters, equal budget)
 
-{{header}}Presets `transformer_xl --preset ptb` and `--preset ptb_vanilla`: 4 layers, d=128, 4 heads × 32, segment 64,
-batch 16 streams, {res['steps']} steps (AdamW lr 1e-3, cosine, clip 0.25), seeds {seeds}; the same data order for both.
-Test perplexity with the best validation weights; mean ± std over seeds.
+{{header}}{analysis}Presets `transformer_xl --preset ptb` and `--preset ptb_vanilla`: 4 layers, d=128, 4 heads × 32,
+segment 64, batch 16 streams, {res['steps']} steps (AdamW lr 1e-3, cosine, clip 0.25), seeds {seeds}; the same data
+order for both. Test perplexity with the best validation weights; mean ± std over seeds.
 
 | model | parameters | valid ppl | test ppl |
 |---|---|---|---|
@@ -226,7 +228,8 @@ little on the position in the segment (table above), i.e. it makes little use of
 its RECL says.
 
 Training time per model: Transformer-XL {statistics.mean([r['train_wall_s'] for r in txl]):.0f} s, vanilla
-{statistics.mean([r['train_wall_s'] for r in van]):.0f} s (whole recipe run incl. evaluation).
+{statistics.mean([r['train_wall_s'] for r in van]):.0f} s (whole recipe run incl. evaluation; indicative only: some runs
+shared the 2 cores with other work -- the per-run train_tokens_per_s in the JSON show which).
 """
 
 
