@@ -1,0 +1,7 @@
+"""Planetoid (thesis Y §3.3): graph-based semi-supervised learning with embeddings."""
+
+from genfeat.models.planetoid.model import Planetoid, PlanetoidConfig
+from genfeat.models.planetoid.sampler import ContextSampler, SamplerConfig
+from genfeat.models.planetoid.train import PlanetoidTrainConfig, fit_planetoid
+
+__all__ = ["ContextSampler", "Planetoid", "PlanetoidConfig", "PlanetoidTrainConfig", "SamplerConfig", "fit_planetoid"]
