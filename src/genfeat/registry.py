@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import lm, transformer_xl
+from genfeat.recipes import lm, planetoid, transformer_xl
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ RECIPES: dict[str, Recipe] = {
     "transformer_xl": Recipe("transformer_xl", "Transformer-XL LM (thesis Y §2.1) and the vanilla-Transformer baseline",
                              transformer_xl.TXLRunConfig, transformer_xl.PRESETS, transformer_xl.run, "ptb",
                              transformer_xl.load_for_generation),
+    "planetoid": Recipe("planetoid", "graph semi-supervised node classification: Planetoid-T/I/G (thesis Y §3.3) "
+                        "and baselines (Feat, LP, GraphEmb, GCN)", planetoid.PlanetoidRunConfig, planetoid.PRESETS,
+                        planetoid.run, "linuxdoc"),
 }
 
 # Short names for common (recipe, preset) pairs.

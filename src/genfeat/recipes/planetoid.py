@@ -1,0 +1,223 @@
+"""Graph-based semi-supervised node classification: Planetoid-T/I/G (thesis Y §3.3) and baselines.
+
+    genfeat run planetoid --preset linuxdoc                       # Planetoid-T on the kernel-docs graph
+    genfeat run planetoid --preset linuxdoc --method planetoid_i  # inductive
+    genfeat run planetoid --preset linuxdoc --method gcn          # or feat_lr, feat_mlp, lp, graphemb
+
+Framework (specs/framework.md §4.5): `Warmup(L_u)` then `AlternatingJoint(T1, T2)`, with
+L_u the context loss (Eq. 3.12) and L_s the label cross-entropy (Eqs. 3.13/3.14).
+
+Data (`data.name`):
+    linuxdoc            the Linux kernel documentation graph, built offline from Debian linux-doc-6.1
+                        (`genfeat data fetch linux-doc` first); see genfeat.data.kernel_docs
+    cora|citeseer|pubmed the Planetoid files from `data.root` (default $GENFEAT_DATA/planetoid/<name>),
+                        downloaded from kimiyoung/planetoid on first use when a network is available
+    any other name      `ind.<name>.*` files in `data.root`
+    sbm_a | sbm_b       the synthetic feature-rich / graph-rich graphs of spec §5.1 (`data.seed`)
+
+Presets: tiny (seconds, tests), linuxdoc, linuxdoc_i, cora (T, the thesis's best there),
+citeseer and pubmed (I), sbm_a, sbm_b.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from genfeat.config import atomic_write_text
+from genfeat.data.planetoid import PLANETOID_NAMES, GraphData, download_planetoid, read_planetoid, standard_split
+from genfeat.data.sources import data_home
+from genfeat.errors import ConfigError
+from genfeat.models.planetoid import (
+    ContextSampler,
+    Planetoid,
+    PlanetoidConfig,
+    PlanetoidTrainConfig,
+    SamplerConfig,
+    fit_planetoid,
+)
+from genfeat.models.planetoid import baselines as B
+from genfeat.models.planetoid.train import context_nodes_for
+from genfeat.train.logging import MetricsLogger, machine_info
+
+METHODS = ("planetoid_t", "planetoid_i", "planetoid_g", "graphemb", "feat_lr", "feat_mlp", "lp", "gcn")
+
+
+@dataclass(frozen=True)
+class GraphDataConfig:
+    name: str = "linuxdoc"
+    root: str | None = None  # directory with ind.<name>.* (Planetoid format)
+    seed: int = 0  # synthetic graphs only
+    split_seed: int | None = None  # re-draw a standard-style split (20 per class / 500 / 1000) with this seed
+    download: bool = True  # cora/citeseer/pubmed: fetch from kimiyoung/planetoid if missing
+
+
+@dataclass(frozen=True)
+class PlanetoidRunConfig:
+    seed: int = 0
+    method: str = "planetoid_t"
+    data: GraphDataConfig = field(default_factory=GraphDataConfig)
+    model: PlanetoidConfig = field(default_factory=PlanetoidConfig)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    train: PlanetoidTrainConfig = field(default_factory=PlanetoidTrainConfig)
+    baseline: B.BaselineConfig = field(default_factory=B.BaselineConfig)
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+
+
+# ----------------------------------------------------------------------------------------- presets
+def tiny() -> PlanetoidRunConfig:
+    """Seconds: the 1,000-node synthetic graph-rich graph B, short schedules."""
+    return PlanetoidRunConfig(
+        data=GraphDataConfig(name="sbm_b"),
+        train=PlanetoidTrainConfig(warmup_steps=1000, rounds=500, eval_every=50, progress=False),
+        baseline=B.BaselineConfig(lr_steps=50, epochs=20, eval_every=5),
+    )
+
+
+def linuxdoc() -> PlanetoidRunConfig:
+    """Planetoid-T on the kernel-docs graph (2,149 nodes, 17 classes), library defaults (spec §3.3)."""
+    return PlanetoidRunConfig(data=GraphDataConfig(name="linuxdoc"))
+
+
+def linuxdoc_i() -> PlanetoidRunConfig:
+    return dataclasses.replace(linuxdoc(), method="planetoid_i")
+
+
+def cora() -> PlanetoidRunConfig:
+    """Cora, Planetoid-T (thesis Table 3.6: 0.757)."""
+    return PlanetoidRunConfig(data=GraphDataConfig(name="cora"))
+
+
+def citeseer() -> PlanetoidRunConfig:
+    """Citeseer, Planetoid-I (thesis Table 3.6: 0.647)."""
+    return PlanetoidRunConfig(method="planetoid_i", data=GraphDataConfig(name="citeseer"))
+
+
+def pubmed() -> PlanetoidRunConfig:
+    """Pubmed, Planetoid-I (thesis Table 3.6: 0.772)."""
+    return PlanetoidRunConfig(method="planetoid_i", data=GraphDataConfig(name="pubmed"))
+
+
+def sbm_a() -> PlanetoidRunConfig:
+    """Synthetic feature-rich graph (spec §5.1 config A)."""
+    return PlanetoidRunConfig(data=GraphDataConfig(name="sbm_a"))
+
+
+def sbm_b() -> PlanetoidRunConfig:
+    """Synthetic graph-rich graph (spec §5.1 config B)."""
+    return PlanetoidRunConfig(data=GraphDataConfig(name="sbm_b"))
+
+
+PRESETS = {"tiny": tiny, "linuxdoc": linuxdoc, "linuxdoc_i": linuxdoc_i, "cora": cora, "citeseer": citeseer,
+           "pubmed": pubmed, "sbm_a": sbm_a, "sbm_b": sbm_b}
+
+
+# --------------------------------------------------------------------------------------------- run
+def load_graph(cfg: GraphDataConfig) -> GraphData:
+    data = _load_graph(cfg)
+    if cfg.split_seed is not None:
+        n_test = min(1000, len(data.test_idx))
+        data = dataclasses.replace(data, name=f"{data.name}-split{cfg.split_seed}")
+        data.train_idx, data.val_idx, data.test_idx = standard_split(
+            data.labels, 20, len(data.val_idx), n_test, seed=cfg.split_seed)
+    return data
+
+
+def _load_graph(cfg: GraphDataConfig) -> GraphData:
+    from genfeat.data.graph_synthetic import make_sbm_bow
+
+    if cfg.name == "sbm_a":
+        return make_sbm_bow(cfg.seed, deg=4, h=0.7, rho=0.3)
+    if cfg.name == "sbm_b":
+        return make_sbm_bow(cfg.seed, deg=5, h=0.8, rho=0.25)
+    if cfg.name == "linuxdoc" and cfg.root is None:
+        from genfeat.data.kernel_docs import load_kernel_docs
+
+        return load_kernel_docs()
+    root = Path(cfg.root) if cfg.root else data_home() / "planetoid" / cfg.name
+    if not (root / f"ind.{cfg.name}.graph").exists():
+        if cfg.name in PLANETOID_NAMES and cfg.download:
+            download_planetoid(cfg.name, root)
+        else:
+            raise ConfigError(f"no Planetoid files ind.{cfg.name}.* in {root} (set data.root)")
+    return read_planetoid(root, cfg.name)
+
+
+def _sampler(data: GraphData, cfg: SamplerConfig, variant: str, seed: int) -> ContextSampler:
+    return ContextSampler(data.adj, data.labels, data.train_idx, cfg, context_nodes=context_nodes_for(data, variant),
+                          seed=seed)
+
+
+def sampler_throughput(sampler: ContextSampler, batch: int = 200, repeats: int = 200) -> float:
+    """Triples per second drawn by Algorithm 2 in batches of `batch`."""
+    sampler.sample(batch)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        sampler.sample(batch)
+    return batch * repeats / (time.perf_counter() - t0)
+
+
+def run_method(cfg: PlanetoidRunConfig, data: GraphData, log: Any = None) -> dict[str, Any]:
+    """Train and evaluate `cfg.method` on `data`; returns accuracies (best validation state) and time."""
+    torch.manual_seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    m = cfg.method
+    if m.startswith("planetoid_"):
+        variant = m[-1].upper()
+        model = Planetoid(dataclasses.replace(cfg.model, variant=variant), data.num_nodes, data.num_features,
+                          data.num_classes)
+        sampler = _sampler(data, cfg.sampler, variant, cfg.seed)
+        out = fit_planetoid(model, data, sampler, cfg.train, seed=cfg.seed, log=log)
+        out["sampler_triples_per_s"] = sampler_throughput(sampler, cfg.train.n2)
+        return out
+    if m == "graphemb":
+        model = Planetoid(dataclasses.replace(cfg.model, variant="G"), data.num_nodes, 0, data.num_classes)
+        sampler = _sampler(data, dataclasses.replace(cfg.sampler, r2=1.0), "G", cfg.seed)
+        t0 = time.perf_counter()
+        fit_planetoid(model, data, sampler, cfg.train, seed=cfg.seed, context_only=True)
+        out = B.logistic_regression(model.embedding.weight.detach(), data, cfg.baseline)
+        out["train_seconds"] = time.perf_counter() - t0
+        return out
+    if m == "feat_lr":
+        from genfeat.nn.sparse_linear import SparseRows
+
+        return B.logistic_regression(SparseRows(data.features), data, cfg.baseline)
+    if m == "feat_mlp":
+        return B.feature_mlp(data, cfg.baseline)
+    if m == "lp":
+        return B.label_propagation(data)
+    return B.gcn(data, cfg.baseline)
+
+
+def run(cfg: PlanetoidRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    if resume_from is not None:
+        raise ConfigError("planetoid runs take seconds to minutes and do not checkpoint; start a new run")
+    data = load_graph(cfg.data)
+    print(data.summary())
+    logger = MetricsLogger(run_dir, enabled=True, tensorboard=False)
+    try:
+        out = run_method(cfg, data, log=lambda rec: logger.log(rec["round"], **rec))
+    finally:
+        logger.close()
+    summary = {"method": cfg.method, "dataset": data.summary(), **{k: v for k, v in out.items() if k != "history"},
+               "machine": machine_info()}
+    atomic_write_text(run_dir / "results.json", json.dumps(summary, indent=1))
+    lines = [f"# {cfg.method} on {cfg.data.name}", "", data.summary(), "",
+             "| split | accuracy |", "|---|---|"]
+    lines += [f"| {s} | {summary[f'{s}_acc']:.4f} |" for s in ("train", "val", "test") if f"{s}_acc" in summary]
+    cpu = summary["machine"].get("cpu", "this machine")
+    lines += ["", f"Training time: {summary['train_seconds']:.1f} s on {cpu}."]
+    atomic_write_text(run_dir / "report.md", "\n".join(lines) + "\n")
+    print(f"{cfg.method}: val acc {summary['val_acc']:.4f}, test acc {summary['test_acc']:.4f} "
+          f"({summary['train_seconds']:.1f} s) -> {run_dir}")
+    return summary

@@ -1,0 +1,67 @@
+"""The planetoid recipe end to end on the synthetic graph, inductive leakage, and (opt-in, slow) the real
+kernel-docs graph."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from genfeat.cli import main
+from genfeat.errors import ConfigError
+from genfeat.recipes import planetoid as P
+
+
+@pytest.mark.parametrize("method", P.METHODS)
+def test_every_method_runs_from_the_cli(method, tmp_path):
+    out = tmp_path / method
+    assert main(["run", "planetoid", "--preset", "tiny", "--method", method, "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["method"] == method
+    for split in ("train", "val", "test"):
+        assert 0.0 <= res[f"{split}_acc"] <= 1.0
+    assert res["test_acc"] > 0.4  # 4 balanced classes: chance is 0.25; every method uses features or graph
+    assert (out / "report.md").is_file() and (out / "config.yaml").is_file()
+    if method.startswith("planetoid_"):
+        assert res["sampler_triples_per_s"] > 0 and (out / "metrics.jsonl").is_file()
+
+
+def test_unknown_method_is_a_config_error():
+    with pytest.raises(ConfigError, match="method must be one of"):
+        P.PlanetoidRunConfig(method="nope")
+    assert main(["run", "planetoid", "--preset", "tiny", "--method", "nope"]) == 2
+
+
+def test_inductive_training_never_sees_test_nodes():
+    data = P.load_graph(P.GraphDataConfig(name="sbm_b"))
+    sampler = P._sampler(data, P.SamplerConfig(r2=0.9), "I", seed=0)
+    i, c, _, _ = sampler.sample(50000)
+    used = np.union1d(i.numpy(), c.numpy())
+    assert not np.isin(data.test_idx, used).any()
+    transductive = P._sampler(data, P.SamplerConfig(r2=0.9), "T", seed=0)
+    assert np.isin(data.test_idx, transductive.sample(50000)[1].numpy()).any()  # the control can fail
+
+
+def test_split_seed_redraws_a_standard_split():
+    a = P.load_graph(P.GraphDataConfig(name="sbm_a", split_seed=3))
+    b = P.load_graph(P.GraphDataConfig(name="sbm_a"))
+    assert len(a.train_idx) == 80 and np.bincount(a.labels[a.train_idx]).tolist() == [20] * 4
+    assert len(a.val_idx) == len(b.val_idx) and len(a.test_idx) == len(b.test_idx)
+    assert not np.array_equal(a.train_idx, b.train_idx)
+    a.validate()
+
+
+@pytest.mark.slow
+def test_kernel_docs_graph_from_the_real_package(tmp_path):
+    from genfeat.data import kernel_docs as K
+    from genfeat.data.sources import fetch
+
+    fetch("linux-doc")
+    g = K.load_kernel_docs(out_dir=tmp_path)
+    g.validate()
+    assert g.num_classes >= 10 and g.num_nodes > 2000 and g.num_features == 1500
+    assert len(g.train_idx) == 20 * g.num_classes and len(g.val_idx) == 500 and len(g.test_idx) == 1000
+    assert g.edge_homophily() > 0.5 and g.num_edges > g.num_nodes
+    rebuilt = K.build_graph(K.read_docs(K.require("linux-doc") / K.SOURCES_DIR))
+    assert rebuilt.num_edges == g.num_edges  # the files hold the same graph as a fresh build
