@@ -3,6 +3,7 @@
 
 from genfeat.heads.adaptive_softmax import ProjectedAdaptiveLogSoftmax
 from genfeat.heads.base import HeadOutput
+from genfeat.heads.multi_facet import MultiFacetSoftmax
 from genfeat.heads.softmax import SoftmaxHead
 
-__all__ = ["HeadOutput", "ProjectedAdaptiveLogSoftmax", "SoftmaxHead"]
+__all__ = ["HeadOutput", "MultiFacetSoftmax", "ProjectedAdaptiveLogSoftmax", "SoftmaxHead"]

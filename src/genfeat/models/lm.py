@@ -23,6 +23,8 @@ class CausalLM(nn.Module):
                 **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
         """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL). `targets` (B, T) lets a
         head that supports it (`scores_targets = True`) compute only log p(target) -- what training needs."""
+        if getattr(self.head, "needs_all_hidden", False):  # e.g. multi-input facets, DOC
+            backbone_kwargs.setdefault("output_all_hidden", True)
         out = self.backbone(input_ids, **backbone_kwargs)  # hidden (B, T, d)
         if targets is not None and getattr(self.head, "scores_targets", False):
             return self.head(out, input_ids, targets=targets), out

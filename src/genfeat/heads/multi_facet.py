@@ -1,0 +1,253 @@
+"""Multi-facet output heads: SigSoftmax, MoS, DOC, multiple input hidden states (Mi), multiple partitions
+(MP), MFS (thesis C §2.3, Eqs. 2.2-2.4, Table 2.1) and dynamic partitioning: context partition (C), reranker
+partitions (R), local context word embeddings (L) and their hybrid CLR (thesis C §2.4, Eqs. 2.5-2.11,
+Table 2.4; spec multi-facet-softmax.md §3-6).
+
+One configurable head, `MultiFacetSoftmax`, covers every row of Table 2.1:
+
+    Softmax                  K=1, J=1                     f_1 = L^f_1(h^M), identity-initialised
+    SigSoftmax               K=1, sigsoftmax=True         P(x) ∝ exp(z_x) σ(z_x)  (Kanai et al. 2018)
+    Softmax + Multi-input    K=1, multi_input=True        facets from q (Eq. 2.3)
+    Softmax + Multi-partition K=1, J=4                    word x scored by the facet of partition x mod J
+    MoS(K)                   K=3 or 4                     sum_k π_k softmax(f_k^T W)  (Eq. 2.2, no tanh)
+    DOC                      doc=True (K=3)               facet k from layer M-3+k, priors from the 3 layers
+    MFS w/o MP / w/o Mi      K=3 with Mi / with J=4
+    MFS                      K=3, J=4, multi_input=True   (Eq. 2.4 on q of Eq. 2.3)
+
+q (Eq. 2.3) = h^M ⊕ GELU_tanh(L^h(⊕_{m<H} ⊕_{i<W} h^{M-m}_{t-i})), W×H = 3×3, positions before the
+sequence start are zeros, concatenation per layer from the top: [h_t, h_{t-1}, h_{t-2}]. h^M is the
+backbone's final output (`BackboneOutput.hidden`, after a final LayerNorm where the backbone has one),
+h^{M-1}, h^{M-2} the outputs of the blocks below (`all_hidden[-2]`, `all_hidden[-3]`); the head asks the
+backbone for them (`needs_all_hidden`). Facets: linear with bias, initialised to [I | 0] on the h^M block
+(the head starts as the plain softmax), the non-h^M columns of every facet but the last get uniform noise
+1e-4·(U-0.5) (reference code, symmetry breaking). Priors L^π: PyTorch default init.
+
+Dynamic partitioning (Table 2.4) acts on the first softmax only (the others stay full-vocabulary):
+
+    R   reranker_sizes=(n,) or (n1, n2, n3): largest ring first, S_p = top-n_p of the *current* logits
+        (already modified by the larger rings), logits[S_p] = f_{R_p} · W[S_p] (merge "assign") or += it
+        ("add"); top-k is not differentiated (Eqs. 2.7-2.8, the reference's order of operations)
+    C   context=True: words x in the context c_t get f_C · w_x (Eq. 2.5)
+    L   local=True: words in the context get + f_L · mean_i e_i over their occurrences i, e_i = L^f_E(q_i)
+        (Eqs. 2.9-2.10; with C the sum replaces the base logit, Eq. 2.11, without C it adds to it)
+    priority: context > reranker > base (the top-n is taken over all words, context assignment overrides)
+
+c_t = the input tokens at positions <= t (thesis; `context_includes_current=False`: < t, as the reference
+code), ids equal to `pad_id` never count; with a memory backbone, the ids of the memory segment can be
+passed as `mem_ids` and then count for C (L needs their states, which the memory does not keep: L uses
+the current segment only). Initialisation (§2.4.1.5): f_1, f_C, f_R identity; L^f_L, L^f_E 1e-10·I; in
+"add" mode every non-base facet (C, R, L, E) starts at 1e-10·I, so every head starts as the softmax.
+Context scores are computed as (B, T, S) products and scattered into the vocabulary axis (no B×T×T×D
+expansion); the scatter builds new tensors (no in-place writes into autograd inputs).
+
+Output: logits (K=1: a single softmax, SigSoftmax as g(z) = z + log σ(z), whose softmax is the SigSoftmax
+distribution) or log-probabilities log Σ_k π_k softmax_k computed with logsumexp (K>1).
+
+With a memory backbone (Transformer-XL) the Mi window does not reach into the memory: the first
+positions of a segment see zeros, as at a sequence start (a choice; the memory holds only states, not
+the block outputs the window needs at every layer).
+
+Deviations: none from the equations. The multi-partition first softmax assigns words to partitions by id
+(x mod J) as the thesis.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from genfeat.heads.base import HeadOutput
+from genfeat.nn.outputs import BackboneOutput
+
+
+def identity_facet(d_in: int, d_out: int, scale: float = 1.0, noise: float = 0.0) -> nn.Linear:
+    """Linear d_in -> d_out with weight [scale·I | noise·(U-0.5)] and zero bias (spec §7)."""
+    layer = nn.Linear(d_in, d_out)
+    with torch.no_grad():
+        layer.weight.zero_()
+        layer.weight[:, :d_out].copy_(torch.eye(d_out) * scale)
+        if noise and d_in > d_out:
+            layer.weight[:, d_out:].uniform_(-0.5 * noise, 0.5 * noise)
+        layer.bias.zero_()
+    return layer
+
+
+class MultiInput(nn.Module):
+    """q_{c_t} of Eq. 2.3 from the top `depth` layers at the last `window` positions."""
+
+    def __init__(self, d_model: int, window: int = 3, depth: int = 3):
+        super().__init__()
+        self.window, self.depth = window, depth
+        self.proj = nn.Linear(window * depth * d_model, d_model)  # L^h
+
+    def layers(self, out: BackboneOutput) -> list[Tensor]:
+        """[h^M, h^{M-1}, ..., h^{M-depth+1}], each (B, T, d)."""
+        if self.depth == 1:
+            return [out.hidden]
+        if out.all_hidden is None or len(out.all_hidden) < self.depth:
+            raise ValueError(f"multi-input needs the top {self.depth} layers; call the backbone with "
+                             "output_all_hidden=True (CausalLM does this for heads with needs_all_hidden)")
+        return [out.hidden, *[out.all_hidden[-1 - m] for m in range(1, self.depth)]]
+
+    def forward(self, out: BackboneOutput) -> Tensor:
+        blocks = []
+        for h in self.layers(out):
+            for i in range(self.window):  # h_{t-i}, zeros before the start
+                blocks.append(F.pad(h, (0, 0, i, 0))[:, : h.size(1)] if i else h)
+        return torch.cat([out.hidden, F.gelu(self.proj(torch.cat(blocks, -1)), approximate="tanh")], -1)
+
+
+class MultiFacetSoftmax(nn.Module):
+    """See the module docstring. `tied_embedding`: the output embedding W (|V|, d) is that Parameter."""
+
+    def __init__(self, d_model: int, vocab_size: int, tied_embedding: nn.Embedding | None = None,
+                 num_softmax: int = 1, num_partitions: int = 1, multi_input: bool = False, window: int = 3,
+                 depth: int = 3, sigsoftmax: bool = False, doc: bool = False, bias: bool = False,
+                 init_noise: float = 1e-4, context: bool = False, local: bool = False,
+                 reranker_sizes: tuple[int, ...] = (), merge: str = "assign", context_includes_current: bool = True,
+                 pad_id: int | None = None, local_init: float = 1e-10):
+        super().__init__()
+        if merge not in ("assign", "add"):
+            raise ValueError(f"merge must be 'assign' or 'add', got {merge!r}")
+        if any(n < 1 or n > vocab_size for n in reranker_sizes) or len(set(reranker_sizes)) != len(reranker_sizes):
+            raise ValueError(f"reranker sizes must be distinct and in [1, {vocab_size}], got {reranker_sizes}")
+        if (context or local or reranker_sizes) and (doc or sigsoftmax or num_partitions > 1):
+            raise ValueError("dynamic partitions (C/L/R) combine with Mi and K softmaxes, not with DOC, "
+                             "SigSoftmax or static partitions")
+        if num_softmax < 1 or num_partitions < 1:
+            raise ValueError("num_softmax and num_partitions must be >= 1")
+        if doc and (multi_input or num_partitions > 1 or sigsoftmax):
+            raise ValueError("DOC takes one layer per facet; it does not combine with Mi, partitions or SigSoftmax")
+        if sigsoftmax and num_softmax > 1:
+            raise ValueError("SigSoftmax is a single-softmax head (num_softmax=1)")
+        self.K, self.J, self.doc, self.sigsoftmax = (3 if doc else num_softmax), num_partitions, doc, sigsoftmax
+        self.vocab_size = vocab_size
+        if tied_embedding is not None:
+            if tied_embedding.weight.shape != (vocab_size, d_model):
+                raise ValueError(f"tied embedding has shape {tuple(tied_embedding.weight.shape)}, "
+                                 f"expected ({vocab_size}, {d_model})")
+            self.weight = tied_embedding.weight
+        else:
+            self.weight = nn.Parameter(torch.randn(vocab_size, d_model) * 0.02)
+        self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
+        self.multi_input = MultiInput(d_model, window, depth) if multi_input else None
+        d_q = 2 * d_model if multi_input else d_model
+        n_facets = self.J + self.K - 1
+        noise = init_noise if multi_input else 0.0
+        self.facets = nn.ModuleList([identity_facet(d_q, d_model, noise=noise if k < n_facets - 1 else 0.0)
+                                     for k in range(n_facets)])  # DOC: one per layer, d -> d
+        # L^π; DOC reads the concatenation of its three layers
+        self.prior = nn.Linear(3 * d_model if doc else d_q, self.K) if self.K > 1 else None
+        self.needs_all_hidden = doc or (multi_input and depth > 1)
+        # dynamic partitions of the first softmax
+        small = local_init
+        scale = 1.0 if merge == "assign" else small
+        self.merge, self.context_includes_current, self.pad_id = merge, context_includes_current, pad_id
+        self.reranker_sizes = tuple(sorted(reranker_sizes))  # ring p has size reranker_sizes[p]
+        self.f_rerank = nn.ModuleList([identity_facet(d_q, d_model, scale) for _ in self.reranker_sizes])
+        self.f_context = identity_facet(d_q, d_model, scale) if context else None
+        self.f_local = identity_facet(d_q, d_model, small) if local else None  # L^f_L
+        self.f_key = identity_facet(d_q, d_model, small) if local else None  # L^f_E
+
+    @property
+    def dynamic(self) -> bool:
+        return bool(self.reranker_sizes) or self.f_context is not None or self.f_local is not None
+
+    def _logits(self, f: Tensor) -> Tensor:
+        return F.linear(f, self.weight, self.bias)
+
+    def _partitioned_logits(self, fs: list[Tensor]) -> Tensor:
+        """First softmax with J interleaved partitions: logits[..., j::J] = f_j · W[j::J]^T."""
+        B, T, _ = fs[0].shape
+        out = fs[0].new_empty(B, T, self.vocab_size)
+        for j, f in enumerate(fs):
+            b = None if self.bias is None else self.bias[j::self.J]
+            out[..., j::self.J] = F.linear(f, self.weight[j::self.J], b)
+        return out
+
+    def _rerank(self, logits: Tensor, q: Tensor) -> Tensor:
+        """Reranker rings, largest first, each on the current logits (Eq. 2.8 as the reference)."""
+        for n, layer in reversed(list(zip(self.reranker_sizes, self.f_rerank, strict=True))):
+            idx = logits.detach().topk(n, dim=-1).indices  # (B, T, n)
+            w = self.weight[idx]  # (B, T, n, d)
+            new = torch.einsum("btd,btnd->btn", layer(q), w)
+            if self.bias is not None:
+                new = new + self.bias[idx]
+            logits = logits.scatter(-1, idx, new) if self.merge == "assign" else logits.scatter_add(-1, idx, new)
+        return logits
+
+    def context_mask(self, input_ids: Tensor, mem_ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """(context ids (B, S), mask (B, T, S)): which context positions i count for the query at t."""
+        T = input_ids.size(1)
+        ctx = input_ids if mem_ids is None else torch.cat([mem_ids, input_ids], 1)
+        M = ctx.size(1) - T
+        t = torch.arange(T, device=ctx.device)[:, None] + M
+        i = torch.arange(ctx.size(1), device=ctx.device)[None, :]
+        mask = (i <= t) if self.context_includes_current else (i < t)
+        mask = mask[None].expand(ctx.size(0), T, -1)
+        if self.pad_id is not None:
+            mask = mask & (ctx != self.pad_id)[:, None, :]
+        return ctx, mask
+
+    def _context(self, logits: Tensor, q: Tensor, input_ids: Tensor, mem_ids: Tensor | None) -> Tensor:
+        """C and/or L on the context words (Eqs. 2.5, 2.9-2.11), scatter-mean over duplicates."""
+        ctx, mask = self.context_mask(input_ids, mem_ids)
+        B, T, S = mask.shape
+        m = mask.to(logits.dtype)
+        index = ctx[:, None, :].expand(B, T, S)
+
+        def scatter(values: Tensor) -> Tensor:  # (B, T, S) -> (B, T, V), summed per word id
+            return logits.new_zeros(logits.shape).scatter_add(-1, index, values)
+
+        value = logits.new_zeros(logits.shape)
+        if self.f_local is not None:  # mean over occurrences of f_L(t) · e_i, e_i = L^f_E(q_i); segment only
+            local = F.pad(torch.einsum("btd,bsd->bts", self.f_local(q), self.f_key(q)), (S - T, 0))
+            m_local = F.pad(m[..., S - T:], (S - T, 0))  # memory positions have no key
+            n_local = scatter(m_local)
+            value = torch.where(n_local > 0, scatter(local * m_local) / n_local.clamp_min(1), 0.0)
+        if self.f_context is None:  # L alone (Eq. 2.10) adds to the base logit
+            return logits + value
+        c_score = torch.einsum("btd,bsd->bts", self.f_context(q), self.weight[ctx])  # f_C(t) · w_{x_i}
+        if self.bias is not None:
+            c_score = c_score + self.bias[ctx][:, None, :]
+        counts = scatter(m)
+        value = value + scatter(c_score * m) / counts.clamp_min(1)
+        in_ctx = counts > 0
+        if self.merge == "assign":
+            return torch.where(in_ctx, value, logits)
+        return logits + torch.where(in_ctx, value, 0.0)
+
+    def facet_logits(self, out: BackboneOutput, input_ids: Tensor | None = None,
+                     mem_ids: Tensor | None = None) -> tuple[list[Tensor], Tensor | None]:
+        """Logits of each of the K softmaxes, (B, T, V) each, and log π (B, T, K) (None when K = 1)."""
+        if self.doc:
+            if out.all_hidden is None or len(out.all_hidden) < 3:
+                raise ValueError("DOC needs the top 3 layers; call the backbone with output_all_hidden=True")
+            hs = [out.all_hidden[-3], out.all_hidden[-2], out.hidden]  # facet 1 <- M-2, 2 <- M-1, 3 <- M
+            logits = [self._logits(layer(h)) for layer, h in zip(self.facets, hs, strict=True)]
+            return logits, torch.log_softmax(self.prior(torch.cat(hs, -1)).float(), -1)
+        q = out.hidden if self.multi_input is None else self.multi_input(out)
+        fs = [layer(q) for layer in self.facets]
+        first = self._logits(fs[0]) if self.J == 1 else self._partitioned_logits(fs[: self.J])
+        if self.reranker_sizes:
+            first = self._rerank(first, q)
+        if self.f_context is not None or self.f_local is not None:
+            if input_ids is None:
+                raise ValueError("context partition / local embeddings need the input ids")
+            first = self._context(first, q, input_ids, mem_ids)
+        logits = [first, *[self._logits(f) for f in fs[self.J:]]]
+        log_prior = torch.log_softmax(self.prior(q).float(), -1) if self.prior is not None else None
+        return logits, log_prior
+
+    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None,
+                mem_ids: Tensor | None = None) -> HeadOutput:
+        logits, log_prior = self.facet_logits(out, input_ids, mem_ids)
+        if self.K == 1:
+            z = logits[0]
+            if self.sigsoftmax:  # log P = g(z) - logsumexp g,  g(z) = z + log σ(z)
+                z = z.float() + F.logsigmoid(z.float())
+            return HeadOutput(z, is_log_prob=False)
+        logp = torch.stack([torch.log_softmax(z.float(), -1) for z in logits], -2)  # (B, T, K, V)
+        logp = torch.logsumexp(logp + log_prior.unsqueeze(-1), dim=-2)
+        return HeadOutput(logp, is_log_prob=True)

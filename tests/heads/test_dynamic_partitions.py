@@ -1,0 +1,146 @@
+"""Dynamic partitioning (spec multi-facet-softmax.md §5, §12): C, L, R rings, CLR against a brute-force
+loop over positions, context membership, padding, memory ids, causality and initial equivalence."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from genfeat.heads.multi_facet import MultiFacetSoftmax
+from genfeat.models.gpt import GPTConfig
+from genfeat.models.gpt.model import GPTDecoder
+from genfeat.models.lm import CausalLM
+from tests.heads.test_multi_facet import B, D, T, V, backbone_out, scramble
+
+DYNAMIC = {
+    "C": {"context": True}, "L": {"local": True}, "CL": {"context": True, "local": True},
+    "R:5": {"reranker_sizes": (5,)}, "R:3,8,20": {"reranker_sizes": (20, 3, 8)},
+    "CLR:4,9": {"context": True, "local": True, "reranker_sizes": (4, 9)},
+    "CLR+Mi": {"context": True, "local": True, "reranker_sizes": (6,), "multi_input": True},
+    "MoS+CLR": {"context": True, "local": True, "reranker_sizes": (6,), "num_softmax": 3},
+    "C add": {"context": True, "merge": "add"}, "CLR add": {"context": True, "local": True,
+                                                            "reranker_sizes": (6,), "merge": "add"},
+}
+
+
+def ids_with_repeats(seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, V, (B, T), generator=g)
+    ids[:, 4] = ids[:, 1]  # a repeated word
+    return ids
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC))
+def test_dynamic_heads_are_distributions(name):
+    head = MultiFacetSoftmax(D, V, pad_id=0, **DYNAMIC[name])
+    scramble(head)
+    ids = ids_with_repeats()
+    ids[0, :2] = 0  # padding
+    logp = head(backbone_out(), ids).log_probs()
+    torch.testing.assert_close(torch.logsumexp(logp, -1), torch.zeros(B, T), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC))
+def test_dynamic_heads_start_as_the_softmax(name):
+    head = MultiFacetSoftmax(D, V, init_noise=0.0, **DYNAMIC[name])
+    out = backbone_out()
+    plain = torch.log_softmax(out.hidden @ head.weight.T, -1)
+    torch.testing.assert_close(head(out, ids_with_repeats()).log_probs(), plain, atol=1e-5, rtol=1e-5)
+
+
+def brute_force_first_softmax(head: MultiFacetSoftmax, q: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Eqs. 2.7-2.11 position by position with Python loops (assign mode)."""
+    W = head.weight
+    out = torch.empty(B, T, V)
+    keys = head.f_key(q) if head.f_local is not None else None
+    for b in range(B):
+        for t in range(T):
+            ell = head.facets[0](q[b, t]) @ W.T
+            for n, layer in sorted(zip(head.reranker_sizes, head.f_rerank, strict=True), key=lambda p: -p[0]):
+                top = ell.topk(n).indices
+                ell = ell.clone()
+                ell[top] = layer(q[b, t]) @ W[top].T
+            last = t if head.context_includes_current else t - 1
+            for x in set(ids[b, : last + 1].tolist()):
+                occ = [i for i in range(last + 1) if ids[b, i] == x]
+                value = head.f_context(q[b, t]) @ W[x] if head.f_context is not None else ell[x]
+                if head.f_local is not None:
+                    value = value + torch.stack([head.f_local(q[b, t]) @ keys[b, i] for i in occ]).mean()
+                ell[x] = value
+            out[b, t] = ell
+    return out
+
+
+@pytest.mark.parametrize("name", ["C", "L", "CL", "R:3,8,20", "CLR:4,9"])
+@pytest.mark.parametrize("current", [True, False])
+def test_matches_the_equations_position_by_position(name, current):
+    head = MultiFacetSoftmax(D, V, context_includes_current=current, **DYNAMIC[name])
+    scramble(head)
+    out, ids = backbone_out(), ids_with_repeats()
+    got = head.facet_logits(out, ids)[0][0]
+    torch.testing.assert_close(got, brute_force_first_softmax(head, out.hidden, ids), atol=1e-5, rtol=1e-5)
+
+
+def test_context_membership_current_token_and_padding():
+    head = MultiFacetSoftmax(D, V, context=True, pad_id=3)
+    scramble(head)
+    out = backbone_out()
+    ids = torch.tensor([[5, 3, 9, 3, 11, 5, 12]] * B)
+    base = head.facets[0](out.hidden) @ head.weight.T
+    ctx = head.f_context(out.hidden) @ head.weight.T
+    for current in (True, False):
+        head.context_includes_current = current
+        got = head.facet_logits(out, ids)[0][0]
+        for t in range(T):
+            seen = set(ids[0, : t + 1 if current else t].tolist()) - {3}  # the pad id never counts
+            for x in range(V):
+                want = ctx[:, t, x] if x in seen else base[:, t, x]
+                torch.testing.assert_close(got[:, t, x], want, atol=1e-5, rtol=1e-5)
+
+
+def test_memory_ids_count_for_the_context_partition():
+    head = MultiFacetSoftmax(D, V, context=True, local=True)
+    scramble(head)
+    out, ids = backbone_out(), torch.full((B, T), 2)
+    mem = torch.full((B, 4), 7)
+    with_mem = head.facet_logits(out, ids, mem_ids=mem)[0][0]
+    without = head.facet_logits(out, ids)[0][0]
+    ctx = head.f_context(out.hidden) @ head.weight.T
+    torch.testing.assert_close(with_mem[..., 7], ctx[..., 7])  # only in memory: C logit, no local term
+    assert not torch.allclose(without[..., 7], ctx[..., 7])
+    keep = [x for x in range(V) if x != 7]
+    torch.testing.assert_close(with_mem[..., keep], without[..., keep])
+
+
+def test_reranker_sizes_are_checked():
+    with pytest.raises(ValueError, match="reranker sizes"):
+        MultiFacetSoftmax(D, V, reranker_sizes=(V + 1,))
+    with pytest.raises(ValueError, match="reranker sizes"):
+        MultiFacetSoftmax(D, V, reranker_sizes=(5, 5))
+    with pytest.raises(ValueError, match="input ids"):
+        MultiFacetSoftmax(D, V, context=True)(backbone_out())
+
+
+def test_gradients_reach_every_dynamic_facet():
+    head = MultiFacetSoftmax(D, V, context=True, local=True, reranker_sizes=(4, 9), num_softmax=2, multi_input=True)
+    scramble(head)
+    out, ids = backbone_out(), ids_with_repeats()
+    F.nll_loss(head(out, ids).log_probs().reshape(-1, V), ids.roll(-1, 1).reshape(-1)).backward()
+    for name, p in head.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_clr_is_causal_in_a_language_model():
+    torch.manual_seed(0)
+    bb = GPTDecoder(GPTConfig(vocab_size=V, n_layer=3, n_head=2, d_model=D, max_len=16, dropout=0.0))
+    lm = CausalLM(bb, MultiFacetSoftmax(D, V, bb.tok_emb, context=True, local=True, reranker_sizes=(5,),
+                                        multi_input=True)).eval()
+    scramble(lm.head)
+    ids = ids_with_repeats()
+    logp = lm(ids)[0].log_probs()
+    ids2 = ids.clone()
+    ids2[:, 5] = (ids2[:, 5] + 3) % V
+    logp2 = lm(ids2)[0].log_probs()
+    torch.testing.assert_close(logp[:, :5], logp2[:, :5])
+    assert not torch.allclose(logp[:, 5], logp2[:, 5])
