@@ -57,7 +57,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput
+from genfeat.heads.base import HeadOutput, upcast
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -71,6 +71,22 @@ def identity_facet(d_in: int, d_out: int, scale: float = 1.0, noise: float = 0.0
             layer.weight[:, d_out:].uniform_(-0.5 * noise, 0.5 * noise)
         layer.bias.zero_()
     return layer
+
+
+def context_positions(input_ids: Tensor, mem_ids: Tensor | None = None, includes_current: bool = True,
+                      pad_id: int | None = None) -> tuple[Tensor, Tensor]:
+    """The context c_t of every query position t: (ids (B, S), mask (B, T, S)) over S = memory + segment
+    positions; position i counts for t when i <= t (`includes_current`, thesis) or i < t (reference code),
+    and its id is not `pad_id`."""
+    T = input_ids.size(1)
+    ctx = input_ids if mem_ids is None else torch.cat([mem_ids, input_ids], 1)
+    M = ctx.size(1) - T
+    t = torch.arange(T, device=ctx.device)[:, None] + M
+    i = torch.arange(ctx.size(1), device=ctx.device)[None, :]
+    mask = ((i <= t) if includes_current else (i < t))[None].expand(ctx.size(0), T, -1)
+    if pad_id is not None:
+        mask = mask & (ctx != pad_id)[:, None, :]
+    return ctx, mask
 
 
 class MultiInput(nn.Module):
@@ -177,22 +193,9 @@ class MultiFacetSoftmax(nn.Module):
             logits = logits.scatter(-1, idx, new) if self.merge == "assign" else logits.scatter_add(-1, idx, new)
         return logits
 
-    def context_mask(self, input_ids: Tensor, mem_ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """(context ids (B, S), mask (B, T, S)): which context positions i count for the query at t."""
-        T = input_ids.size(1)
-        ctx = input_ids if mem_ids is None else torch.cat([mem_ids, input_ids], 1)
-        M = ctx.size(1) - T
-        t = torch.arange(T, device=ctx.device)[:, None] + M
-        i = torch.arange(ctx.size(1), device=ctx.device)[None, :]
-        mask = (i <= t) if self.context_includes_current else (i < t)
-        mask = mask[None].expand(ctx.size(0), T, -1)
-        if self.pad_id is not None:
-            mask = mask & (ctx != self.pad_id)[:, None, :]
-        return ctx, mask
-
     def _context(self, logits: Tensor, q: Tensor, input_ids: Tensor, mem_ids: Tensor | None) -> Tensor:
         """C and/or L on the context words (Eqs. 2.5, 2.9-2.11), scatter-mean over duplicates."""
-        ctx, mask = self.context_mask(input_ids, mem_ids)
+        ctx, mask = context_positions(input_ids, mem_ids, self.context_includes_current, self.pad_id)
         B, T, S = mask.shape
         m = mask.to(logits.dtype)
         index = ctx[:, None, :].expand(B, T, S)
@@ -226,7 +229,7 @@ class MultiFacetSoftmax(nn.Module):
                 raise ValueError("DOC needs the top 3 layers; call the backbone with output_all_hidden=True")
             hs = [out.all_hidden[-3], out.all_hidden[-2], out.hidden]  # facet 1 <- M-2, 2 <- M-1, 3 <- M
             logits = [self._logits(layer(h)) for layer, h in zip(self.facets, hs, strict=True)]
-            return logits, torch.log_softmax(self.prior(torch.cat(hs, -1)).float(), -1)
+            return logits, torch.log_softmax(upcast(self.prior(torch.cat(hs, -1))), -1)
         q = out.hidden if self.multi_input is None else self.multi_input(out)
         fs = [layer(q) for layer in self.facets]
         first = self._logits(fs[0]) if self.J == 1 else self._partitioned_logits(fs[: self.J])
@@ -237,7 +240,7 @@ class MultiFacetSoftmax(nn.Module):
                 raise ValueError("context partition / local embeddings need the input ids")
             first = self._context(first, q, input_ids, mem_ids)
         logits = [first, *[self._logits(f) for f in fs[self.J:]]]
-        log_prior = torch.log_softmax(self.prior(q).float(), -1) if self.prior is not None else None
+        log_prior = torch.log_softmax(upcast(self.prior(q)), -1) if self.prior is not None else None
         return logits, log_prior
 
     def forward(self, out: BackboneOutput, input_ids: Tensor | None = None,
@@ -246,8 +249,8 @@ class MultiFacetSoftmax(nn.Module):
         if self.K == 1:
             z = logits[0]
             if self.sigsoftmax:  # log P = g(z) - logsumexp g,  g(z) = z + log σ(z)
-                z = z.float() + F.logsigmoid(z.float())
+                z = upcast(z) + F.logsigmoid(upcast(z))
             return HeadOutput(z, is_log_prob=False)
-        logp = torch.stack([torch.log_softmax(z.float(), -1) for z in logits], -2)  # (B, T, K, V)
+        logp = torch.stack([torch.log_softmax(upcast(z), -1) for z in logits], -2)  # (B, T, K, V)
         logp = torch.logsumexp(logp + log_prior.unsqueeze(-1), dim=-2)
         return HeadOutput(logp, is_log_prob=True)
