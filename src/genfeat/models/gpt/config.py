@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from genfeat.heads.config import HeadConfig
 
 
 @dataclass(frozen=True)
@@ -16,6 +18,7 @@ class GPTConfig:
     dropout: float = 0.1
     tie_embeddings: bool = True
     bias: bool = True
+    head: HeadConfig = field(default_factory=HeadConfig)  # output layer (thesis C heads), see genfeat.heads
 
     def __post_init__(self):
         if self.n_layer < 1 or self.n_head < 1 or self.d_model < 1 or self.max_len < 1:

@@ -18,7 +18,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from genfeat.heads.softmax import SoftmaxHead
+from genfeat.heads.config import build_head
 from genfeat.models.gpt.config import GPTConfig
 from genfeat.models.lm import CausalLM
 from genfeat.nn.attention import CausalSelfAttention
@@ -78,7 +78,8 @@ class GPTDecoder(nn.Module):
 
 
 def build_gpt_lm(cfg: GPTConfig) -> CausalLM:
-    """GPT decoder + softmax head (tied to the token embedding when cfg.tie_embeddings)."""
+    """GPT decoder + output head (`cfg.head`, softmax by default), tied to the token embedding when
+    cfg.tie_embeddings."""
     backbone = GPTDecoder(cfg)
-    head = SoftmaxHead(cfg.d_model, cfg.vocab_size, backbone.tok_emb if cfg.tie_embeddings else None)
+    head = build_head(cfg.head, cfg.d_model, cfg.vocab_size, backbone.tok_emb if cfg.tie_embeddings else None)
     return CausalLM(backbone, head, max_len=cfg.max_len)

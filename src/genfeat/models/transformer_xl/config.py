@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from genfeat.heads.config import HeadConfig
+
 
 @dataclass(frozen=True)
 class TXLConfig:
@@ -31,6 +33,7 @@ class TXLConfig:
     tie_projs: tuple[bool, ...] = ()
     init_std: float = 0.02
     proj_init_std: float = 0.01
+    head: HeadConfig | None = None  # None: the reference head (softmax with bias, or adaptive softmax)
 
     def __post_init__(self):
         if min(self.n_layer, self.d_model, self.n_head, self.d_head, self.d_inner, self.tgt_len) < 1:
@@ -41,6 +44,8 @@ class TXLConfig:
             raise ValueError("d_model must be even (sinusoid table)")
         if self.div_val < 1:
             raise ValueError("div_val must be >= 1")
+        if self.head is not None and (self.cutoffs or self.div_val > 1 or self.embed_dim != self.d_model):
+            raise ValueError("a head from genfeat.heads needs a plain (not adaptive) embedding of width d_model")
 
     @property
     def embed_dim(self) -> int:

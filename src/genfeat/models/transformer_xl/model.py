@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from genfeat.heads.adaptive_softmax import ProjectedAdaptiveLogSoftmax
+from genfeat.heads.config import build_head
 from genfeat.heads.softmax import SoftmaxHead
 from genfeat.models.lm import CausalLM
 from genfeat.models.transformer_xl.config import TXLConfig
@@ -170,6 +171,9 @@ def build_txl_lm(cfg: TXLConfig) -> CausalLM:
                 nn.init.normal_(p, 0.0, cfg.init_std)
             else:
                 nn.init.zeros_(p)
+    elif cfg.head is not None:  # any head of genfeat.heads (multi-facet, pointer); C/L see the segment only
+        head = build_head(cfg.head, cfg.d_model, cfg.vocab_size,
+                          backbone.word_emb.emb_layers[0] if cfg.tie_weight else None)
     else:
         head = SoftmaxHead(cfg.d_model, cfg.vocab_size, backbone.word_emb.emb_layers[0] if cfg.tie_weight else None,
                            bias=True)
