@@ -215,6 +215,32 @@ def cmd_recl(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_facets(args: argparse.Namespace) -> int:
+    import torch
+
+    from genfeat.analysis.facets import inspect_facets
+    from genfeat.train import distributed as D
+
+    run_dir = Path(args.run_dir)
+    saved = load_yaml(run_dir / "config.yaml")
+    recipe, _ = get_recipe(saved["recipe"])
+    if recipe.load_for_generation is None:
+        raise ConfigError(f"{run_dir} is not a language-model run")
+    cfg = from_dict(recipe.config_cls, saved["config"])
+    lm_model, tok = recipe.load_for_generation(run_dir, cfg, D.resolve_device(args.device))
+    ids = tok.encode(args.context)
+    if not ids:
+        raise ConfigError("the context encodes to no tokens")
+    device = next(lm_model.parameters()).device
+    rows = inspect_facets(lm_model, torch.tensor(ids, device=device), top=args.top)
+    width = max(len(name) for name, _ in rows)
+    print(f"context: {args.context}")
+    for name, items in rows:
+        words = ", ".join(f"{tok.decode([i]).strip() or repr(tok.decode([i]))} {p:.3f}" for i, p in items)
+        print(f"{name:<{width}}  {words}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="genfeat", description="generative feature learning in PyTorch")
     p.add_argument("--version", action="version", version=f"genfeat {__version__}")
@@ -253,6 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--r", type=float, nargs="+", default=[0.1, 1.0], help="ratio(s) of hard positions")
     rc.add_argument("--split", default="valid", choices=["valid", "test"])
     rc.add_argument("--device", default="auto")
+    fc = sub.add_parser("facets", help="top next words of each facet of a multi-facet LM (thesis C Table 2.3)")
+    fc.add_argument("run_dir")
+    fc.add_argument("--context", required=True, help="text whose next word is predicted")
+    fc.add_argument("--top", type=int, default=5)
+    fc.add_argument("--device", default="auto")
     return p
 
 
@@ -272,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_data(args)
         if args.cmd == "recl":
             return cmd_recl(args)
+        if args.cmd == "facets":
+            return cmd_facets(args)
         return cmd_generate(args)
     except ConfigError as e:
         print(f"genfeat: error: {e}", file=sys.stderr)

@@ -51,3 +51,24 @@ def test_lm_recipe_trains_a_multi_facet_head(ptb_dir, tmp_path):
     assert main(args) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["test_ppl"] > 1 and summary["test_ppl"] < 1e6
+
+
+def _facet_rows(main_args, out, capsys) -> tuple[list[str], list[float]]:
+    assert main(main_args) == 0
+    capsys.readouterr()
+    assert main(["facets", str(out), "--context", "the company said", "--top", "3"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines()[1:] if line.strip()]
+    probs = [float(tok.split()[-1]) for tok in rows[0].split("  ", 1)[1].split(", ")]
+    return [r.split("  ")[0].strip() for r in rows], probs
+
+
+def test_facet_inspection_command(ptb_dir, tmp_path, capsys):
+    base = ["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--model.head.kind", "multi_facet"]
+    names, probs = _facet_rows([*base, "--out", str(tmp_path / "mfs"), "--model.head.num_softmax", "3",
+                                "--model.head.num_partitions", "2"], tmp_path / "mfs", capsys)
+    assert names[0] == "final" and sum(n.startswith("softmax ") for n in names) == 3
+    assert "partition 0 facet" in names and "partition 1 facet" in names
+    assert len(probs) == 3 and probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0 + 1e-6
+    names, _ = _facet_rows([*base, "--out", str(tmp_path / "clr"), "--model.head.context", "true",
+                            "--model.head.reranker_sizes", "[5]"], tmp_path / "clr", capsys)
+    assert names == ["final", "base facet f_1", "context facet f_C", "reranker facet R:5"]
