@@ -153,19 +153,23 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_generate(args: argparse.Namespace) -> int:
-    import torch
-
+def _load_lm_run(run_dir: Path, device_name: str):
+    """(model, tokenizer, config) of a language-model run directory."""
     from genfeat.train import distributed as D
 
-    run_dir = Path(args.run_dir)
     saved = load_yaml(run_dir / "config.yaml")
     recipe, _ = get_recipe(saved["recipe"])
     if recipe.load_for_generation is None:
-        raise ConfigError(f"recipe {recipe.name!r} is not a language model; nothing to generate")
+        raise ConfigError(f"{run_dir} is a {recipe.name!r} run, not a language model")
     cfg = from_dict(recipe.config_cls, saved["config"])
-    device = D.resolve_device(args.device)
-    lm_model, tok = recipe.load_for_generation(run_dir, cfg, device)
+    lm_model, tok = recipe.load_for_generation(run_dir, cfg, D.resolve_device(device_name))
+    return lm_model, tok, cfg
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    import torch
+
+    lm_model, tok, cfg = _load_lm_run(Path(args.run_dir), args.device)
     sc = dataclasses.replace(cfg.sample, prompt=args.prompt if args.prompt is not None else cfg.sample.prompt)
     for field_name in ("max_new_tokens", "top_k", "temperature"):
         if getattr(args, field_name) is not None:
@@ -185,19 +189,12 @@ def cmd_recl(args: argparse.Namespace) -> int:
 
     from genfeat.analysis.recl import context_losses, recl
     from genfeat.data.lm_data import prepare_lm_data
-    from genfeat.train import distributed as D
 
-    device = D.resolve_device(args.device)
     losses, streams = {}, None
     contexts = list(range(args.start, args.stop + 1, args.step))
     for run in args.run_dirs:
         run_dir = Path(run)
-        saved = load_yaml(run_dir / "config.yaml")
-        recipe, _ = get_recipe(saved["recipe"])
-        if recipe.load_for_generation is None:
-            raise ConfigError(f"{run_dir} is not a language-model run")
-        cfg = from_dict(recipe.config_cls, saved["config"])
-        lm_model, _ = recipe.load_for_generation(run_dir, cfg, device)
+        lm_model, _, cfg = _load_lm_run(run_dir, args.device)
         _, data = prepare_lm_data(cfg.data)
         tokens = data[args.split]
         if streams is not None and len(tokens) != len(streams):
@@ -219,15 +216,8 @@ def cmd_facets(args: argparse.Namespace) -> int:
     import torch
 
     from genfeat.analysis.facets import inspect_facets
-    from genfeat.train import distributed as D
 
-    run_dir = Path(args.run_dir)
-    saved = load_yaml(run_dir / "config.yaml")
-    recipe, _ = get_recipe(saved["recipe"])
-    if recipe.load_for_generation is None:
-        raise ConfigError(f"{run_dir} is not a language-model run")
-    cfg = from_dict(recipe.config_cls, saved["config"])
-    lm_model, tok = recipe.load_for_generation(run_dir, cfg, D.resolve_device(args.device))
+    lm_model, tok, _ = _load_lm_run(Path(args.run_dir), args.device)
     ids = tok.encode(args.context)
     if not ids:
         raise ConfigError("the context encodes to no tokens")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 
 def upcast(x: Tensor) -> Tensor:
@@ -30,3 +30,14 @@ class HeadOutput:
         if self.scores is None:
             raise ValueError("this HeadOutput holds only target log-probabilities; call the model without targets")
         return self.scores if self.is_log_prob else torch.log_softmax(upcast(self.scores), dim=-1)
+
+
+def output_embedding(vocab_size: int, d_model: int, tied_embedding: nn.Embedding | None) -> nn.Parameter:
+    """The output embedding W (|V|, d): the tied embedding's Parameter itself, or a new N(0, 0.02^2) one."""
+    if tied_embedding is None:
+        return nn.Parameter(torch.randn(vocab_size, d_model) * 0.02)
+    if tied_embedding.weight.shape != (vocab_size, d_model):
+        raise ValueError(f"tied embedding has shape {tuple(tied_embedding.weight.shape)}, "
+                         f"expected ({vocab_size}, {d_model})")
+    return tied_embedding.weight
+

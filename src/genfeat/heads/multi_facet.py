@@ -57,7 +57,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, upcast
+from genfeat.heads.base import HeadOutput, output_embedding, upcast
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -139,13 +139,7 @@ class MultiFacetSoftmax(nn.Module):
             raise ValueError("SigSoftmax is a single-softmax head (num_softmax=1)")
         self.K, self.J, self.doc, self.sigsoftmax = (3 if doc else num_softmax), num_partitions, doc, sigsoftmax
         self.vocab_size = vocab_size
-        if tied_embedding is not None:
-            if tied_embedding.weight.shape != (vocab_size, d_model):
-                raise ValueError(f"tied embedding has shape {tuple(tied_embedding.weight.shape)}, "
-                                 f"expected ({vocab_size}, {d_model})")
-            self.weight = tied_embedding.weight
-        else:
-            self.weight = nn.Parameter(torch.randn(vocab_size, d_model) * 0.02)
+        self.weight = output_embedding(vocab_size, d_model, tied_embedding)
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         self.multi_input = MultiInput(d_model, window, depth) if multi_input else None
         d_q = 2 * d_model if multi_input else d_model

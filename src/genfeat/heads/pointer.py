@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, upcast
+from genfeat.heads.base import HeadOutput, output_embedding, upcast
 from genfeat.heads.multi_facet import MultiInput, context_positions, identity_facet
 from genfeat.nn.outputs import BackboneOutput
 
@@ -43,13 +43,7 @@ class PointerHead(nn.Module):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.mode, self.context_includes_current, self.pad_id = mode, context_includes_current, pad_id
-        if tied_embedding is not None:
-            if tied_embedding.weight.shape != (vocab_size, d_model):
-                raise ValueError(f"tied embedding has shape {tuple(tied_embedding.weight.shape)}, "
-                                 f"expected ({vocab_size}, {d_model})")
-            self.weight = tied_embedding.weight
-        else:
-            self.weight = nn.Parameter(torch.randn(vocab_size, d_model) * 0.02)
+        self.weight = output_embedding(vocab_size, d_model, tied_embedding)
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         self.multi_input = MultiInput(d_model, window, depth) if multi_input else None
         self.needs_all_hidden = multi_input and depth > 1

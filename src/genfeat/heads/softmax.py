@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput
+from genfeat.heads.base import HeadOutput, output_embedding
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -35,15 +35,7 @@ class SoftmaxHead(nn.Module):
             with torch.no_grad():
                 self.facet.weight.copy_(torch.eye(d_model))
                 self.facet.bias.zero_()
-        if tied_embedding is not None:
-            if tied_embedding.weight.shape != (vocab_size, d_model):
-                raise ValueError(
-                    f"tied embedding has shape {tuple(tied_embedding.weight.shape)}, "
-                    f"expected ({vocab_size}, {d_model})"
-                )
-            self.weight = tied_embedding.weight  # the same Parameter
-        else:
-            self.weight = nn.Parameter(torch.randn(vocab_size, d_model) * 0.02)
+        self.weight = output_embedding(vocab_size, d_model, tied_embedding)  # tied: the same Parameter
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
 
     def forward(self, out: BackboneOutput, input_ids: Tensor | None = None) -> HeadOutput:
