@@ -70,3 +70,11 @@ def test_yaml_round_trip(tmp_path):
     path.write_text("a: [unclosed")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_yaml(path)
+
+
+def test_override_fills_an_optional_section_left_at_none():
+    from genfeat.recipes import transformer_xl as T
+
+    cfg = override(T.tiny(), {"model.head.kind": "multi_facet", "model.head.context": "true"})
+    assert cfg.model.head.kind == "multi_facet" and cfg.model.head.context and cfg.model.head.num_softmax == 1
+    assert T.tiny().model.head is None

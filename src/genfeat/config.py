@@ -166,7 +166,11 @@ def _set(obj: Any, parts: list[str], raw: Any, full: str) -> Any:
     if len(parts) == 1:
         value = coerce(raw, _hints(type(obj))[head], full)
     else:
-        value = _set(getattr(obj, head), parts[1:], raw, full)
+        current = getattr(obj, head)
+        if current is None:  # an optional section left at None: start from its defaults
+            options = [a for a in get_args(_hints(type(obj))[head]) if dataclasses.is_dataclass(a)]
+            current = options[0]() if options else None
+        value = _set(current, parts[1:], raw, full)
     try:
         return dataclasses.replace(obj, **{head: value})
     except (TypeError, ValueError) as e:

@@ -144,3 +144,25 @@ def test_clr_is_causal_in_a_language_model():
     logp2 = lm(ids2)[0].log_probs()
     torch.testing.assert_close(logp[:, :5], logp2[:, :5])
     assert not torch.allclose(logp[:, 5], logp2[:, 5])
+
+
+def test_context_partition_sees_the_transformer_xl_memory():
+    from genfeat.heads.config import HeadConfig
+    from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
+
+    torch.manual_seed(0)
+    lm = build_txl_lm(TXLConfig(vocab_size=V, n_layer=2, d_model=D, n_head=2, d_head=8, d_inner=32, tgt_len=6,
+                                mem_len=6, dropout=0.0, head=HeadConfig(kind="multi_facet", context=True))).eval()
+    scramble(lm.head)
+    seg1 = torch.tensor([[1, 2, 30, 3, 4, 5]] * B)
+    seg2 = torch.tensor([[6, 7, 8, 9, 10, 11]] * B)
+    _, out1 = lm(seg1)
+    assert out1.mems[-1].dtype == torch.long and torch.equal(out1.mems[-1], seg1)  # ids ride with the memory
+    head_out, out2 = lm(seg2, mems=out1.mems)
+    bb = lm.backbone(seg2, mems=out1.mems[:-1], output_all_hidden=False)
+    f_c = lm.head.f_context(bb.hidden)
+    got = head_out.scores
+    torch.testing.assert_close(got[..., 30], f_c @ lm.head.weight[30])  # only in the previous segment
+    assert torch.equal(out2.mems[-1], seg2)
+    no_mem, _ = lm(seg2)
+    assert not torch.allclose(no_mem.scores[..., 30], f_c @ lm.head.weight[30])

@@ -72,3 +72,13 @@ def test_facet_inspection_command(ptb_dir, tmp_path, capsys):
     names, _ = _facet_rows([*base, "--out", str(tmp_path / "clr"), "--model.head.context", "true",
                             "--model.head.reranker_sizes", "[5]"], tmp_path / "clr", capsys)
     assert names == ["final", "base facet f_1", "context facet f_C", "reranker facet R:5"]
+
+
+def test_transformer_xl_recipe_trains_a_context_head_with_memory(ptb_dir, tmp_path):
+    out = tmp_path / "txl-c"
+    assert main(["run", "transformer_xl", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(out),
+                 "--model.head.kind", "multi_facet", "--model.head.context", "true",
+                 "--train.ckpt_every", "3"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert 1 < summary["test_ppl"] < 1e6
+    assert main(["run", "--resume", str(out), "--train.max_steps", "8"]) == 0  # memory + ids come back

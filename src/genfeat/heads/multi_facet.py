@@ -33,10 +33,11 @@ Dynamic partitioning (Table 2.4) acts on the first softmax only (the others stay
     priority: context > reranker > base (the top-n is taken over all words, context assignment overrides)
 
 c_t = the input tokens at positions <= t (thesis; `context_includes_current=False`: < t, as the reference
-code), ids equal to `pad_id` never count; with a memory backbone, the ids of the memory segment can be
-passed as `mem_ids` and then count for C (L needs their states, which the memory does not keep: L uses
-the current segment only). Initialisation (§2.4.1.5): f_1, f_C, f_R identity; L^f_L, L^f_E 1e-10·I; in
-"add" mode every non-base facet (C, R, L, E) starts at 1e-10·I, so every head starts as the softmax.
+code), ids equal to `pad_id` never count. With a memory backbone (Transformer-XL) the tokens held in the
+memory count for C too: `CausalLM` carries their ids along with the memory and passes them as `mem_ids`
+(L needs their states, which the memory does not keep: L uses the current segment only).
+Initialisation (§2.4.1.5): f_1, f_C, f_R identity; L^f_L, L^f_E 1e-10·I; in "add" mode every non-base
+facet (C, R, L, E) starts at 1e-10·I, so every head starts as the softmax.
 Context scores are computed as (B, T, S) products and scattered into the vocabulary axis (no B×T×T×D
 expansion); the scatter builds new tensors (no in-place writes into autograd inputs).
 
@@ -86,6 +87,9 @@ def context_positions(input_ids: Tensor, mem_ids: Tensor | None = None, includes
     mask = ((i <= t) if includes_current else (i < t))[None].expand(ctx.size(0), T, -1)
     if pad_id is not None:
         mask = mask & (ctx != pad_id)[:, None, :]
+    if mem_ids is not None:  # unknown memory tokens (-1) never count
+        mask = mask & (ctx >= 0)[:, None, :]
+        ctx = ctx.clamp_min(0)
     return ctx, mask
 
 
@@ -159,6 +163,11 @@ class MultiFacetSoftmax(nn.Module):
         self.f_context = identity_facet(d_q, d_model, scale) if context else None
         self.f_local = identity_facet(d_q, d_model, small) if local else None  # L^f_L
         self.f_key = identity_facet(d_q, d_model, small) if local else None  # L^f_E
+
+    @property
+    def uses_memory_ids(self) -> bool:
+        """The context partition also counts the tokens in a memory backbone's memory (CausalLM passes them)."""
+        return self.f_context is not None
 
     @property
     def dynamic(self) -> bool:

@@ -22,13 +22,33 @@ class CausalLM(nn.Module):
     def forward(self, input_ids: Tensor, targets: Tensor | None = None,
                 **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
         """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL). `targets` (B, T) lets a
-        head that supports it (`scores_targets = True`) compute only log p(target) -- what training needs."""
+        head that supports it (`scores_targets = True`) compute only log p(target) -- what training needs.
+
+        Heads that read the context words (`uses_memory_ids`, e.g. the context partition) also see the tokens
+        held in a backbone's memory: their ids travel as one extra integer tensor at the end of `mems`
+        (aligned with the memory's positions, -1 where unknown), so callers carry them with the memory
+        unchanged."""
+        mems = backbone_kwargs.get("mems")
+        mem_ids = None
+        if mems and not mems[-1].is_floating_point():
+            mem_ids, backbone_kwargs["mems"] = mems[-1], tuple(mems[:-1])
         if getattr(self.head, "needs_all_hidden", False):  # e.g. multi-input facets, DOC
             backbone_kwargs.setdefault("output_all_hidden", True)
         out = self.backbone(input_ids, **backbone_kwargs)  # hidden (B, T, d)
+        head_kwargs = {}
+        if getattr(self.head, "uses_memory_ids", False) and out.mems is not None:
+            old = backbone_kwargs.get("mems")
+            old_len = old[0].size(1) if old else 0
+            if mem_ids is None or mem_ids.size(1) != old_len:
+                mem_ids = input_ids.new_full((input_ids.size(0), old_len), -1)
+            ids = torch.cat([mem_ids, input_ids], 1)
+            end = old_len + max(0, input_ids.size(1) - getattr(getattr(self.backbone, "cfg", None), "ext_len", 0))
+            out.mems = (*out.mems, ids[:, end - out.mems[0].size(1):end])
+            if old_len:
+                head_kwargs["mem_ids"] = mem_ids
         if targets is not None and getattr(self.head, "scores_targets", False):
             return self.head(out, input_ids, targets=targets), out
-        return self.head(out, input_ids), out
+        return self.head(out, input_ids, **head_kwargs), out
 
 
 @torch.no_grad()

@@ -171,7 +171,7 @@ def build_txl_lm(cfg: TXLConfig) -> CausalLM:
                 nn.init.normal_(p, 0.0, cfg.init_std)
             else:
                 nn.init.zeros_(p)
-    elif cfg.head is not None:  # any head of genfeat.heads (multi-facet, pointer); C/L see the segment only
+    elif cfg.head is not None:  # any head of genfeat.heads; C also sees the memory's tokens (CausalLM)
         head = build_head(cfg.head, cfg.d_model, cfg.vocab_size,
                           backbone.word_emb.emb_layers[0] if cfg.tie_weight else None)
     else:
