@@ -25,6 +25,10 @@ def test_every_method_runs_from_the_cli(method, tmp_path):
     assert (out / "report.md").is_file() and (out / "config.yaml").is_file()
     if method.startswith("planetoid_"):
         assert res["sampler_triples_per_s"] > 0 and (out / "metrics.jsonl").is_file()
+        branches = res["branch_test_acc"]
+        assert set(branches) == ({"embedding h^l(e)"} if method == "planetoid_g" else
+                                 {"features h^k(x)", "embedding h^l(e)"})
+        assert all(0.0 <= v <= 1.0 for v in branches.values())
 
 
 def test_unknown_method_is_a_config_error():

@@ -145,4 +145,19 @@ def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cf
     if best_state is not None:
         model.load_state_dict(best_state)
     return {"best_round": best["round"], "train_acc": best["train_acc"], "val_acc": best["val_acc"],
-            "test_acc": best["test_acc"], "train_seconds": time.perf_counter() - t0, "history": history}
+            "test_acc": best["test_acc"], "branch_test_acc": branch_accuracy(model, data, x),
+            "train_seconds": time.perf_counter() - t0, "history": history}
+
+
+@torch.no_grad()
+def branch_accuracy(model: Planetoid, data: GraphData, x: SparseRows | None) -> dict[str, float]:
+    """Test accuracy of each branch alone (argmax of its own class layer; softmax branches only), a
+    diagnostic of which source of information carries the prediction."""
+    if model.cfg.branch_activation != "softmax":
+        return {}
+    model.eval()
+    ids = torch.from_numpy(data.test_idx)
+    _, z = model(ids, x)
+    names = ["features h^k(x)", "embedding h^l(e)"] if len(z) == 2 else ["embedding h^l(e)"]
+    y = data.labels[data.test_idx]
+    return {n: float((t.argmax(-1).numpy() == y).mean()) for n, t in zip(names, z, strict=True)}
