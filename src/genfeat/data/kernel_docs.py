@@ -201,8 +201,11 @@ def build_kernel_docs(out_dir: str | Path | None = None, cfg: KernelDocsConfig =
     meta_path = out / "meta.json"
     if meta_path.is_file() and not force:
         meta = json.loads(meta_path.read_text())
-        if meta.get("config") == asdict(cfg):
-            return out
+        try:
+            if meta.get("config") == asdict(cfg) and meta.get("files_sha256") == files_sha256(out, NAME):
+                return out  # built with these settings and unchanged since
+        except OSError:  # a file is missing: rebuild
+            pass
     root = require("linux-doc") / SOURCES_DIR
     g = build_graph(read_docs(root), cfg)
     order = write_planetoid(out, g, seed=cfg.split_seed)
