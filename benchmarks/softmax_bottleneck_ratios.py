@@ -105,7 +105,9 @@ def markdown(record: dict[str, Any]) -> str:
              __doc__.split("\n\n", 2)[2], "\n", f"![ratios]({NAME}.png)\n"]
     for src, res in record["results"]["sources"].items():
         for kind in ("singular", "gram_eig"):
-            types = sorted({r["set"] for r in res["rows"] if r["kind"] == kind}, key=lambda t: t.startswith("control"))
+            present = {r["set"] for r in res["rows"] if r["kind"] == kind}
+            order = ("analogy", "similar", "stopword", "control: similar, Gaussian vectors")
+            types = [t for t in order if t in present]
             head = "| set type | " + " | ".join(f"N={n}" for n in NS) + " |"
             lines = [f"\n## {src} — {kind} (vocabulary {res['vocab']:,}, {res['stopwords']} stop words)\n", head,
                      "|---|" + "---|" * len(NS)]
@@ -113,7 +115,20 @@ def markdown(record: dict[str, Any]) -> str:
                 cells = {r["N"]: r for r in res["rows"] if r["set"] == t and r["kind"] == kind}
                 lines.append(f"| {t} | " + " | ".join(f"{cells[n]['ratio']:.3f}" if n in cells else "–" for n in NS)
                              + " |")
+            lines.append("| number of sets (analogy/similar/stopword) | " + " | ".join(
+                "/".join(str(r["num_sets"]) for r in res["rows"] if r["N"] == n and r["kind"] == kind
+                         and not r["set"].startswith("control")) for n in NS) + " |")
+            control = {r["N"]: r["ratio"] for r in res["rows"] if r["kind"] == kind and r["set"].startswith("control")}
+            below = [t for t in types if not t.startswith("control") and all(
+                r["ratio"] < control[r["N"]] for r in res["rows"] if r["set"] == t and r["kind"] == kind)]
+            under_one = [t for t in types if all(r["ratio"] < 1 for r in res["rows"] if r["set"] == t
+                                                 and r["kind"] == kind)]
+            lines.append(f"\nBelow 1 everywhere: {', '.join(under_one) or 'none'}; "
+                         f"below the Gaussian-neighbour control at every N: {', '.join(below) or 'none'}.")
             parts.append("\n".join(lines) + "\n")
+    parts.append("The LM rows come from a 1.7M-parameter GPT trained for 3 minutes on PTB (`genfeat run quickstart`); "
+                 "its vocabulary holds few analogy quadruples (see the set counts), so those ratios are noisy. "
+                 "The thesis's models (GPT-2, GPT-J, T5) are not available offline.\n")
     return "\n".join(parts)
 
 
