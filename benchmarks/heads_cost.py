@@ -19,6 +19,7 @@ import torch
 
 from benchmarks.common import render, write_results
 from genfeat.heads.config import build_head, named_head
+from genfeat.losses.nll import nll
 from genfeat.nn.outputs import BackboneOutput
 
 NAME = "heads_cost"
@@ -37,8 +38,6 @@ def time_head(name: str, d: int, vocab: int, repeats: int) -> float:
     targets = torch.randint(0, vocab, (B, T))
 
     def step() -> None:
-        from genfeat.losses.nll import nll
-
         loss = nll(head(out, ids), targets)
         loss.backward()
         head.zero_grad(set_to_none=True)

@@ -141,7 +141,7 @@ Layout A puts the 24 parallelogram words at ids 0-23 (spread over the 4 interlea
 ids 0, 4, …, 92 (all in partition 0), which isolates the partition mechanism: with all words in one partition
 the multi-partition head is a single softmax again. The reranker alone (R:5) barely helps: the top 5 of the base
 logits hold both candidates *and* both interferers, and one reranker facet for all of them faces the same
-linear dependency (its small gain below log 4 comes from the words it leaves outside the ring).
+linear dependency; its small gain below log 4 presumably comes from words left outside the ring (not tested).
 """
 
 

@@ -93,7 +93,7 @@ def sampler_throughput() -> dict[str, float]:
     out = {}
     for batch in (200, 10_000):
         for key, r2 in (("", 0.8), ("_graph_only", 1.0)):
-            s = P._sampler(data, P.SamplerConfig(r2=r2), "T", seed=0)
+            s = P.make_sampler(data, P.SamplerConfig(r2=r2), "T", seed=0)
             out[f"batch_{batch}{key}"] = round(P.sampler_throughput(s, batch, repeats=max(20, 40_000 // batch)))
     torch.set_num_threads(threads)
     return out

@@ -39,11 +39,11 @@ def test_unknown_method_is_a_config_error():
 
 def test_inductive_training_never_sees_test_nodes():
     data = P.load_graph(P.GraphDataConfig(name="sbm_b"))
-    sampler = P._sampler(data, P.SamplerConfig(r2=0.9), "I", seed=0)
+    sampler = P.make_sampler(data, P.SamplerConfig(r2=0.9), "I", seed=0)
     i, c, _, _ = sampler.sample(50000)
     used = np.union1d(i.numpy(), c.numpy())
     assert not np.isin(data.test_idx, used).any()
-    transductive = P._sampler(data, P.SamplerConfig(r2=0.9), "T", seed=0)
+    transductive = P.make_sampler(data, P.SamplerConfig(r2=0.9), "T", seed=0)
     assert np.isin(data.test_idx, transductive.sample(50000)[1].numpy()).any()  # the control can fail
 
 

@@ -188,9 +188,8 @@ def build_graph(texts: dict[str, str], cfg: KernelDocsConfig = KernelDocsConfig(
 
     labels = np.array([cls[d.split("/", 1)[0]] for d in nodes], np.int64)
     train, val, test = standard_split(labels, cfg.per_class, cfg.num_val, cfg.num_test, cfg.split_seed)
-    g = GraphData(NAME, features, labels, adj, train, val, test, class_names, nodes)
+    g = GraphData(NAME, features, labels, adj, train, val, test, class_names, nodes, vocab)
     g.validate()
-    g.vocabulary = vocab  # type: ignore[attr-defined]
     return g
 
 
@@ -209,7 +208,7 @@ def build_kernel_docs(out_dir: str | Path | None = None, cfg: KernelDocsConfig =
     root = require("linux-doc") / SOURCES_DIR
     g = build_graph(read_docs(root), cfg)
     order = write_planetoid(out, g, seed=cfg.split_seed)
-    meta = {"config": asdict(cfg), "classes": g.class_names, "vocabulary": g.vocabulary,  # type: ignore[attr-defined]
+    meta = {"config": asdict(cfg), "classes": g.class_names, "vocabulary": g.vocabulary,
             "node_names": [g.node_names[k] for k in order], "summary": g.summary(),
             "files_sha256": files_sha256(out, NAME)}
     meta_path.write_text(json.dumps(meta, indent=0))
@@ -220,5 +219,5 @@ def load_kernel_docs(cfg: KernelDocsConfig = KernelDocsConfig(), out_dir: str | 
     out = build_kernel_docs(out_dir, cfg)
     g = read_planetoid(out, NAME)
     meta = json.loads((out / "meta.json").read_text())
-    g.class_names, g.node_names = meta["classes"], meta["node_names"]
+    g.class_names, g.node_names, g.vocabulary = meta["classes"], meta["node_names"], meta["vocabulary"]
     return g

@@ -64,6 +64,7 @@ class GraphData:
     test_idx: np.ndarray
     class_names: list[str] | None = None
     node_names: list[str] | None = None
+    vocabulary: list[str] | None = None  # the word of each feature column, when known
 
     @property
     def num_nodes(self) -> int:

@@ -209,7 +209,7 @@ class MultiFacetSoftmax(nn.Module):
         def scatter(values: Tensor) -> Tensor:  # (B, T, S) -> (B, T, V), summed per word id
             return logits.new_zeros(logits.shape).scatter_add(-1, index, values)
 
-        value = logits.new_zeros(logits.shape)
+        value = 0.0  # the mean local score of each context word (L), added below
         if self.f_local is not None:  # mean over occurrences of f_L(t) · e_i, e_i = L^f_E(q_i); segment only
             local = F.pad(torch.einsum("btd,bsd->bts", self.f_local(q), self.f_key(q)), (S - T, 0))
             m_local = F.pad(m[..., S - T:], (S - T, 0))  # memory positions have no key

@@ -153,7 +153,7 @@ def _load_graph(cfg: GraphDataConfig) -> GraphData:
     return read_planetoid(root, cfg.name)
 
 
-def _sampler(data: GraphData, cfg: SamplerConfig, variant: str, seed: int) -> ContextSampler:
+def make_sampler(data: GraphData, cfg: SamplerConfig, variant: str, seed: int) -> ContextSampler:
     return ContextSampler(data.adj, data.labels, data.train_idx, cfg, context_nodes=context_nodes_for(data, variant),
                           seed=seed)
 
@@ -176,13 +176,13 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, log: Any = None) -> dic
         variant = m[-1].upper()
         model = Planetoid(dataclasses.replace(cfg.model, variant=variant), data.num_nodes, data.num_features,
                           data.num_classes)
-        sampler = _sampler(data, cfg.sampler, variant, cfg.seed)
+        sampler = make_sampler(data, cfg.sampler, variant, cfg.seed)
         out = fit_planetoid(model, data, sampler, cfg.train, seed=cfg.seed, log=log)
         out["sampler_triples_per_s"] = sampler_throughput(sampler, cfg.train.n2)
         return out
     if m == "graphemb":
         model = Planetoid(dataclasses.replace(cfg.model, variant="G"), data.num_nodes, 0, data.num_classes)
-        sampler = _sampler(data, dataclasses.replace(cfg.sampler, r2=1.0), "G", cfg.seed)
+        sampler = make_sampler(data, dataclasses.replace(cfg.sampler, r2=1.0), "G", cfg.seed)
         t0 = time.perf_counter()
         fit_planetoid(model, data, sampler, cfg.train, seed=cfg.seed, context_only=True)
         out = B.logistic_regression(model.embedding.weight.detach(), data, cfg.baseline)
