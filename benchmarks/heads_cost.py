@@ -28,14 +28,15 @@ HEADS = ["softmax_facet", "sigsoftmax", "mos3", "doc", "softmax+mi", "mfs", "c+m
 B, T = 4, 128
 
 
-def time_head(name: str, d: int, vocab: int, repeats: int) -> float:
+def time_head(name: str, d: int, vocab: int, repeats: int, batch: int = B, length: int = T) -> float:
+    """Median seconds of one head-only forward + backward on random states of shape (batch, length, d)."""
     torch.manual_seed(0)
     emb = torch.nn.Embedding(vocab, d)
     head = build_head(named_head(name), d, vocab, emb)
-    states = [torch.randn(B, T, d, requires_grad=True) for _ in range(3)]
+    states = [torch.randn(batch, length, d, requires_grad=True) for _ in range(3)]
     out = BackboneOutput(states[-1], all_hidden=tuple(states))
-    ids = torch.randint(0, vocab, (B, T))
-    targets = torch.randint(0, vocab, (B, T))
+    ids = torch.randint(0, vocab, (batch, length))
+    targets = torch.randint(0, vocab, (batch, length))
 
     def step() -> None:
         loss = nll(head(out, ids), targets)

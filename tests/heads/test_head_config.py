@@ -12,6 +12,7 @@ from genfeat.errors import ConfigError
 from genfeat.heads.config import HEADS, HeadConfig, build_head, named_head
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
+from genfeat.nn.outputs import BackboneOutput
 
 V = 600  # the largest reranker ring of the named heads is 500
 
@@ -82,3 +83,37 @@ def test_transformer_xl_recipe_trains_a_context_head_with_memory(ptb_dir, tmp_pa
     summary = json.loads((out / "summary.json").read_text())
     assert 1 < summary["test_ppl"] < 1e6
     assert main(["run", "--resume", str(out), "--train.max_steps", "8"]) == 0  # memory + ids come back
+
+
+@pytest.mark.parametrize("name", list(HEADS))
+def test_scoring_selected_positions_equals_gathering_every_position(name):
+    """positions=(B, P): the read-out of a recommender or the last step of generation. Same scores as the
+    full (B, T, V) output gathered at those positions, with the context of each position unchanged."""
+    torch.manual_seed(0)
+    d, B, T = 16, 3, 9
+    head = build_head(named_head(name), d, V, torch.nn.Embedding(V, d), pad_id=0).eval()
+    states = tuple(torch.randn(B, T, d) for _ in range(4))
+    out = BackboneOutput(states[-1], all_hidden=states)
+    ids = torch.randint(1, V, (B, T))
+    ids[0, 6:] = 0  # right padding
+    ids[1, 4] = ids[1, 1]  # a duplicate
+    pos = torch.tensor([[5], [8], [2]])
+    full, part = head(out, ids), head(out, ids, positions=pos)
+    assert full.is_log_prob == part.is_log_prob
+    want = full.scores[torch.arange(B)[:, None], pos]
+    torch.testing.assert_close(part.scores, want, atol=1e-5, rtol=1e-5)
+
+
+def test_max_logits_mixture_is_one_softmax_of_the_facet_maximum():
+    torch.manual_seed(0)
+    head = build_head(HeadConfig(kind="multi_facet", num_softmax=3, mixture="max_logits"), 8, 20, None)
+    out = BackboneOutput(torch.randn(2, 5, 8))
+    res = head(out)
+    zs, prior = head.facet_logits(out)
+    assert prior is None and not res.is_log_prob and head.prior is None
+    torch.testing.assert_close(res.scores, torch.stack(zs, -1).amax(-1))
+    for f in head.facets[1:]:  # identical facets: the single softmax
+        f.load_state_dict(head.facets[0].state_dict())
+    torch.testing.assert_close(head(out).scores, torch.nn.functional.linear(head.facets[0](out.hidden), head.weight))
+    with pytest.raises(ConfigError, match="max_logits"):
+        build_head(HeadConfig(kind="multi_facet", mixture="max_logits"), 8, 20, None)

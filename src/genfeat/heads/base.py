@@ -41,3 +41,9 @@ def output_embedding(vocab_size: int, d_model: int, tied_embedding: nn.Embedding
                          f"expected ({vocab_size}, {d_model})")
     return tied_embedding.weight
 
+
+def select_positions(x: Tensor, positions: Tensor | None) -> Tensor:
+    """x (B, T, ...) at `positions` (B, P) -> (B, P, ...); x itself when positions is None."""
+    if positions is None:
+        return x
+    return x[torch.arange(x.size(0), device=x.device)[:, None], positions]

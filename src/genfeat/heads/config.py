@@ -31,7 +31,8 @@ class HeadConfig:
     context: bool = False  # C
     local: bool = False  # L
     reranker_sizes: tuple[int, ...] = ()  # R rings
-    merge: str = "assign"
+    merge: str = "assign"  # assign (the equations; "replace") | add (the thesis-era reference code)
+    mixture: str = "mos"  # K > 1: mos (Eq. 2.2) | max_logits (one softmax of max_k z_k, the recommenders' §2.5)
     context_includes_current: bool = True
     pointer: str = "pointer_sentinel"  # copynet | pointer_generator | pointer_sentinel (kind=pointer)
 

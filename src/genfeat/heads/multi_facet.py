@@ -42,7 +42,12 @@ Context scores are computed as (B, T, S) products and scattered into the vocabul
 expansion); the scatter builds new tensors (no in-place writes into autograd inputs).
 
 Output: logits (K=1: a single softmax, SigSoftmax as g(z) = z + log σ(z), whose softmax is the SigSoftmax
-distribution) or log-probabilities log Σ_k π_k softmax_k computed with logsumexp (K>1).
+distribution) or log-probabilities log Σ_k π_k softmax_k computed with logsumexp (K>1). `mixture="max_logits"`
+instead pools the K facets' logits, max_k z_k, into one softmax: the recommenders' "Multi-Softmax" (thesis C
+§2.5; keeps maximum-inner-product retrieval possible); dynamic partitions then act on the first facet's logits
+before the max. `positions` (B, P) scores only those query positions (a recommender's read-out, the last step
+of generation): facets, priors and rerankers run on P states instead of T, and the context of each selected
+position t is still c_t.
 
 With a memory backbone (Transformer-XL) the Mi window does not reach into the memory: the first
 positions of a segment see zeros, as at a sequence start (a choice; the memory holds only states, not
@@ -58,7 +63,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, output_embedding, upcast
+from genfeat.heads.base import HeadOutput, output_embedding, select_positions, upcast
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -75,16 +80,16 @@ def identity_facet(d_in: int, d_out: int, scale: float = 1.0, noise: float = 0.0
 
 
 def context_positions(input_ids: Tensor, mem_ids: Tensor | None = None, includes_current: bool = True,
-                      pad_id: int | None = None) -> tuple[Tensor, Tensor]:
+                      pad_id: int | None = None, positions: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The context c_t of every query position t: (ids (B, S), mask (B, T, S)) over S = memory + segment
     positions; position i counts for t when i <= t (`includes_current`, thesis) or i < t (reference code),
-    and its id is not `pad_id`."""
+    and its id is not `pad_id`. `positions` (B, P): only these query positions (mask (B, P, S))."""
     T = input_ids.size(1)
     ctx = input_ids if mem_ids is None else torch.cat([mem_ids, input_ids], 1)
     M = ctx.size(1) - T
-    t = torch.arange(T, device=ctx.device)[:, None] + M
-    i = torch.arange(ctx.size(1), device=ctx.device)[None, :]
-    mask = ((i <= t) if includes_current else (i < t))[None].expand(ctx.size(0), T, -1)
+    t = (torch.arange(T, device=ctx.device)[None] if positions is None else positions)[..., None] + M
+    i = torch.arange(ctx.size(1), device=ctx.device)[None, None, :]
+    mask = ((i <= t) if includes_current else (i < t)).expand(ctx.size(0), t.size(1), -1)
     if pad_id is not None:
         mask = mask & (ctx != pad_id)[:, None, :]
     if mem_ids is not None:  # unknown memory tokens (-1) never count
@@ -126,10 +131,14 @@ class MultiFacetSoftmax(nn.Module):
                  depth: int = 3, sigsoftmax: bool = False, doc: bool = False, bias: bool = False,
                  init_noise: float = 1e-4, context: bool = False, local: bool = False,
                  reranker_sizes: tuple[int, ...] = (), merge: str = "assign", context_includes_current: bool = True,
-                 pad_id: int | None = None, local_init: float = 1e-10):
+                 pad_id: int | None = None, local_init: float = 1e-10, mixture: str = "mos"):
         super().__init__()
         if merge not in ("assign", "add"):
             raise ValueError(f"merge must be 'assign' or 'add', got {merge!r}")
+        if mixture not in ("mos", "max_logits"):
+            raise ValueError(f"mixture must be 'mos' or 'max_logits', got {mixture!r}")
+        if mixture == "max_logits" and (doc or num_softmax == 1):
+            raise ValueError("mixture='max_logits' pools K >= 2 facets' logits (not DOC)")
         if any(n < 1 or n > vocab_size for n in reranker_sizes) or len(set(reranker_sizes)) != len(reranker_sizes):
             raise ValueError(f"reranker sizes must be distinct and in [1, {vocab_size}], got {reranker_sizes}")
         if (context or local or reranker_sizes) and (doc or sigsoftmax or num_partitions > 1):
@@ -142,6 +151,7 @@ class MultiFacetSoftmax(nn.Module):
         if sigsoftmax and num_softmax > 1:
             raise ValueError("SigSoftmax is a single-softmax head (num_softmax=1)")
         self.K, self.J, self.doc, self.sigsoftmax = (3 if doc else num_softmax), num_partitions, doc, sigsoftmax
+        self.max_logits = mixture == "max_logits"
         self.vocab_size = vocab_size
         self.weight = output_embedding(vocab_size, d_model, tied_embedding)
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
@@ -152,7 +162,7 @@ class MultiFacetSoftmax(nn.Module):
         self.facets = nn.ModuleList([identity_facet(d_q, d_model, noise=noise if k < n_facets - 1 else 0.0)
                                      for k in range(n_facets)])  # DOC: one per layer, d -> d
         # L^π; DOC reads the concatenation of its three layers
-        self.prior = nn.Linear(3 * d_model if doc else d_q, self.K) if self.K > 1 else None
+        self.prior = nn.Linear(3 * d_model if doc else d_q, self.K) if self.K > 1 and not self.max_logits else None
         self.needs_all_hidden = doc or (multi_input and depth > 1)
         # dynamic partitions of the first softmax
         small = local_init
@@ -199,19 +209,22 @@ class MultiFacetSoftmax(nn.Module):
             logits = logits.scatter(-1, idx, new) if self.merge == "assign" else logits.scatter_add(-1, idx, new)
         return logits
 
-    def _context(self, logits: Tensor, q: Tensor, input_ids: Tensor, mem_ids: Tensor | None) -> Tensor:
-        """C and/or L on the context words (Eqs. 2.5, 2.9-2.11), scatter-mean over duplicates."""
-        ctx, mask = context_positions(input_ids, mem_ids, self.context_includes_current, self.pad_id)
-        B, T, S = mask.shape
+    def _context(self, logits: Tensor, q: Tensor, q_all: Tensor, input_ids: Tensor, mem_ids: Tensor | None,
+                 positions: Tensor | None) -> Tensor:
+        """C and/or L on the context words (Eqs. 2.5, 2.9-2.11), scatter-mean over duplicates. q: the query
+        positions' states (B, P, d_q); q_all: every segment position's (B, T, d_q), the keys of L."""
+        ctx, mask = context_positions(input_ids, mem_ids, self.context_includes_current, self.pad_id, positions)
+        B, P, S = mask.shape
+        T = input_ids.size(1)
         m = mask.to(logits.dtype)
-        index = ctx[:, None, :].expand(B, T, S)
+        index = ctx[:, None, :].expand(B, P, S)
 
-        def scatter(values: Tensor) -> Tensor:  # (B, T, S) -> (B, T, V), summed per word id
+        def scatter(values: Tensor) -> Tensor:  # (B, P, S) -> (B, P, V), summed per word id
             return logits.new_zeros(logits.shape).scatter_add(-1, index, values)
 
         value = 0.0  # the mean local score of each context word (L), added below
         if self.f_local is not None:  # mean over occurrences of f_L(t) · e_i, e_i = L^f_E(q_i); segment only
-            local = F.pad(torch.einsum("btd,bsd->bts", self.f_local(q), self.f_key(q)), (S - T, 0))
+            local = F.pad(torch.einsum("btd,bsd->bts", self.f_local(q), self.f_key(q_all)), (S - T, 0))
             m_local = F.pad(m[..., S - T:], (S - T, 0))  # memory positions have no key
             n_local = scatter(m_local)
             value = torch.where(n_local > 0, scatter(local * m_local) / n_local.clamp_min(1), 0.0)
@@ -227,16 +240,18 @@ class MultiFacetSoftmax(nn.Module):
             return torch.where(in_ctx, value, logits)
         return logits + torch.where(in_ctx, value, 0.0)
 
-    def _components(self, out: BackboneOutput, input_ids: Tensor | None,
-                    mem_ids: Tensor | None) -> tuple[Tensor, Tensor | None]:
-        """(B, T, K, V) logits of the K softmaxes and log π (B, T, K) (None when K = 1)."""
+    def _components(self, out: BackboneOutput, input_ids: Tensor | None, mem_ids: Tensor | None,
+                    positions: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """(B, T, K, V) logits of the K softmaxes and log π (B, T, K) (None when K = 1 or max-pooled);
+        T -> P with `positions` (B, P)."""
         if self.doc:
             if out.all_hidden is None or len(out.all_hidden) < 3:
                 raise ValueError("DOC needs the top 3 layers; call the backbone with output_all_hidden=True")
-            hs = [out.all_hidden[-3], out.all_hidden[-2], out.hidden]  # facet 1 <- M-2, 2 <- M-1, 3 <- M
-            f = torch.stack([layer(h) for layer, h in zip(self.facets, hs, strict=True)], -2)
+            hs = [select_positions(h, positions) for h in (out.all_hidden[-3], out.all_hidden[-2], out.hidden)]
+            f = torch.stack([layer(h) for layer, h in zip(self.facets, hs, strict=True)], -2)  # facet k <- M-3+k
             return self._logits(f), torch.log_softmax(upcast(self.prior(torch.cat(hs, -1))), -1)
-        q = out.hidden if self.multi_input is None else self.multi_input(out)
+        q_all = out.hidden if self.multi_input is None else self.multi_input(out)
+        q = select_positions(q_all, positions)
         fs = [layer(q) for layer in self.facets]
         log_prior = torch.log_softmax(upcast(self.prior(q)), -1) if self.prior is not None else None
         if self.J == 1 and not self.dynamic:  # every softmax in one product
@@ -247,20 +262,25 @@ class MultiFacetSoftmax(nn.Module):
         if self.f_context is not None or self.f_local is not None:
             if input_ids is None:
                 raise ValueError("context partition / local embeddings need the input ids")
-            first = self._context(first, q, input_ids, mem_ids)
+            first = self._context(first, q, q_all, input_ids, mem_ids, positions)
         if self.K == 1:
             return first.unsqueeze(-2), log_prior
         return torch.cat([first.unsqueeze(-2), self._logits(torch.stack(fs[self.J:], -2))], -2), log_prior
 
-    def facet_logits(self, out: BackboneOutput, input_ids: Tensor | None = None,
-                     mem_ids: Tensor | None = None) -> tuple[list[Tensor], Tensor | None]:
-        """Logits of each of the K softmaxes, (B, T, V) each, and log π (B, T, K) (None when K = 1)."""
-        z, log_prior = self._components(out, input_ids, mem_ids)
+    def facet_logits(self, out: BackboneOutput, input_ids: Tensor | None = None, mem_ids: Tensor | None = None,
+                     positions: Tensor | None = None) -> tuple[list[Tensor], Tensor | None]:
+        """Logits of each of the K softmaxes, (B, T, V) each, and log π (B, T, K) (None when K = 1 or
+        max-pooled)."""
+        z, log_prior = self._components(out, input_ids, mem_ids, positions)
         return list(z.unbind(-2)), log_prior
 
-    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None,
-                mem_ids: Tensor | None = None) -> HeadOutput:
-        z, log_prior = self._components(out, input_ids, mem_ids)  # (B, T, K, V)
+    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None, mem_ids: Tensor | None = None,
+                positions: Tensor | None = None) -> HeadOutput:
+        """Scores (B, T, V) at every position, or (B, P, V) at `positions` (B, P) only (a recommender's
+        read-out, the last position in generation); the context of position t stays c_t."""
+        z, log_prior = self._components(out, input_ids, mem_ids, positions)  # (B, T, K, V)
+        if self.max_logits:  # multi-softmax of the recommenders (thesis C §2.5): one softmax of max_k z_k
+            return HeadOutput(z.amax(-2), is_log_prob=False)
         if self.K == 1:
             z = z.squeeze(-2)
             if self.sigsoftmax:  # log P = g(z) - logsumexp g,  g(z) = z + log σ(z)

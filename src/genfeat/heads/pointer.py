@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, output_embedding, upcast
+from genfeat.heads.base import HeadOutput, output_embedding, select_positions, upcast
 from genfeat.heads.multi_facet import MultiInput, context_positions, identity_facet
 from genfeat.nn.outputs import BackboneOutput
 
@@ -58,17 +58,19 @@ class PointerHead(nn.Module):
             self.gate = nn.Linear(d_model, 1)  # w_g, b_g on h^M
             nn.init.zeros_(self.gate.bias)
 
-    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None,
-                mem_ids: Tensor | None = None) -> HeadOutput:
+    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None, mem_ids: Tensor | None = None,
+                positions: Tensor | None = None) -> HeadOutput:
+        """Log-probabilities (B, T, V), or (B, P, V) at `positions` (B, P) only."""
         if input_ids is None:
             raise ValueError("pointer heads need the input ids")
         if mem_ids is not None:
             raise ValueError("pointer heads attend over the current segment only (keys need hidden states)")
-        q = out.hidden if self.multi_input is None else self.multi_input(out)
+        q_all = out.hidden if self.multi_input is None else self.multi_input(out)
+        q = select_positions(q_all, positions)
         z = upcast(F.linear(self.facet(q), self.weight, self.bias))  # (B, T, V)
-        ctx, mask = context_positions(input_ids, None, self.context_includes_current, self.pad_id)
+        ctx, mask = context_positions(input_ids, None, self.context_includes_current, self.pad_id, positions)
         B, T, S = mask.shape
-        u, k = upcast(self.query(q)), upcast(self.key(q))
+        u, k = upcast(self.query(q)), upcast(self.key(q_all))
         index = ctx[:, None, :].expand(B, T, S)
         has_ctx = mask.any(-1, keepdim=True)  # (B, T, 1)
 
@@ -84,7 +86,7 @@ class PointerHead(nn.Module):
             s = torch.einsum("btd,bsd->bts", u, torch.tanh(k))
             logp = torch.logaddexp(z, log_copy(s))
             return HeadOutput(logp - torch.logsumexp(logp, -1, keepdim=True), is_log_prob=True)
-        gate = upcast(self.gate(out.hidden))  # (B, T, 1)
+        gate = upcast(self.gate(select_positions(out.hidden, positions)))  # (B, T, 1)
         if self.mode == "pointer_generator":
             e = torch.tanh(u[:, :, None, :] + k[:, None, :, :] + self.attn_bias) @ self.v.to(u.dtype)  # (B, T, S)
             e = torch.where(has_ctx, e.masked_fill(~mask, float("-inf")), 0.0)  # empty context: no NaN rows

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, output_embedding
+from genfeat.heads.base import HeadOutput, output_embedding, select_positions
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -38,8 +38,10 @@ class SoftmaxHead(nn.Module):
         self.weight = output_embedding(vocab_size, d_model, tied_embedding)  # tied: the same Parameter
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
 
-    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None) -> HeadOutput:
-        h = out.hidden  # (B, T, d)
+    def forward(self, out: BackboneOutput, input_ids: Tensor | None = None,
+                positions: Tensor | None = None) -> HeadOutput:
+        """Logits (B, T, V), or (B, P, V) at `positions` (B, P) only."""
+        h = select_positions(out.hidden, positions)  # (B, T, d)
         if self.facet is not None:
             h = self.facet(h)
         return HeadOutput(F.linear(h, self.weight, self.bias), is_log_prob=False)  # (B, T, V)

@@ -1,0 +1,182 @@
+"""Every output head trained from scratch on real PTB (thesis C Tables 2.1/2.4 direction, at CPU scale);
+records docs/results/heads_ptb.{md,json}.
+
+    python -m benchmarks.heads_ptb                     # train all runs (resumable), time the heads, write results
+    python -m benchmarks.heads_ptb --train-only --heads mos3 mfs --arch gpt    # one worker's share
+    python -m benchmarks.heads_ptb --collect           # time the heads and write results from the kept runs
+
+GPT rows: `genfeat run lm --preset quickstart` (2 layers, d=128, 3,200 steps of 8x64 tokens) with only
+`model.head` changed. Transformer-XL rows: `genfeat run transformer_xl --preset ptb` (4 layers, d=128, memory 64)
+with `--steps` steps. Each (backbone, head, seed) is a separate run kept under `--runs` with its result.json, so
+several workers (`--train-only`, one thread each) can share the list and a stopped benchmark resumes. Head time: head-only
+forward + backward at the run's batch shape, median of repeats, all heads in one quiet process (`--collect`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import render, write_results
+from benchmarks.heads_cost import time_head
+from genfeat.heads.config import HEADS
+
+NAME = "heads_ptb"
+GPT_HEADS = ["softmax", "softmax_facet", "sigsoftmax", "mos3", "doc", "softmax+mi", "mfs", "c+mi", "clr20+mi",
+             "copynet", "pointer_generator", "pointer_sentinel"]
+TXL_HEADS = ["softmax", "clr20+mi"]
+LABELS = {"softmax": "Softmax (tied)", "softmax_facet": "Softmax + facet layer", "sigsoftmax": "SigSoftmax",
+          "mos3": "MoS (K=3)", "doc": "DOC (K=3)", "softmax+mi": "Softmax + Mi", "mfs": "MFS",
+          "c+mi": "Softmax + C + Mi", "clr20+mi": "Softmax + CLR:20 + Mi", "copynet": "CopyNet",
+          "pointer_generator": "Pointer Generator", "pointer_sentinel": "Pointer Sentinel"}
+
+
+def config(arch: str, head: str, seed: int, txl_steps: int):
+    if arch == "gpt":
+        from genfeat.recipes import lm as R
+
+        cfg = R.quickstart()
+    else:
+        from genfeat.recipes import transformer_xl as R
+
+        cfg = R.ptb()
+        cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=txl_steps,
+                                                                 eval_every=max(1, txl_steps // 3)))
+    return dataclasses.replace(cfg, seed=seed, model=dataclasses.replace(cfg.model, head=HEADS[head]))
+
+
+def train_one(arch: str, head: str, seed: int, runs: Path, txl_steps: int) -> dict[str, Any] | None:
+    """Train one run unless it is done (its result) or claimed by another worker (None). A run directory
+    without result.json after a crash must be deleted by hand before it is retried."""
+    run_dir = runs / f"{arch}-{head}-seed{seed}"
+    done = run_dir / "result.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    runs.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir()  # atomic claim
+    except FileExistsError:
+        return None
+    cfg = config(arch, head, seed, txl_steps)
+    if arch == "gpt":
+        from genfeat.recipes.lm import run
+    else:
+        from genfeat.recipes.transformer_xl import run
+    t = time.perf_counter()
+    s = run(cfg, run_dir)
+    out = {"arch": arch, "head": head, "seed": seed, "params": s["params"], "valid_ppl": s["valid_ppl"],
+           "test_ppl": s["test_ppl"], "steps": s["steps"], "best_step": s["best_step"],
+           "train_tokens_per_s": s["train_tokens_per_s"], "wall_s": round(time.perf_counter() - t, 1),
+           "torch_threads": s["machine"]["torch_threads"]}
+    done.write_text(json.dumps(out, indent=1) + "\n")
+    print("done", out, flush=True)
+    return out
+
+
+def head_times(repeats: int) -> dict[str, dict[str, float]]:
+    """Head-only forward + backward seconds at each backbone's training batch shape (PTB vocabulary)."""
+    out = {}
+    for arch, heads in (("gpt", GPT_HEADS), ("txl", TXL_HEADS)):
+        cfg = config(arch, "softmax", 0, 1)
+        d = cfg.model.d_model
+        seq = cfg.data.seq_len if arch == "gpt" else cfg.model.tgt_len
+        out[arch] = {h: time_head(h, d, 10_000, repeats, batch=cfg.data.batch_size, length=seq) for h in heads}
+        print(arch, {h: round(v * 1000, 2) for h, v in out[arch].items()}, flush=True)
+    return out
+
+
+def mean_std(vals: list[float]) -> tuple[float, float]:
+    return statistics.mean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
+
+
+def markdown(record: dict[str, Any]) -> str:
+    res = record["results"]
+    rows, agg = [], {}
+    for arch, heads in (("gpt", res["gpt_heads"]), ("txl", res["txl_heads"])):
+        base_t = res["head_seconds"][arch]["softmax"]
+        for h in heads:
+            runs = [r for r in res["runs"] if r["arch"] == arch and r["head"] == h]
+            if not runs:
+                continue
+            v, t = mean_std([r["valid_ppl"] for r in runs]), mean_std([r["test_ppl"] for r in runs])
+            agg[(arch, h)] = t[0]
+            ht = res["head_seconds"][arch][h]
+            backbone = "GPT (quickstart)" if arch == "gpt" else "Transformer-XL (ptb)"
+            rows.append(f"| {backbone} | {LABELS[h]} | {runs[0]['params']:,} | {v[0]:.2f} ± {v[1]:.2f} | "
+                        f"**{t[0]:.2f} ± {t[1]:.2f}** | {ht * 1000:.1f} ({ht / base_t:.2f}×) | "
+                        f"{statistics.mean(r['wall_s'] for r in runs):.0f} | {len(runs)} |")
+
+    def cmp(a: str, b: str, arch: str = "gpt") -> str:
+        x, y = agg.get((arch, a)), agg.get((arch, b))
+        if x is None or y is None:
+            return f"{LABELS[a]} vs {LABELS[b]}: not run"
+        return f"{LABELS[a]} {x:.2f} {'<' if x < y else '≥'} {LABELS[b]} {y:.2f}"
+
+    checks = "\n".join(f"- {c}" for c in (cmp("mfs", "mos3"), cmp("mos3", "softmax"), cmp("mos3", "softmax_facet"),
+                                          cmp("clr20+mi", "mfs"), cmp("clr20+mi", "softmax"),
+                                          cmp("clr20+mi", "softmax", "txl")))
+    return f"""# Output heads trained from scratch on PTB
+
+{{header}}Each row changes only the output head (`model.head`, names from `genfeat.heads.config.HEADS`) of the same
+backbone, same data order and budget per seed: GPT rows are `genfeat run lm --preset quickstart` (2 layers, d=128,
+no dropout, 3,200 steps of 8×64 tokens, 1.8 epochs); Transformer-XL rows are `genfeat run transformer_xl --preset
+ptb` (4 layers, d=128, memory 64, {res['txl_steps']} steps of 16×64 tokens). Test perplexity at the best validation
+step, mean ± std over seeds {record['seeds']}. Head time: head-only forward + backward at the training batch shape,
+V = 10,000, median of {res['repeats']} repeats in one quiet process (ratio to that backbone's tied softmax). Wall
+time: the whole run (training, evaluation, sampling); runs shared the 2 cores with one other run (one torch thread
+each), so compare wall times only within this table.
+
+| backbone | head | parameters | valid ppl | test ppl | head ms / batch | wall s | seeds |
+|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+The thesis's direction (Tables 2.1, 2.4: MFS < MoS < Softmax, CLR ≤ MFS at a fraction of the cost), here:
+
+{checks}
+
+{res.get('reading', '')}
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--arch", choices=["gpt", "txl", "both"], default="both")
+    ap.add_argument("--heads", nargs="+", help="restrict to these heads (default: every head of the table)")
+    ap.add_argument("--txl-steps", type=int, default=1500)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--runs", default="runs/bench_heads_ptb", help="where the trained runs are kept")
+    ap.add_argument("--train-only", action="store_true")
+    ap.add_argument("--collect", action="store_true", help="only time the heads and collect the kept runs")
+    ap.add_argument("--reading", default="", help="an interpretation paragraph kept in the JSON")
+    ap.add_argument("--render-only", action="store_true")
+    args = ap.parse_args()
+    if args.render_only:
+        print(render(NAME, markdown))
+        return
+    runs = Path(args.runs)
+    jobs = [(a, h) for a, hs in (("gpt", GPT_HEADS), ("txl", TXL_HEADS)) if args.arch in (a, "both")
+            for h in hs if not args.heads or h in args.heads]
+    results = []
+    for seed in args.seeds:
+        for arch, head in jobs:
+            if args.collect:
+                f = runs / f"{arch}-{head}-seed{seed}" / "result.json"
+                if f.exists():
+                    results.append(json.loads(f.read_text()))
+            elif (r := train_one(arch, head, seed, runs, args.txl_steps)) is not None:
+                results.append(r)
+    if args.train_only:
+        return
+    record = {"gpt_heads": GPT_HEADS, "txl_heads": TXL_HEADS, "txl_steps": args.txl_steps, "repeats": args.repeats,
+              "runs": results, "head_seconds": head_times(args.repeats), "reading": args.reading}
+    print(write_results(NAME, record, markdown, seeds=args.seeds))
+
+
+if __name__ == "__main__":
+    main()
