@@ -7,9 +7,10 @@ records docs/results/heads_ptb.{md,json}.
 
 GPT rows: `genfeat run lm --preset quickstart` (2 layers, d=128, 3,200 steps of 8x64 tokens) with only
 `model.head` changed. Transformer-XL rows: `genfeat run transformer_xl --preset ptb` (4 layers, d=128, memory 64)
-with `--steps` steps. Each (backbone, head, seed) is a separate run kept under `--runs` with its result.json, so
-several workers (`--train-only`, one thread each) can share the list and a stopped benchmark resumes. Head time: head-only
-forward + backward at the run's batch shape, median of repeats, all heads in one quiet process (`--collect`).
+with `--txl-steps` steps. Each (backbone, head, seed) is a separate run kept under `--runs` with its result.json,
+so several workers (`--train-only`, one thread each) can share the list and a stopped benchmark resumes. Head
+time: head-only forward + backward at the run's batch shape, median of repeats, all heads in one quiet process
+(`--collect`).
 """
 
 from __future__ import annotations

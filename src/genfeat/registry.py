@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import lm, planetoid, transformer_xl
+from genfeat.recipes import lm, planetoid, seqrec, transformer_xl
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ RECIPES: dict[str, Recipe] = {
     "planetoid": Recipe("planetoid", "graph semi-supervised node classification: Planetoid-T/I/G (thesis Y §3.3) "
                         "and baselines (Feat, LP, GraphEmb, GCN)", planetoid.PlanetoidRunConfig, planetoid.PRESETS,
                         planetoid.run, "linuxdoc"),
+    "seqrec": Recipe("seqrec", "sequential recommendation: SASRec / GRU4Rec with every output head, RepeatNet "
+                     "(thesis C §2.5)", seqrec.SeqRecRunConfig, seqrec.PRESETS, seqrec.run, "sasrec_ml100k"),
 }
 
 # Short names for common (recipe, preset) pairs.

@@ -201,7 +201,10 @@ class MultiFacetSoftmax(nn.Module):
     def _rerank(self, logits: Tensor, q: Tensor) -> Tensor:
         """Reranker rings, largest first, each on the current logits (Eq. 2.8 as the reference)."""
         for n, layer in reversed(list(zip(self.reranker_sizes, self.f_rerank, strict=True))):
-            idx = logits.detach().topk(n, dim=-1).indices  # (B, T, n)
+            ranked = logits.detach()
+            if self.pad_id is not None:  # the padding id never takes a ring slot
+                ranked = ranked.index_fill(-1, torch.tensor([self.pad_id], device=ranked.device), float("-inf"))
+            idx = ranked.topk(n, dim=-1).indices  # (B, T, n)
             w = self.weight[idx]  # (B, T, n, d)
             new = torch.einsum("btd,btnd->btn", layer(q), w)
             if self.bias is not None:

@@ -1,0 +1,226 @@
+"""Next-item recommendation with SASRec / GRU4Rec and every output head, or RepeatNet (thesis C §2.5).
+
+    genfeat data fetch ml-100k
+    genfeat run seqrec --preset sasrec_ml100k                      # SASRec + Softmax (Table 2.7's first row)
+    genfeat run seqrec --preset sasrec_ml100k --model.head c+mi    # or plain, softmax+mi, mos, c, clr, clr+mi, mos+clr
+    genfeat run seqrec --preset gru4rec_ml100k --model.head clr
+    genfeat run seqrec --preset repeatnet_ml100k
+
+Framework (specs/framework.md): `OnePhase(L)` with L the cross-entropy of the next item under the head's
+distribution over all items, one target per example (the history's read-out position). Training as the thesis
+(RecBole defaults): Adam lr 1e-3, no weight decay, no clipping, batch 128 (SASRec) / 64 (GRU4Rec, RepeatNet),
+evaluation on the validation users after every epoch, early stopping after `train.patience` epochs without a
+better validation NDCG@10 (the issue's criterion; the reference uses MRR@10), test metrics with the best weights.
+
+Data (`data.dataset`): `ml-100k` (the recbole wheel's MovieLens-100K), `atomic:PATH` (any RecBole `.inter`
+file; `data.user_field` / `item_field` / `time_field` name its columns), `ml1m:PATH` (GroupLens `ratings.dat`).
+Split: leave-one-out in time order with prefix augmentation (`genfeat.data.seqrec`). Metrics: full ranking over
+all items, history items not masked (`eval.mask_history` to mask), pessimistic ties (`genfeat.metrics.ranking`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from genfeat.config import atomic_write_text
+from genfeat.data.seqrec import Examples, SeqData, load_atomic_inter, load_ml1m_ratings, load_ml100k, make_seqdata
+from genfeat.errors import ConfigError
+from genfeat.metrics.ranking import history_mass, ranking_metrics_from_ranks, target_ranks
+from genfeat.models.seqrec import SeqRecConfig, build_seqrec
+from genfeat.recipes.lm import seed_everything
+from genfeat.train import distributed as D
+from genfeat.train.checkpoint import load_model_weights
+from genfeat.train.logging import machine_info
+from genfeat.train.loop import TrainConfig, fit
+
+
+@dataclass(frozen=True)
+class SeqRecDataConfig:
+    dataset: str = "ml-100k"  # ml-100k | atomic:PATH | ml1m:PATH
+    user_field: str = "user_id"
+    item_field: str = "item_id"
+    time_field: str = "timestamp"
+    min_user_inter: int = 5
+    batch_size: int = 128
+    eval_batch_size: int = 1024
+
+
+@dataclass(frozen=True)
+class SeqRecEvalConfig:
+    ks: tuple[int, ...] = (10,)
+    mask_history: bool = False  # thesis: history items stay candidates
+    ties: str = "pessimistic"
+
+
+def _train(**kw: Any) -> TrainConfig:
+    base = {"max_steps": 1, "lr": 1e-3, "warmup_steps": 0, "schedule": "constant", "weight_decay": 0.0,
+            "clip_norm": 0.0, "log_every": 50, "eval_every": 1, "early_stop_metric": "valid_ndcg@10",
+            "early_stop_mode": "max", "patience": 10, "keep_last": 1}
+    return TrainConfig(**(base | kw))
+
+
+@dataclass(frozen=True)
+class SeqRecRunConfig:
+    seed: int = 0
+    epochs: int = 300  # upper bound; early stopping usually ends the run sooner
+    data: SeqRecDataConfig = field(default_factory=SeqRecDataConfig)
+    model: SeqRecConfig = field(default_factory=SeqRecConfig)
+    train: TrainConfig = field(default_factory=_train)  # max_steps / eval_every are set from the epochs
+    eval: SeqRecEvalConfig = field(default_factory=SeqRecEvalConfig)
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1:
+            raise ConfigError("epochs must be >= 1")
+
+
+# ----------------------------------------------------------------------------------------- presets
+def sasrec_ml100k() -> SeqRecRunConfig:
+    """SASRec (2 layers, 2 heads, d=64, dropout 0.2 as the thesis) on MovieLens-100K, batch 128."""
+    return SeqRecRunConfig(model=SeqRecConfig(encoder="sasrec"))
+
+
+def gru4rec_ml100k() -> SeqRecRunConfig:
+    """GRU4Rec (embedding 64, GRU 128, dropout 0.3) on MovieLens-100K, batch 64."""
+    return SeqRecRunConfig(data=SeqRecDataConfig(batch_size=64), model=SeqRecConfig(encoder="gru4rec", dropout=0.3))
+
+
+def repeatnet_ml100k() -> SeqRecRunConfig:
+    """RepeatNet (embedding = hidden = 64, dropout 0.5) on MovieLens-100K, batch 64."""
+    return SeqRecRunConfig(data=SeqRecDataConfig(batch_size=64), model=SeqRecConfig(encoder="repeatnet", dropout=0.5))
+
+
+def tiny() -> SeqRecRunConfig:
+    """Seconds; for tests (pass a small `data.dataset atomic:PATH`)."""
+    return SeqRecRunConfig(epochs=3, data=SeqRecDataConfig(batch_size=16, min_user_inter=3),
+                           model=SeqRecConfig(max_len=10, d=16, d_inner=32, gru_hidden=16),
+                           train=_train(patience=2, log_every=5))
+
+
+PRESETS = {"sasrec_ml100k": sasrec_ml100k, "gru4rec_ml100k": gru4rec_ml100k, "repeatnet_ml100k": repeatnet_ml100k,
+           "tiny": tiny}
+
+
+# ----------------------------------------------------------------------------------------- pieces
+def load_seqdata(cfg: SeqRecDataConfig, max_len: int) -> SeqData:
+    name = cfg.dataset
+    if name == "ml-100k":
+        inter = load_ml100k()
+    elif name.startswith("atomic:"):
+        inter = load_atomic_inter(name[7:], cfg.user_field, cfg.item_field, cfg.time_field)
+    elif name.startswith("ml1m:"):
+        inter = load_ml1m_ratings(name[5:])
+    else:
+        raise ConfigError(f"data.dataset must be ml-100k, atomic:PATH or ml1m:PATH, got {name!r}")
+    return make_seqdata(inter, max_len, cfg.min_user_inter)
+
+
+class ExampleBatches:
+    """Endless shuffled mini-batches of training examples, one permutation per epoch (seeded); its position is
+    checkpointed (`state_dict`), so a resumed run sees the same batches."""
+
+    def __init__(self, ex: Examples, batch_size: int, seed: int):
+        self.ex, self.batch_size, self.seed = ex, batch_size, seed
+        self.epoch, self.pos = 0, 0
+        self.steps_per_epoch = -(-len(ex) // batch_size)
+        self._perm, self._perm_epoch = np.arange(0), -1
+
+    def __iter__(self) -> ExampleBatches:
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self.pos >= self.steps_per_epoch:
+            self.epoch, self.pos = self.epoch + 1, 0
+        if self._perm_epoch != self.epoch:
+            self._perm = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.ex))
+            self._perm_epoch = self.epoch
+        idx = self._perm[self.pos * self.batch_size: (self.pos + 1) * self.batch_size]
+        self.pos += 1
+        return (torch.from_numpy(self.ex.history[idx]), torch.from_numpy(self.ex.length[idx]),
+                torch.from_numpy(self.ex.target[idx]))
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "pos": self.pos}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.pos = state["epoch"], state["pos"]
+
+
+def seqrec_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, int]:
+    device = next(model.parameters()).device
+    hist, length, target = (t.to(device) for t in batch)
+    logp = model(hist, length)
+    return torch.nn.functional.nll_loss(logp, target), target.numel()
+
+
+@torch.no_grad()
+def evaluate_seqrec(model: torch.nn.Module, ex: Examples, ec: SeqRecEvalConfig, batch_size: int,
+                    prefix: str) -> dict[str, float]:
+    """Full-ranking Hit/NDCG/MRR@K, NLL and mean history mass over `ex`."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    sums: dict[str, float] = {}
+    for a in range(0, len(ex), batch_size):
+        hist, length, target = (torch.from_numpy(x[a: a + batch_size]).to(device)
+                                for x in (ex.history, ex.length, ex.target))
+        logp = model(hist, length)
+        ranks = target_ranks(logp, target, (0,), hist, ec.mask_history, ec.ties)
+        vals = ranking_metrics_from_ranks(ranks, ec.ks)
+        vals["loss"] = -logp.gather(1, target[:, None]).squeeze(1)
+        vals["history_mass"] = history_mass(logp, hist)
+        for k, v in vals.items():
+            sums[k] = sums.get(k, 0.0) + float(v.sum())
+    model.train(was_training)
+    return {f"{prefix}_{k}": v / len(ex) for k, v in sums.items()}
+
+
+def run(cfg: SeqRecRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    info = D.setup(cfg.train.device)
+    if info.world_size > 1:
+        raise ConfigError("seqrec trains on one device (ML-100K takes seconds per epoch)")
+    t0 = time.perf_counter()
+    seed_everything(cfg.seed)
+    data = load_seqdata(cfg.data, cfg.model.max_len)
+    print(data.summary())
+    model = build_seqrec(cfg.model, data.n_items).to(info.device)
+    n_params = sum(p.numel() for p in model.parameters())
+    batches = ExampleBatches(data.train, cfg.data.batch_size, cfg.seed)
+    spe = batches.steps_per_epoch
+    tc = dataclasses.replace(cfg.train, max_steps=cfg.epochs * spe, eval_every=spe * cfg.train.eval_every,
+                             log_every=min(cfg.train.log_every, spe))
+    name = cfg.model.encoder if cfg.model.encoder == "repeatnet" else f"{cfg.model.encoder}+{cfg.model.head}"
+    print(f"genfeat seqrec {name}: {n_params / 1e6:.3f}M parameters, {spe} steps per epoch, up to {cfg.epochs} "
+          f"epochs, early stopping on {tc.early_stop_metric} (patience {tc.patience})")
+    result = fit(model, seqrec_loss, batches, tc, run_dir,
+                 evaluate=lambda m: evaluate_seqrec(m, data.valid, cfg.eval, cfg.data.eval_batch_size, "valid"),
+                 resume_from=resume_from, desc=name)
+    load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
+    final = evaluate_seqrec(model, data.valid, cfg.eval, cfg.data.eval_batch_size, "valid")
+    final |= evaluate_seqrec(model, data.test, cfg.eval, cfg.data.eval_batch_size, "test")
+    epochs = result.step / spe
+    summary = {"model": name, "params": n_params, "dataset": data.stats() | {"name": data.name},
+               "epochs": round(epochs, 2), "best_epoch": round((result.best_step or 0) / spe, 2),
+               "epoch_train_s": round(result.train_time / max(epochs, 1e-9), 2),
+               "train_wall_s": round(result.wall_time, 1), "total_wall_s": round(time.perf_counter() - t0, 1),
+               **{k: round(v, 5) for k, v in final.items()}, "machine": machine_info(info.device)}
+    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+    k = cfg.eval.ks[0]
+    lines = [f"# {name} on {data.name}", "", data.summary(), "", f"| split | Hit@{k} | NDCG@{k} | MRR@{k} | NLL |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {s} | {final[f'{s}_hit@{k}']:.4f} | {final[f'{s}_ndcg@{k}']:.4f} | {final[f'{s}_mrr@{k}']:.4f} | "
+              f"{final[f'{s}_loss']:.4f} |" for s in ("valid", "test")]
+    lines += ["", f"{summary['epochs']} epochs (best {summary['best_epoch']}), {summary['epoch_train_s']} s of "
+              f"training per epoch on {summary['machine'].get('cpu', 'this machine')}."]
+    atomic_write_text(run_dir / "report.md", "\n".join(lines) + "\n")
+    print(f"valid Hit@{k} {final[f'valid_hit@{k}']:.4f} NDCG@{k} {final[f'valid_ndcg@{k}']:.4f}   test Hit@{k} "
+          f"{final[f'test_hit@{k}']:.4f} NDCG@{k} {final[f'test_ndcg@{k}']:.4f}   ({summary['epochs']} epochs, "
+          f"{summary['epoch_train_s']} s/epoch) -> {run_dir}")
+    return summary

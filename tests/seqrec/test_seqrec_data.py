@@ -1,0 +1,92 @@
+"""Interaction readers, time ordering, the leave-one-out split (spec §12 tests 1, 11) and the synthetic worlds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from genfeat.data.seqrec import (
+    Interactions,
+    build_sequences,
+    leave_one_out,
+    load_atomic_inter,
+    load_ml1m_ratings,
+    make_seqdata,
+    repeat_rate,
+)
+from genfeat.data.seqrec_synthetic import make_world
+from genfeat.errors import DataError
+
+
+def test_leave_one_out_exact_examples():
+    a, b, c, d, e = 1, 2, 3, 4, 5
+    train, valid, test = leave_one_out([np.array([a, b, c, d, e])], max_len=50)
+    assert [list(h[:n]) for h, n in zip(train.history, train.length, strict=True)] == [[a], [a, b]]
+    assert list(train.target) == [b, c]
+    assert list(valid.history[0, : valid.length[0]]) == [a, b, c] and valid.target[0] == d
+    assert list(test.history[0, : test.length[0]]) == [a, b, c, d] and test.target[0] == e
+    assert (train.history[0, 1:] == 0).all()  # right padding
+
+
+def test_histories_keep_the_most_recent_items_and_augmentation_count():
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(1, 50, n) for n in (3, 7, 60, 2, 12)]
+    train, valid, test = leave_one_out(seqs, max_len=5)
+    assert len(train) == sum(len(s) - 3 for s in seqs if len(s) >= 3)
+    assert len(valid) == len(test) == 4  # the 2-item user has no split
+    long = seqs[2]
+    assert list(test.history[2]) == list(long[-6:-1]) and test.length[2] == 5 and test.target[2] == long[-1]
+
+
+def _write_inter(path, rows):
+    path.write_text("user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+                    + "".join(f"{u}\t{i}\t3\t{t}\n" for u, i, t in rows))
+
+
+def test_atomic_reader_sorts_by_time_stably_remaps_and_filters(tmp_path):
+    rows = [("u1", "m9", 30), ("u2", "m5", 5), ("u1", "m7", 10), ("u1", "m9", 20), ("u1", "m8", 20),
+            ("u2", "m7", 1), ("u3", "m1", 1)]
+    _write_inter(tmp_path / "x.inter", rows)
+    inter = load_atomic_inter(tmp_path / "x.inter")
+    seqs, tokens = build_sequences(inter, min_user_inter=2)
+    # u1 by time, ties (20) in file order: m7, m9, m8, m9 (duplicates kept); u2: m7, m5; u3 dropped (1 item)
+    assert [[tokens[i] for i in s] for s in seqs] == [["m7", "m9", "m8", "m9"], ["m7", "m5"]]
+    assert list(tokens) == ["[PAD]", "m9", "m5", "m7", "m8"]  # ids by first appearance in the file; m1 gone
+    with pytest.raises(DataError, match="product_id"):
+        load_atomic_inter(tmp_path / "x.inter", item_field="nope")
+
+
+def test_ml1m_reader(tmp_path):
+    (tmp_path / "ratings.dat").write_text("1::1193::5::978300760\n1::661::3::978302109\n2::1193::4::978298413\n")
+    inter = load_ml1m_ratings(tmp_path / "ratings.dat")
+    assert list(inter.items) == ["1193", "661", "1193"] and inter.times[1] == 978302109
+    (tmp_path / "bad.dat").write_text("1::2::3\n")
+    with pytest.raises(DataError, match="UserID"):
+        load_ml1m_ratings(tmp_path / "bad.dat")
+
+
+def test_repeat_rate_and_stats():
+    inter = Interactions(np.array(["a"] * 4 + ["b"] * 4), np.array(["x", "y", "x", "x", "x", "y", "z", "w"]),
+                         np.arange(8.0), "t")
+    data = make_seqdata(inter, max_len=10, min_user_inter=3)
+    # a: x y x x -> valid target x (in history), test x; b: x y z w -> valid z, test w (new)
+    assert repeat_rate(data.valid) == 0.5 and repeat_rate(data.test) == 0.5
+    s = data.stats()
+    assert (s["users"], s["items"], s["interactions"]) == (2, 4, 8)
+
+
+@pytest.mark.parametrize("world", ["A", "B"])
+def test_synthetic_world_truth(world):
+    data, truth = make_world(world, n_users=200, seed=1)
+    assert truth.shape == (len(data.valid), data.n_items + 1)
+    np.testing.assert_allclose(truth.sum(1), 1.0, atol=1e-12)
+    assert (truth[:, 0] == 0).all()
+    hist_mass = np.array([truth[n, h[h > 0]].sum() if world == "A" else truth[n, np.unique(h[h > 0])].sum()
+                          for n, h in enumerate(data.valid.history)])
+    target_p = truth[np.arange(len(truth)), data.valid.target]
+    assert (target_p > 0).all()  # the targets were drawn from these distributions
+    if world == "A":
+        assert hist_mass.max() == 0.0 and repeat_rate(data.valid) == 0.0
+    else:  # rho = 0.5 of the mass on the last 5 distinct items
+        np.testing.assert_allclose(hist_mass, 0.5, atol=1e-9)
+        assert 0.4 < repeat_rate(data.valid) < 0.6

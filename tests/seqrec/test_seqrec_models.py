@@ -1,0 +1,175 @@
+"""SASRec / GRU4Rec with every Table-2.7 head, and RepeatNet (spec §12 tests 4, 5, 7-10)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from genfeat.models.seqrec import SEQREC_HEADS, RepeatNet, SeqRecConfig, build_seqrec
+from genfeat.nn.outputs import BackboneOutput
+
+N = 120  # items; the largest reranker ring is 500 -> clipped configs below use smaller rings
+
+
+def _batch():
+    torch.manual_seed(1)
+    seq = torch.randint(1, N + 1, (4, 10))
+    length = torch.tensor([4, 10, 7, 1])
+    for b, n in enumerate(length):
+        seq[b, n:] = 0
+    seq[1, 5] = seq[1, 2]  # duplicates
+    seq[1, 8] = seq[1, 2]
+    return seq, length
+
+
+def _cfg(encoder: str, head: str, **kw) -> SeqRecConfig:
+    from genfeat.models.seqrec.config import SEQREC_HEADS as H
+
+    hc = H[head]
+    if hc.reranker_sizes:
+        hc = type(hc)(**{**hc.__dict__, "reranker_sizes": (5, 20, 50)})  # spec §11 rings scaled to few items
+    return SeqRecConfig(encoder=encoder, head=head, head_config=hc, max_len=10, d=16, d_inner=32, gru_hidden=24,
+                        dropout=0.0, attn_dropout=0.0, **kw)
+
+
+@pytest.mark.parametrize("head", list(SEQREC_HEADS))
+@pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
+def test_every_head_is_a_distribution_over_items(encoder, head):
+    torch.manual_seed(0)
+    model = build_seqrec(_cfg(encoder, head), N).eval()
+    seq, length = _batch()
+    logp = model.log_probs(seq, length)
+    assert logp.shape == (4, N + 1)
+    assert torch.isneginf(logp[:, 0]).all()  # padding id: probability 0
+    torch.testing.assert_close(logp.exp().sum(-1), torch.ones(4), atol=1e-5, rtol=0)
+    logp.logsumexp(-1).sum().backward()  # finite gradients everywhere
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
+def test_last_valid_readout_ignores_the_padding_and_later_slots(encoder):
+    torch.manual_seed(0)
+    model = build_seqrec(_cfg(encoder, "clr+mi"), N).eval()
+    seq, length = _batch()
+    base = model.log_probs(seq, length)
+    other = seq.clone()
+    other[0, 4:] = torch.randint(1, N + 1, (6,))  # fill user 0's padding with items: nothing it reads changes
+    torch.testing.assert_close(model.log_probs(other, length)[0], base[0])
+    full = torch.full_like(length, 10)
+    slot = build_seqrec(_cfg(encoder, "clr+mi", readout="last_slot"), N).eval()
+    slot.load_state_dict(model.state_dict())
+    torch.testing.assert_close(slot.log_probs(other, full), model.log_probs(other, full))  # equal at full length
+    assert not torch.allclose(slot.log_probs(seq, length)[0], base[0])  # a padding slot otherwise
+
+
+def test_sasrec_is_causal():
+    torch.manual_seed(0)
+    enc = build_seqrec(_cfg("sasrec", "softmax"), N).encoder.eval()
+    seq, _ = _batch()
+    a = enc(seq).hidden
+    seq2 = seq.clone()
+    seq2[1, 6] = (seq2[1, 6] % N) + 1
+    b = enc(seq2).hidden
+    torch.testing.assert_close(a[1, :6], b[1, :6])
+    assert not torch.allclose(a[1, 6], b[1, 6])
+
+
+def test_mi_depth_is_every_encoder_layer():
+    assert _cfg("sasrec", "c+mi").resolved_head().depth == 2
+    assert _cfg("gru4rec", "c+mi").resolved_head().depth == 1
+    assert _cfg("sasrec", "clr", merge="add").resolved_head().merge == "add"
+
+
+@pytest.mark.parametrize("merge", ["assign", "add"])
+def test_context_partition_brute_force(merge):
+    """Spec §12 test 5: history items (only they, padding excluded) get f_C·e_x (replace) or f_1·e_x + f_C·e_x
+    (add), plus the local term f_L·L_E(q_t) averaged over the positions holding x."""
+    torch.manual_seed(0)
+    model = build_seqrec(_cfg("sasrec", "clr", merge=merge), N).eval()
+    head = model.head
+    head.reranker_sizes, head.f_rerank = (), torch.nn.ModuleList()  # C + L only
+    seq, length = _batch()
+    out = model.encoder(seq)
+    pos = (length - 1)[:, None]
+    z = head(out, seq, positions=pos).scores[:, 0]
+    W, h = head.weight, out.hidden
+    for b in range(4):
+        T = int(length[b]) - 1
+        q = h[b, T]
+        base = head.facets[0](q) @ W.T
+        want = base.clone()
+        items = {int(x) for x in seq[b, : T + 1] if x > 0}
+        for x in items:
+            occ = [t for t in range(T + 1) if int(seq[b, t]) == x]
+            local = sum(head.f_local(q) @ head.f_key(h[b, t]) for t in occ) / len(occ)
+            val = head.f_context(q) @ W[x] + local
+            want[x] = val if merge == "assign" else base[x] + val
+        torch.testing.assert_close(z[b], want, atol=1e-5, rtol=1e-5)
+
+
+def test_reranker_rings_brute_force():
+    """Spec §12 test 7: rings (5, 20, 50) largest first on the current logits; with replace, the final top-5
+    ring's items (not in the history) get f_R5·e_x."""
+    torch.manual_seed(0)
+    model = build_seqrec(_cfg("gru4rec", "clr"), N).eval()
+    head = model.head
+    seq, length = _batch()
+    out = model.encoder(seq)
+    q = out.hidden[torch.arange(4), length - 1]
+    z = head(out, seq, positions=(length - 1)[:, None]).scores[:, 0]
+    for b in range(4):
+        cur = head.facets[0](q[b]) @ head.weight.T
+        for n, layer in sorted(zip(head.reranker_sizes, head.f_rerank, strict=True), key=lambda p: -p[0]):
+            ranked = cur.detach().clone()
+            ranked[0] = float("-inf")
+            top = ranked.topk(n).indices
+            cur = cur.clone()
+            cur[top] = layer(q[b]) @ head.weight[top].T
+        hist = {int(x) for x in seq[b] if x > 0}
+        keep = [x for x in range(N + 1) if x not in hist]
+        torch.testing.assert_close(z[b, keep], cur[keep], atol=1e-5, rtol=1e-5)
+
+
+def test_mi_window_reads_the_last_three_positions_and_zeros_before_the_start():
+    from genfeat.heads.multi_facet import MultiInput
+
+    torch.manual_seed(0)
+    mi = MultiInput(4, window=3, depth=2)
+    layers = (torch.randn(1, 5, 4), torch.randn(1, 5, 4))
+    out = BackboneOutput(layers[-1], all_hidden=layers)
+    q = mi(out)
+    for T in (0, 1, 4):
+        blocks = []
+        for h in (layers[1], layers[0]):
+            for i in range(3):
+                blocks.append(h[0, T - i] if T - i >= 0 else torch.zeros(4))
+        want = torch.cat([layers[1][0, T], torch.nn.functional.gelu(mi.proj(torch.cat(blocks)), approximate="tanh")])
+        torch.testing.assert_close(q[0, T], want)
+
+
+def test_repeatnet_decoders():
+    torch.manual_seed(0)
+    net = RepeatNet(N, d=16, hidden_size=16, dropout=0.0).eval()
+    seq, length = _batch()
+    logp, log_re = net(seq, length)
+    torch.testing.assert_close(logp.exp().sum(-1), torch.ones(4), atol=1e-5, rtol=0)
+    for b in range(4):
+        hist = sorted({int(x) for x in seq[b] if x > 0})
+        others = [x for x in range(1, N + 1) if x not in hist]
+        # repeat mass sits exactly on the history (P_e = 0 there), explore mass exactly off it (P_r = 0)
+        torch.testing.assert_close(logp[b, hist].exp().sum(), log_re[b, 0].exp(), atol=1e-5, rtol=0)
+        torch.testing.assert_close(logp[b, others].exp().sum(), log_re[b, 1].exp(), atol=1e-5, rtol=0)
+    assert torch.isneginf(logp[:, 0]).all()
+    longer = torch.nn.functional.pad(seq, (0, 4))  # more padding changes nothing: masked in all three attentions
+    torch.testing.assert_close(net(longer, length)[0], logp)
+
+
+def test_config_errors():
+    from genfeat.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="encoder"):
+        SeqRecConfig(encoder="bert4rec")
+    with pytest.raises(ConfigError, match="head"):
+        SeqRecConfig(head="nope")
+    with pytest.raises(ValueError, match="rings"):
+        build_seqrec(SeqRecConfig(head="clr", d=8, max_len=5), 50)
