@@ -183,13 +183,20 @@ def evaluate_seqrec(model: torch.nn.Module, ex: Examples, ec: SeqRecEvalConfig, 
 
 
 def run(cfg: SeqRecRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    data = load_seqdata(cfg.data, cfg.model.max_len)
+    print(data.summary())
+    return train_and_evaluate(cfg, data, run_dir, resume_from)[0]
+
+
+def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
+                       resume_from: Path | None = None) -> tuple[dict[str, Any], torch.nn.Module]:
+    """Train on data.train with early stopping on validation, evaluate the best weights; summary.json + report.md.
+    Returns (summary, model with the best weights, in eval mode)."""
     info = D.setup(cfg.train.device)
     if info.world_size > 1:
         raise ConfigError("seqrec trains on one device (ML-100K takes seconds per epoch)")
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
-    data = load_seqdata(cfg.data, cfg.model.max_len)
-    print(data.summary())
     model = build_seqrec(cfg.model, data.n_items).to(info.device)
     n_params = sum(p.numel() for p in model.parameters())
     batches = ExampleBatches(data.train, cfg.data.batch_size, cfg.seed)
@@ -223,4 +230,4 @@ def run(cfg: SeqRecRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     print(f"valid Hit@{k} {final[f'valid_hit@{k}']:.4f} NDCG@{k} {final[f'valid_ndcg@{k}']:.4f}   test Hit@{k} "
           f"{final[f'test_hit@{k}']:.4f} NDCG@{k} {final[f'test_ndcg@{k}']:.4f}   ({summary['epochs']} epochs, "
           f"{summary['epoch_train_s']} s/epoch) -> {run_dir}")
-    return summary
+    return summary, model.eval()
