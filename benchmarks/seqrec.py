@@ -1,0 +1,126 @@
+"""Thesis C Table 2.7 on MovieLens-100K: SASRec and GRU4Rec with every output head, and RepeatNet; records
+docs/results/seqrec.{md,json}.
+
+    genfeat data fetch ml-100k
+    python -m benchmarks.seqrec [--seeds 0 1 2] [--epochs 300] [--patience 10] [--device cuda]
+    python -m benchmarks.seqrec --train-only --encoders sasrec --heads softmax c     # one worker's share
+    python -m benchmarks.seqrec --collect                                             # table from the kept runs
+
+Each run is `genfeat run seqrec --preset {sasrec,gru4rec,repeatnet}_ml100k --model.head HEAD --seed S` with the
+thesis protocol (Adam 1e-3, batch 128 / 64, validation after every epoch, early stopping on validation NDCG@10
+with patience `--patience`, at most `--epochs` epochs); runs are kept under `--runs` with their summary.json
+(a claimed directory is skipped by other workers; delete a crashed run's directory to retry it).
+The table shows validation Hit@10 / NDCG@10 (Table 2.7 reports validation) and test, ×100, mean ± std.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import render, write_results
+from genfeat.recipes import seqrec as R
+
+NAME = "seqrec"
+HEADS = ["softmax", "softmax+mi", "mos", "c", "c+mi", "clr", "clr+mi", "mos+clr"]
+LABELS = {"softmax": "Softmax", "softmax+mi": "Softmax + Mi", "mos": "Multi-Softmax (MoS)", "c": "Softmax + C",
+          "c+mi": "Softmax + C + Mi", "clr": "Softmax + CLR", "clr+mi": "Softmax + CLR + Mi",
+          "mos+clr": "Multi-Softmax + CLR", "repeatnet": "RepeatNet"}
+
+
+def jobs(encoders: list[str], heads: list[str]) -> list[tuple[str, str]]:
+    out = [(e, h) for e in encoders if e != "repeatnet" for h in heads]
+    return out + ([("repeatnet", "repeatnet")] if "repeatnet" in encoders else [])
+
+
+def config(encoder: str, head: str, seed: int, epochs: int, patience: int, device: str) -> R.SeqRecRunConfig:
+    cfg = R.PRESETS[f"{encoder}_ml100k"]()
+    model = cfg.model if encoder == "repeatnet" else dataclasses.replace(cfg.model, head=head)
+    return dataclasses.replace(cfg, seed=seed, epochs=epochs, model=model,
+                               train=dataclasses.replace(cfg.train, patience=patience, device=device))
+
+
+def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None:
+    run_dir = Path(args.runs) / f"{encoder}-{head}-seed{seed}"
+    done = run_dir / "summary.json"
+    if done.exists():
+        return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
+    if args.collect:
+        return None
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir()
+    except FileExistsError:  # another worker has it
+        return None
+    s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device), run_dir)
+    return s | {"encoder": encoder, "head": head, "seed": seed}
+
+
+def ms(v: list[float]) -> str:
+    return f"{100 * statistics.mean(v):.2f} ± {100 * (statistics.stdev(v) if len(v) > 1 else 0.0):.2f}"
+
+
+def markdown(record: dict[str, Any]) -> str:
+    res = record["results"]
+    rows = []
+    for enc, head in jobs(["sasrec", "gru4rec", "repeatnet"], HEADS):
+        runs = [r for r in res["runs"] if r["encoder"] == enc and r["head"] == head]
+        if not runs:
+            continue
+        name = {"sasrec": "SASRec", "gru4rec": "GRU4Rec", "repeatnet": "–"}[enc]
+        cols = " | ".join(ms([r[k] for r in runs]) for k in ("valid_hit@10", "valid_ndcg@10", "test_hit@10",
+                                                             "test_ndcg@10"))
+        rows.append(f"| {name} | {LABELS[head]} | {cols} | {statistics.mean(r['epochs'] for r in runs):.0f} | "
+                    f"{statistics.mean(r['epoch_train_s'] for r in runs):.1f} | {len(runs)} |")
+    ds = res["runs"][0]["dataset"] if res["runs"] else {}
+    return f"""# Sequential recommendation on MovieLens-100K (thesis C Table 2.7 protocol)
+
+{{header}}MovieLens-100K from the recbole 1.2.1 wheel ({ds.get('users', '?')} users, {ds.get('items', '?')} items,
+{ds.get('interactions', '?')} interactions, repeat rate of validation targets {ds.get('repeat_rate_valid', '?')});
+leave-one-out in time order, prefix augmentation, history ≤ 50; full ranking over all items, history items not
+masked, pessimistic ties; ×100, mean ± std over seeds {record['seeds']}. Training: at most {res['epochs']} epochs,
+early stopping on validation NDCG@10 with patience {res['patience']}, best validation weights; merge mode `assign`,
+read-out at the last real item.
+
+| encoder | output layer | valid Hit@10 | valid NDCG@10 | test Hit@10 | test NDCG@10 | epochs | s / epoch | seeds |
+|---|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+{res.get('reading', '')}
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--encoders", nargs="+", default=["sasrec", "gru4rec", "repeatnet"])
+    ap.add_argument("--heads", nargs="+", default=HEADS)
+    ap.add_argument("--epochs", type=int, default=300)
+    ap.add_argument("--patience", type=int, default=10)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--runs", default="runs/bench_seqrec")
+    ap.add_argument("--train-only", action="store_true")
+    ap.add_argument("--collect", action="store_true")
+    ap.add_argument("--reading", default="")
+    ap.add_argument("--render-only", action="store_true")
+    args = ap.parse_args()
+    if args.render_only:
+        print(render(NAME, markdown))
+        return
+    runs, device = [], "cpu"
+    for seed in args.seeds:
+        for enc, head in jobs(args.encoders, args.heads):
+            if (r := train_one(enc, head, seed, args)) is not None:
+                device = r["machine"]["device"]
+                runs.append({k: v for k, v in r.items() if k != "machine"})
+    if not args.train_only:
+        print(write_results(NAME, {"epochs": args.epochs, "patience": args.patience, "runs": runs,
+                                   "reading": args.reading}, markdown, seeds=args.seeds, device=device))
+
+
+if __name__ == "__main__":
+    main()
