@@ -117,3 +117,15 @@ def test_max_logits_mixture_is_one_softmax_of_the_facet_maximum():
     torch.testing.assert_close(head(out).scores, torch.nn.functional.linear(head.facets[0](out.hidden), head.weight))
     with pytest.raises(ConfigError, match="max_logits"):
         build_head(HeadConfig(kind="multi_facet", mixture="max_logits"), 8, 20, None)
+
+
+@pytest.mark.parametrize("name", ["softmax", "mos3", "clr20+mi", "pointer_sentinel+mi", "doc"])
+def test_last_only_scores_equal_the_full_output_at_the_last_position(name):
+    """What generation asks for: the head scores one position; the distribution is the same."""
+    torch.manual_seed(0)
+    lm = build_gpt_lm(GPTConfig(vocab_size=V, n_layer=3, n_head=2, d_model=16, max_len=32, dropout=0.0,
+                                head=named_head(name))).eval()
+    ids = torch.randint(0, V, (2, 9))
+    full, _ = lm(ids)
+    last, _ = lm(ids, last_only=True)
+    torch.testing.assert_close(last.log_probs()[:, 0], full.log_probs()[:, -1], atol=1e-5, rtol=1e-5)

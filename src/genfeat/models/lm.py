@@ -5,6 +5,8 @@ Any backbone returning a `BackboneOutput` composes with any head returning a `He
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from torch import Tensor, nn
 
@@ -19,10 +21,12 @@ class CausalLM(nn.Module):
         self.head = head
         self.max_len = max_len  # longest context the backbone accepts (None: unbounded)
 
-    def forward(self, input_ids: Tensor, targets: Tensor | None = None,
+    def forward(self, input_ids: Tensor, targets: Tensor | None = None, last_only: bool = False,
                 **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
         """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL). `targets` (B, T) lets a
         head that supports it (`scores_targets = True`) compute only log p(target) -- what training needs.
+        `last_only`: scores (B, 1, V) for the last position only (generation); heads taking `positions`
+        compute nothing else.
 
         Heads that read the context words (`uses_memory_ids`, e.g. the context partition) also see the tokens
         held in a backbone's memory: their ids travel as one extra integer tensor at the end of `mems`
@@ -48,6 +52,12 @@ class CausalLM(nn.Module):
                 head_kwargs["mem_ids"] = mem_ids
         if targets is not None and getattr(self.head, "scores_targets", False):
             return self.head(out, input_ids, targets=targets), out
+        if last_only:
+            if "positions" in inspect.signature(self.head.forward).parameters:
+                head_kwargs["positions"] = input_ids.new_full((input_ids.size(0), 1), input_ids.size(1) - 1)
+            else:
+                res = self.head(out, input_ids, **head_kwargs)
+                return HeadOutput(res.log_probs()[:, -1:], is_log_prob=True), out
         return self.head(out, input_ids, **head_kwargs), out
 
 
@@ -78,9 +88,9 @@ def sample(
     mems = None
     for _ in range(max_new_tokens):
         if mems is not None:
-            head_out, out = lm(ids[:, -1:], mems=mems)
+            head_out, out = lm(ids[:, -1:], mems=mems, last_only=True)
         else:
-            head_out, out = lm(ids if lm.max_len is None else ids[:, -lm.max_len :])
+            head_out, out = lm(ids if lm.max_len is None else ids[:, -lm.max_len :], last_only=True)
         mems = out.mems if out.mems is not None and out.mems[0].size(1) > 0 else None
         logp = head_out.log_probs()[:, -1] / temperature  # (B, V)
         if top_k is not None and top_k < logp.size(-1):
