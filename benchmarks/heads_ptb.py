@@ -91,6 +91,38 @@ def head_times(repeats: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def model_times(repeats: int) -> dict[str, float]:
+    """Whole-model forward + backward seconds of the quickstart GPT (8x64 tokens, V=10,000) per head, plus the
+    two-stage reranker (thesis Table 2.1 times are whole-model), median of repeats, one process."""
+    import torch
+
+    from genfeat.losses import nll
+    from genfeat.models.gpt import build_gpt_lm
+
+    out = {}
+    for h in [*GPT_HEADS, "softmax+rs2:20", "clr20+rs2:20+mi"]:
+        torch.manual_seed(0)
+        cfg = config("gpt", "softmax", 0, 1)
+        lm = build_gpt_lm(dataclasses.replace(cfg.model, vocab_size=10_000, head=HEADS[h]))
+        x = torch.randint(0, 10_000, (cfg.data.batch_size, cfg.data.seq_len))
+
+        def step(lm=lm, x=x) -> None:
+            o, _ = lm(x)
+            loss = nll(o, x) + (nll(o.aux, x) if o.aux is not None else 0.0)
+            loss.backward()
+            lm.zero_grad(set_to_none=True)
+
+        step()
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t)
+        out[h] = statistics.median(times)
+        print("model", h, round(out[h] * 1000, 1), flush=True)
+    return out
+
+
 def mean_std(vals: list[float]) -> tuple[float, float]:
     return statistics.mean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
 
@@ -108,8 +140,10 @@ def markdown(record: dict[str, Any]) -> str:
             agg[(arch, h)] = t[0]
             ht = res["head_seconds"][arch][h]
             backbone = "GPT (quickstart)" if arch == "gpt" else "Transformer-XL (ptb)"
+            mt = res.get("model_seconds", {}) if arch == "gpt" else {}
+            model_col = f"{mt[h] * 1000:.0f} ({mt[h] / mt['softmax']:.2f}×)" if h in mt else "–"
             rows.append(f"| {backbone} | {LABELS[h]} | {runs[0]['params']:,} | {v[0]:.2f} ± {v[1]:.2f} | "
-                        f"**{t[0]:.2f} ± {t[1]:.2f}** | {ht * 1000:.1f} ({ht / base_t:.2f}×) | "
+                        f"**{t[0]:.2f} ± {t[1]:.2f}** | {ht * 1000:.1f} ({ht / base_t:.2f}×) | {model_col} | "
                         f"{statistics.mean(r['wall_s'] for r in runs):.0f} | {len(runs)} |")
 
     def cmp(a: str, b: str, arch: str = "gpt") -> str:
@@ -118,6 +152,10 @@ def markdown(record: dict[str, Any]) -> str:
             return f"{LABELS[a]} vs {LABELS[b]}: not run"
         return f"{LABELS[a]} {x:.2f} {'<' if x < y else '≥'} {LABELS[b]} {y:.2f}"
 
+    mt = res.get("model_seconds", {})
+    rs2 = "".join(f"Whole-model time of the two-stage reranker {h} (not trained here: ≥ 5× a softmax run, as the "
+                  f"thesis found): {mt[h] * 1000:.0f} ms per batch ({mt[h] / mt['softmax']:.1f}× the softmax model).\n"
+                  for h in ("softmax+rs2:20", "clr20+rs2:20+mi") if h in mt)
     checks = "\n".join(f"- {c}" for c in (cmp("mfs", "mos3"), cmp("mos3", "softmax"), cmp("mos3", "softmax_facet"),
                                           cmp("clr20+mi", "mfs"), cmp("clr20+mi", "softmax"),
                                           cmp("clr20+mi", "softmax", "txl")))
@@ -128,14 +166,16 @@ backbone, same data order and budget per seed: GPT rows are `genfeat run lm --pr
 no dropout, 3,200 steps of 8×64 tokens, 1.8 epochs); Transformer-XL rows are `genfeat run transformer_xl --preset
 ptb` (4 layers, d=128, memory 64, {res['txl_steps']} steps of 16×64 tokens). Test perplexity at the best validation
 step, mean ± std over seeds {record['seeds']}. Head time: head-only forward + backward at the training batch shape,
-V = 10,000, median of {res['repeats']} repeats in one quiet process (ratio to that backbone's tied softmax). Wall
+V = 10,000, median of {res['repeats']} repeats in one quiet process (ratio to that backbone's tied softmax); model
+time: the whole GPT's forward + backward per batch in the same process. Wall
 time: the whole run (training, evaluation, sampling); runs shared the 2 cores with one other run (one torch thread
 each), so compare wall times only within this table.
 
-| backbone | head | parameters | valid ppl | test ppl | head ms / batch | wall s | seeds |
-|---|---|---|---|---|---|---|---|
+| backbone | head | parameters | valid ppl | test ppl | head ms / batch | model ms / batch | wall s | seeds |
+|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
+{rs2}
 The thesis's direction (Tables 2.1, 2.4: MFS < MoS < Softmax, CLR ≤ MFS at a fraction of the cost), here:
 
 {checks}
@@ -175,7 +215,8 @@ def main() -> None:
     if args.train_only:
         return
     record = {"gpt_heads": GPT_HEADS, "txl_heads": TXL_HEADS, "txl_steps": args.txl_steps, "repeats": args.repeats,
-              "runs": results, "head_seconds": head_times(args.repeats), "reading": args.reading}
+              "runs": results, "head_seconds": head_times(args.repeats), "model_seconds": model_times(args.repeats),
+              "reading": args.reading}
     print(write_results(NAME, record, markdown, seeds=args.seeds))
 
 

@@ -22,6 +22,8 @@ V = 600  # the largest reranker ring of the named heads is 500
 def test_named_heads_on_both_backbones(name, backbone):
     torch.manual_seed(0)
     head = named_head(name)
+    if backbone == "txl" and head.stage2_candidates:
+        pytest.skip("the two-stage reranker runs on the GPT decoder only (tests/heads/test_two_stage.py)")
     if backbone == "gpt":
         lm = build_gpt_lm(GPTConfig(vocab_size=V, n_layer=3, n_head=2, d_model=16, max_len=32, dropout=0.0, head=head))
     else:

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from genfeat.heads.multi_facet import MultiFacetSoftmax
+from genfeat.heads.two_stage import TwoStageReranker
 from genfeat.models.lm import CausalLM
 
 
@@ -30,6 +31,9 @@ def inspect_facets(lm: CausalLM, ids: Tensor, top: int = 5) -> list[tuple[str, l
     head_out, out = lm(ids)
     rows = [("final", _top(head_out.log_probs()[0, -1], top))]
     head = lm.head
+    if isinstance(head, TwoStageReranker):
+        rows.append(("stage 1 (before reranking)", _top(head_out.aux.log_probs()[0, -1], top)))
+        head = head.stage1
     if not isinstance(head, MultiFacetSoftmax):
         return rows
     if head.needs_all_hidden and out.all_hidden is None:
@@ -37,7 +41,8 @@ def inspect_facets(lm: CausalLM, ids: Tensor, top: int = 5) -> list[tuple[str, l
     logits, log_prior = head.facet_logits(out, ids)
     if head.K > 1:
         for k, z in enumerate(logits):
-            rows.append((f"softmax {k + 1} (π={log_prior[0, -1, k].exp():.3f})",
+            weight = "max-pooled" if log_prior is None else f"π={log_prior[0, -1, k].exp():.3f}"
+            rows.append((f"softmax {k + 1} ({weight})",
                          _top(torch.log_softmax(z[0, -1].float(), -1), top)))
     q = out.hidden if head.multi_input is None else head.multi_input(out)
     q = q[0, -1]

@@ -5,5 +5,6 @@ from genfeat.heads.adaptive_softmax import ProjectedAdaptiveLogSoftmax
 from genfeat.heads.base import HeadOutput
 from genfeat.heads.multi_facet import MultiFacetSoftmax
 from genfeat.heads.softmax import SoftmaxHead
+from genfeat.heads.two_stage import TwoStageReranker
 
-__all__ = ["HeadOutput", "MultiFacetSoftmax", "ProjectedAdaptiveLogSoftmax", "SoftmaxHead"]
+__all__ = ["HeadOutput", "MultiFacetSoftmax", "ProjectedAdaptiveLogSoftmax", "SoftmaxHead", "TwoStageReranker"]

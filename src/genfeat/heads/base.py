@@ -20,11 +20,14 @@ class HeadOutput:
 
     target_log_probs: (...,) log p(target), set instead of `scores` by heads that can score the targets
     without the full distribution (adaptive softmax evaluates only each target's cluster) when the model
-    is called with `targets=`. `genfeat.losses.nll` uses whichever is present."""
+    is called with `targets=`. `genfeat.losses.nll` uses whichever is present.
+
+    aux: a first-stage output whose NLL training adds to the loss (the two-stage reranker's stage 1)."""
 
     scores: Tensor | None
     is_log_prob: bool = False
     target_log_probs: Tensor | None = None
+    aux: HeadOutput | None = None
 
     def log_probs(self) -> Tensor:
         if self.scores is None:

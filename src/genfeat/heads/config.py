@@ -35,6 +35,8 @@ class HeadConfig:
     mixture: str = "mos"  # K > 1: mos (Eq. 2.2) | max_logits (one softmax of max_k z_k, the recommenders' §2.5)
     context_includes_current: bool = True
     pointer: str = "pointer_sentinel"  # copynet | pointer_generator | pointer_sentinel (kind=pointer)
+    stage2_candidates: int = 0  # > 0: the two-stage reranker Rs2 on top (GPT decoder only), n candidates
+    stage2_merge: str = "add"
 
     def __post_init__(self) -> None:
         if self.kind not in ("softmax", "multi_facet", "pointer"):
@@ -62,6 +64,8 @@ HEADS: dict[str, HeadConfig] = {
     "pointer_generator": HeadConfig(kind="pointer", pointer="pointer_generator"),
     "pointer_sentinel": HeadConfig(kind="pointer", pointer="pointer_sentinel"),
     "pointer_sentinel+mi": HeadConfig(kind="pointer", pointer="pointer_sentinel", multi_input=True),
+    "c": _mf(context=True), "softmax+rs2:20": HeadConfig(facet_proj=True, stage2_candidates=20),
+    "clr20+rs2:20+mi": _mf(context=True, local=True, reranker_sizes=(20,), stage2_candidates=20, **MI),
 }
 
 
@@ -85,7 +89,7 @@ def build_head(cfg: HeadConfig, d_model: int, vocab_size: int, tied: nn.Embeddin
                                window=cfg.window, depth=cfg.depth,
                                context_includes_current=cfg.context_includes_current, pad_id=pad_id, bias=cfg.bias)
         kw = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-              if f.name not in ("kind", "facet_proj", "pointer")}
+              if f.name not in ("kind", "facet_proj", "pointer", "stage2_candidates", "stage2_merge")}
         return MultiFacetSoftmax(d_model, vocab_size, tied, pad_id=pad_id, **kw)
     except ValueError as e:
         raise ConfigError(f"head: {e}") from None

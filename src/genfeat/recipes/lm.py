@@ -117,7 +117,10 @@ def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
     device = next(model.parameters()).device
     x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
     out, _ = model(x, targets=y)
-    return nll(out, y), y.numel()
+    loss = nll(out, y)
+    if out.aux is not None:  # two-stage reranker: stage-1 NLL + stage-2 NLL
+        loss = loss + nll(out.aux, y)
+    return loss, y.numel()
 
 
 @torch.no_grad()

@@ -18,7 +18,9 @@ import math
 import torch
 from torch import Tensor, nn
 
+from genfeat.errors import ConfigError
 from genfeat.heads.config import build_head
+from genfeat.heads.two_stage import TwoStageReranker
 from genfeat.models.gpt.config import GPTConfig
 from genfeat.models.lm import CausalLM
 from genfeat.nn.attention import CausalSelfAttention
@@ -82,4 +84,9 @@ def build_gpt_lm(cfg: GPTConfig) -> CausalLM:
     cfg.tie_embeddings."""
     backbone = GPTDecoder(cfg)
     head = build_head(cfg.head, cfg.d_model, cfg.vocab_size, backbone.tok_emb if cfg.tie_embeddings else None)
+    if cfg.head.stage2_candidates:
+        try:
+            head = TwoStageReranker(head, backbone, cfg.head.stage2_candidates, cfg.head.stage2_merge)
+        except ValueError as e:
+            raise ConfigError(f"head: {e}") from None
     return CausalLM(backbone, head, max_len=cfg.max_len)

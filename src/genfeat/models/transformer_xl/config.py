@@ -44,6 +44,8 @@ class TXLConfig:
             raise ValueError("d_model must be even (sinusoid table)")
         if self.div_val < 1:
             raise ValueError("div_val must be >= 1")
+        if self.head is not None and self.head.stage2_candidates:
+            raise ValueError("the two-stage reranker (head.stage2_candidates) runs on the GPT decoder only")
         if self.head is not None and (self.cutoffs or self.div_val > 1 or self.embed_dim != self.d_model):
             raise ValueError("a head from genfeat.heads needs a plain (not adaptive) embedding of width d_model")
 
