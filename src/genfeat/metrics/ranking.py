@@ -27,7 +27,7 @@ def target_ranks(scores: Tensor, target: Tensor, exclude_ids: tuple[int, ...] = 
         raise ValueError(f"ties must be 'pessimistic' or 'optimistic', got {ties!r}")
     if scores.dim() != 2 or target.shape != scores.shape[:1]:
         raise ValueError(f"scores must be (B, n) and target (B,), got {tuple(scores.shape)} and {tuple(target.shape)}")
-    s = scores.float()
+    s = scores if scores.dtype == torch.float64 else scores.float()  # no precision lost to ties
     excluded = torch.zeros_like(s, dtype=torch.bool)
     if exclude_ids:
         excluded[:, list(exclude_ids)] = True
