@@ -38,8 +38,9 @@ memory count for C too: `CausalLM` carries their ids along with the memory and p
 (L needs their states, which the memory does not keep: L uses the current segment only).
 Initialisation (§2.4.1.5): f_1, f_C, f_R identity; L^f_L, L^f_E 1e-10·I; in "add" mode every non-base
 facet (C, R, L, E) starts at 1e-10·I, so every head starts as the softmax.
-Context scores are computed as (B, T, S) products and scattered into the vocabulary axis (no B×T×T×D
-expansion); the scatter builds new tensors (no in-place writes into autograd inputs).
+Context scores are computed as (B, T, S) products, averaged over a word's occurrences in context space and
+written once per context word into the vocabulary axis (no B×T×T×D expansion, no extra B×T×V temporaries;
+out-of-place, so no in-place writes into autograd inputs).
 
 Output: logits (K=1: a single softmax, SigSoftmax as g(z) = z + log σ(z), whose softmax is the SigSoftmax
 distribution) or log-probabilities log Σ_k π_k softmax_k computed with logsumexp (K>1). `mixture="max_logits"`
@@ -214,34 +215,42 @@ class MultiFacetSoftmax(nn.Module):
 
     def _context(self, logits: Tensor, q: Tensor, q_all: Tensor, input_ids: Tensor, mem_ids: Tensor | None,
                  positions: Tensor | None) -> Tensor:
-        """C and/or L on the context words (Eqs. 2.5, 2.9-2.11), scatter-mean over duplicates. q: the query
-        positions' states (B, P, d_q); q_all: every segment position's (B, T, d_q), the keys of L."""
+        """C and/or L on the context words (Eqs. 2.5, 2.9-2.11), averaged over duplicates. q: the query
+        positions' states (B, P, d_q); q_all: every segment position's (B, T, d_q), the keys of L.
+
+        The means over a word's occurrences are taken in context space with a (B, S, S) same-word matrix, and
+        each context word is written once (at its first occurrence) into the vocabulary axis by one index_put:
+        no (B, P, V) temporaries beyond the output itself."""
         ctx, mask = context_positions(input_ids, mem_ids, self.context_includes_current, self.pad_id, positions)
         B, P, S = mask.shape
         T = input_ids.size(1)
-        m = mask.to(logits.dtype)
-        index = ctx[:, None, :].expand(B, P, S)
+        m = mask.to(q.dtype)
+        valid = mask.any(1)  # (B, S) positions that count for some query
+        same = (ctx[:, :, None] == ctx[:, None, :]) & valid[:, :, None] & valid[:, None, :]  # (B, S, S)
+        earlier = torch.ones(S, S, dtype=torch.bool, device=ctx.device).tril(-1)
+        first = valid & ~(same & earlier).any(-1)  # first occurrence of its word
+        same = same.to(q.dtype)
 
-        def scatter(values: Tensor) -> Tensor:  # (B, P, S) -> (B, P, V), summed per word id
-            return logits.new_zeros(logits.shape).scatter_add(-1, index, values)
+        def occurrence_mean(values: Tensor, weights: Tensor) -> tuple[Tensor, Tensor]:
+            """(mean of values over the counted occurrences of the word at s, their number), (B, P, S) each."""
+            n = torch.einsum("bsk,bpk->bps", same, weights)
+            return torch.einsum("bsk,bpk->bps", same, values * weights) / n.clamp_min(1), n
 
-        value = 0.0  # the mean local score of each context word (L), added below
+        value = torch.zeros_like(m)
         if self.f_local is not None:  # mean over occurrences of f_L(t) · e_i, e_i = L^f_E(q_i); segment only
             local = F.pad(torch.einsum("btd,bsd->bts", self.f_local(q), self.f_key(q_all)), (S - T, 0))
             m_local = F.pad(m[..., S - T:], (S - T, 0))  # memory positions have no key
-            n_local = scatter(m_local)
-            value = torch.where(n_local > 0, scatter(local * m_local) / n_local.clamp_min(1), 0.0)
-        if self.f_context is None:  # L alone (Eq. 2.10) adds to the base logit
-            return logits + value
-        c_score = torch.einsum("btd,bsd->bts", self.f_context(q), self.weight[ctx])  # f_C(t) · w_{x_i}
-        if self.bias is not None:
-            c_score = c_score + self.bias[ctx][:, None, :]
-        counts = scatter(m)
-        value = value + scatter(c_score * m) / counts.clamp_min(1)
-        in_ctx = counts > 0
-        if self.merge == "assign":
-            return torch.where(in_ctx, value, logits)
-        return logits + torch.where(in_ctx, value, 0.0)
+            value, _ = occurrence_mean(local, m_local)
+        if self.f_context is not None:
+            c_score = torch.einsum("btd,bsd->bts", self.f_context(q), self.weight[ctx])  # f_C(t) · w_{x_i}
+            if self.bias is not None:
+                c_score = c_score + self.bias[ctx][:, None, :]
+            value = value + occurrence_mean(c_score, m)[0]
+        b, p, s_ = (mask & first[:, None, :]).nonzero(as_tuple=True)  # each context word of each query once
+        vals = value[b, p, s_].to(logits.dtype)
+        # C replaces the base logit (assign) or adds to it; L alone (Eq. 2.10) always adds
+        accumulate = self.f_context is None or self.merge == "add"
+        return logits.index_put((b, p, ctx[b, s_]), vals, accumulate=accumulate)
 
     def _components(self, out: BackboneOutput, input_ids: Tensor | None, mem_ids: Tensor | None,
                     positions: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
