@@ -92,6 +92,7 @@ def config(corpus: Path, head: str, seed: int, steps: int) -> R.LMRunConfig:
 def evaluate(lm, tok, tokens: np.ndarray, nouns: set[str], n_prompts: int, seed: int) -> dict[str, Any]:
     L, G = 64, 32
     starts = np.linspace(0, len(tokens) - L - G - 1, n_prompts).astype(np.int64)
+    tokens = np.asarray(tokens, dtype=np.int64)
     prompts = torch.from_numpy(np.stack([tokens[s: s + L] for s in starts]))
     gen = torch.cat([sample(lm, prompts[a: a + 100], G, top_k=40, generator=torch.Generator().manual_seed(seed + a))
                      for a in range(0, n_prompts, 100)])[:, L:]
@@ -183,7 +184,8 @@ def main() -> None:
                 runs.append(json.loads(done.read_text()))
                 continue
             run_dir.mkdir(parents=True, exist_ok=True)
-            s = R.run(cfg, run_dir)
+            trained = run_dir / "summary.json"  # a trained model whose evaluation did not finish
+            s = json.loads(trained.read_text()) if trained.exists() else R.run(cfg, run_dir)
             tok, streams = prepare_lm_data(cfg.data)
             cfg = R.resolve(cfg, tok)
             lm = R.GPT.build(cfg.model)

@@ -13,7 +13,10 @@ full ranking, CE loss without negative sampling, history 50, 2 layers, 2 heads, 
 
 import argparse
 import json
+import os
 import time
+
+os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # RecBole 1.2.1 pickles its config in checkpoints
 
 from recbole.config import Config
 from recbole.data import create_dataset, data_preparation
