@@ -3,8 +3,8 @@ of docs/results/seqrec.md. Runs in a throwaway venv (RecBole's pins do not fit g
 
     python3 -m venv /tmp/rbvenv && /tmp/rbvenv/bin/pip install torch==2.13.0 recbole==1.2.1
     /tmp/rbvenv/bin/pip install "setuptools<70" "numpy<2" "pandas<2.2" "scipy<1.14"   # its imports need these
-    /tmp/rbvenv/bin/python scripts/reference/recbole_sasrec.py --data-dir $GENFEAT_DATA/ml-100k/recbole/dataset_example \
-        --epochs 300 --out recbole_sasrec.json
+    /tmp/rbvenv/bin/python scripts/reference/recbole_sasrec.py \
+        --data-dir $GENFEAT_DATA/ml-100k/recbole/dataset_example --epochs 300 --out recbole_sasrec.json
 
 Settings as the thesis / genfeat preset `sasrec_ml100k`: leave-one-out in time order (LS valid_and_test, TO),
 full ranking, CE loss without negative sampling, history 50, 2 layers, 2 heads, hidden 64, inner 256, dropout
