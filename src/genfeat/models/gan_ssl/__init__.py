@@ -1,0 +1,1 @@
+"""Complement-GAN semi-supervised classification (thesis Y §3.1)."""

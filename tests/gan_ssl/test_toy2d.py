@@ -1,0 +1,52 @@
+"""The 2-D case study: data generators, the complement sampler, gradient stops of the alternating steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from genfeat.data.synthetic2d import ComplementSampler, PerfectSampler, make_toy
+from genfeat.losses.gan_ssl import discriminator_loss, feature_matching, uniform_noise
+from genfeat.models.gan_ssl.toy2d import MLPDiscriminator, MLPGenerator, evaluate_toy, train_toy
+
+
+def test_toy_data_and_samplers():
+    d = make_toy("four_spins", seed=0)
+    assert d.x_unl.shape == (2000, 2) and d.x_lab.shape == (12, 2) and np.bincount(d.y_lab).tolist() == [3] * 4
+    s = ComplementSampler(d.x_unl, seed=0)
+    pts = s(500)
+    dist = np.min(np.linalg.norm(pts[:, None] - d.x_unl[None], axis=-1), 1)
+    assert (dist >= 0.08).all()  # off the data manifold
+    assert (pts >= d.x_unl.min(0) - 0.3 - 1e-6).all() and (pts <= d.x_unl.max(0) + 0.3 + 1e-6).all()
+    p = PerfectSampler("two_circles", seed=1)(300)
+    r = np.linalg.norm(p, axis=1)
+    assert p.shape == (300, 2) and ((np.abs(r - 0.5) < 0.2) | (np.abs(r - 1.0) < 0.3)).all()
+
+
+def test_d_step_stops_at_the_generator_and_g_step_leaves_d_unchanged():
+    torch.manual_seed(0)
+    d, g = MLPDiscriminator(3), MLPGenerator()
+    xl, yl, xu = torch.randn(6, 2), torch.randint(0, 3, (6,)), torch.randn(8, 2)
+    xg = g(uniform_noise(8, g.d_z))
+    loss, _ = discriminator_loss(d(xl), yl, d(xu), d(xg.detach()))
+    loss.backward()
+    assert all(p.grad is None for p in g.parameters())
+    before = [p.detach().clone() for p in d.parameters()]
+    g_before = [p.detach().clone() for p in g.parameters()]
+    opt_g = torch.optim.Adam(g.parameters(), lr=1e-2)
+    fm = feature_matching(d.features(g(uniform_noise(8, g.d_z))), d.features(xu).detach())
+    opt_g.zero_grad()
+    fm.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in g.parameters() if p.requires_grad)
+    opt_g.step()
+    assert all(torch.equal(a, b) for a, b in zip(before, d.parameters(), strict=True))
+    assert any(not torch.equal(a, b) for a, b in zip(g_before, g.parameters(), strict=True))
+
+
+def test_training_runs_and_reports_the_assumption_ratios():
+    d = make_toy("two_circles", seed=0)
+    res = train_toy(d, "complement", ComplementSampler(d.x_unl, seed=0), steps=60, seed=0)
+    out = evaluate_toy(res, d, n_gen=200)
+    assert set(out) == {"accuracy", "r_real", "r_gen"} and all(0 <= v <= 1 for v in out.values())
+    res = train_toy(d, "fm", steps=30, seed=0)
+    assert "r_gen" in evaluate_toy(res, d, n_gen=100)
