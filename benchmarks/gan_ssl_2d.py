@@ -85,8 +85,8 @@ def markdown(record: dict[str, Any]) -> str:
             def ms(k, runs=runs):
                 v = [r[k] for r in runs if k in r]
                 return f"{statistics.mean(v):.3f} ± {statistics.stdev(v):.3f}" if len(v) > 1 else "–"
-            rows.append(f"| {name} | {kind} | {ms('accuracy')} | {ms('r_real')} | {ms('r_gen')} | "
-                        f"{', '.join(f'{r['accuracy']:.2f}' for r in runs)} |")
+            per_seed = ", ".join(f"{r['accuracy']:.2f}" for r in runs)
+            rows.append(f"| {name} | {kind} | {ms('accuracy')} | {ms('r_real')} | {ms('r_gen')} | {per_seed} |")
     claims = "\n".join(f"- {c}" for c in res["claims"])
     return f"""# Complement-GAN 2-D case study (thesis Y §3.1.4)
 

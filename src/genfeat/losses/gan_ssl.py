@@ -8,7 +8,8 @@ LSE = logsumexp(l):
 
 Discriminator (minimisation form of Eq. 3.6, §2.7.6):
 
-    L_D = CE(softmax(l(x_l)), y_l) + λ_u [softplus(-LSE(l(x_u))) + softplus(LSE(l(sg[G(z)])))] + λ_ent H(softmax(l(x_u)))
+    L_D = CE(softmax(l(x_l)), y_l) + λ_u [softplus(-LSE(l(x_u))) + softplus(LSE(l(sg[G(z)])))]
+          + λ_ent H(softmax(l(x_u)))
 
 Generator terms (Eq. 3.5): feature matching ‖E h(G(z)) - E h(x_u)‖ (squared-L2 sum as the equation, or the
 reference code's mean / L1-mean), the pull-away term PT, the variational entropy bound VI and the low-density
