@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import lm, planetoid, seqrec, transformer_xl
+from genfeat.recipes import gan_ssl, lm, planetoid, seqrec, transformer_xl
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,11 @@ RECIPES: dict[str, Recipe] = {
                         planetoid.run, "linuxdoc"),
     "seqrec": Recipe("seqrec", "sequential recommendation: SASRec / GRU4Rec with every output head, RepeatNet "
                      "(thesis C §2.5)", seqrec.SeqRecRunConfig, seqrec.PRESETS, seqrec.run, "sasrec_ml100k"),
+    "gan_ssl": Recipe("gan_ssl", "complement-GAN semi-supervised image classification: FM, LD, PT, VI, Ent and the "
+                      "supervised baseline (thesis Y §3.1)", gan_ssl.GanSSLRunConfig, gan_ssl.PRESETS, gan_ssl.run,
+                      "mnist_100"),
+    "pixelcnn": Recipe("pixelcnn", "PixelCNN density model of training images (the frozen p(x) of the LD term)",
+                       gan_ssl.PixelCNNRunConfig, gan_ssl.PIXELCNN_PRESETS, gan_ssl.run_pixelcnn, "mnist"),
 }
 
 # Short names for common (recipe, preset) pairs.
