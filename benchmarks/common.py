@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime
 import json
 import shlex
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,3 +47,14 @@ def render(name: str, markdown: str | Callable[[dict[str, Any]], str], record: d
     path = RESULTS / f"{name}.md"
     path.write_text(text.replace("{header}", header(record)))
     return path
+
+
+def median_seconds(step: Callable[[], None], repeats: int) -> float:
+    """Median wall time of `step` over `repeats` calls after one warm-up call."""
+    step()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)

@@ -12,13 +12,11 @@ MFS <= MoS(3), MoS(3) <= 1.6x.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from typing import Any
 
 import torch
 
-from benchmarks.common import render, write_results
+from benchmarks.common import median_seconds, render, write_results
 from genfeat.heads.config import build_head, named_head
 from genfeat.losses.nll import nll
 from genfeat.nn.outputs import BackboneOutput
@@ -46,13 +44,7 @@ def time_head(name: str, d: int, vocab: int, repeats: int, batch: int = B, lengt
         head.zero_grad(set_to_none=True)
         emb.zero_grad(set_to_none=True)
 
-    step()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return median_seconds(step, repeats)
 
 
 def markdown(record: dict[str, Any]) -> str:

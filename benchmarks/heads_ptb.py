@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import render, write_results
+from benchmarks.common import median_seconds, render, write_results
 from benchmarks.heads_cost import time_head
 from genfeat.heads.config import HEADS
 
@@ -112,13 +112,7 @@ def model_times(repeats: int) -> dict[str, float]:
             loss.backward()
             lm.zero_grad(set_to_none=True)
 
-        step()
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t)
-        out[h] = statistics.median(times)
+        out[h] = median_seconds(step, repeats)
         print("model", h, round(out[h] * 1000, 1), flush=True)
     return out
 
