@@ -41,6 +41,7 @@ def plot(models: dict[tuple[str, str], Any], datas: dict[str, Any], path: Path) 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
 
     kinds = ["supervised", "fm", "complement"]
     titles = {"supervised": "supervised only", "fm": "feature matching", "complement": "complement generator"}
@@ -55,7 +56,8 @@ def plot(models: dict[tuple[str, str], Any], datas: dict[str, Any], path: Path) 
                 logits = res.disc(grid)
             cls = logits.argmax(-1).numpy().reshape(gx.shape)
             fake = (logits.max(-1).values < 0).numpy().reshape(gx.shape)
-            ax.contourf(gx, gy, cls, levels=np.arange(data.n_classes + 1) - 0.5, cmap="tab10", alpha=0.25)
+            colours = ListedColormap([plt.cm.tab10(k) for k in range(data.n_classes)])  # as the points
+            ax.contourf(gx, gy, cls, levels=np.arange(data.n_classes + 1) - 0.5, cmap=colours, alpha=0.25)
             ax.contour(gx, gy, cls, levels=np.arange(data.n_classes) + 0.5, colors="k", linewidths=0.8)
             ax.contourf(gx, gy, fake.astype(float), levels=[0.5, 1.5], colors="0.35", alpha=0.35)
             ax.scatter(*data.x_unl.T, s=2, c=data.y_unl, cmap="tab10", vmin=0, vmax=9)
