@@ -69,3 +69,10 @@ def test_config_errors():
     with pytest.raises(ConfigError, match="encoder"):
         fit_gan_ssl(_cfg(lambda_vi=0.1), MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32),
                     x, y, x, y, x, y, progress=False)
+
+
+def test_integer_betas_from_a_config_file_are_accepted():
+    x, y = _data(100)
+    cfg = dataclasses.replace(_cfg(), epochs=1, betas_g=(0, 0.999), betas_d=(0, 0.999))  # YAML gives ints
+    fit_gan_ssl(cfg, MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32), x, y, x, y, x, y,
+                progress=False)

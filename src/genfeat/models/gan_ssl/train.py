@@ -131,7 +131,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     iters = n_unl // cfg.batch_unlabeled
 
     init_all(disc, x_train[torch.from_numpy(rng.choice(n_unl, cfg.init_samples, replace=False))])
-    opt_d = torch.optim.Adam(disc.parameters(), lr=cfg.lr_d, betas=cfg.betas_d)
+    opt_d = torch.optim.Adam(disc.parameters(), lr=cfg.lr_d, betas=tuple(map(float, cfg.betas_d)))
     g_params: list[nn.Parameter] = []
     epsilon = None
     if cfg.method == "gan":
@@ -144,7 +144,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             with torch.no_grad():
                 lp = torch.cat([log_density(x_train[a: a + 500]) for a in range(0, min(n_unl, 10_000), 500)])
             epsilon = float(density_threshold(lp, cfg.ld_quantile))
-    opt_g = torch.optim.Adam(g_params, lr=cfg.lr_g, betas=cfg.betas_g) if g_params else None
+    opt_g = torch.optim.Adam(g_params, lr=cfg.lr_g, betas=tuple(map(float, cfg.betas_g))) if g_params else None
 
     best_state, best = None, {"valid_errors": float("inf")}
     history = []
