@@ -1,0 +1,98 @@
+"""docs/results/heads.{md,json}: the output-head results of the issue in one page, collected from the recorded
+benchmark JSONs (it measures nothing itself; each number links to the page and command that produced it).
+
+    python -m benchmarks.heads_summary
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from benchmarks.common import RESULTS, write_results
+
+NAME = "heads"
+PARTS = ["heads_synthetic", "heads_ptb", "heads_cost", "heads_entity_copy", "softmax_bottleneck_ratios"]
+
+
+def load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def collect() -> dict[str, Any]:
+    out: dict[str, Any] = {"sources": {}}
+    for name in PARTS:
+        rec = load(name)
+        if rec is not None:
+            out["sources"][name] = {"command": rec["command"], "date": rec["date"], "machine": rec["machine"]["cpu"]}
+    if (syn := load("heads_synthetic")) is not None:
+        res = syn["results"]
+        out["synthetic"] = {h: round(statistics.mean(r["ce_diagonal"] for r in runs), 4)
+                            for h, runs in res["runs"].items()}
+        out["synthetic_bound"] = {"log4": round(res["log4"], 4), "log2": 0.6931}
+    if (ptb := load("heads_ptb")) is not None:
+        rows = {}
+        for r in ptb["results"]["runs"]:
+            rows.setdefault(f"{r['arch']}:{r['head']}", []).append(r["test_ppl"])
+        out["ptb_test_ppl"] = {k: {"mean": round(statistics.mean(v), 2), "seeds": len(v)} for k, v in rows.items()}
+    if (cost := load("heads_cost")) is not None:
+        out["cost_ratio_to_softmax"] = {
+            f"d={c['d']},V={c['vocab']}": {h: round(t / c["seconds"]["softmax_facet"], 2)
+                                           for h, t in c["seconds"].items()}
+            for c in cost["results"]["configs"]}
+    if (ent := load("heads_entity_copy")) is not None:
+        out["entity_copy_proper_noun_f1"] = {
+            r["head"]: {"context": round(r["rouge"]["proper"]["context_f1"], 2),
+                        "continuation": round(r["rouge"]["proper"]["continuation_f1"], 2)}
+            for r in ent["results"]["runs"]}
+    return out
+
+
+def markdown(record: dict[str, Any]) -> str:
+    res = record["results"]
+    parts = []
+    if "synthetic" in res:
+        rows = "\n".join(f"| {h} | {v:.4f} |" for h, v in res["synthetic"].items())
+        parts.append(f"## Synthetic multimodal task ([heads_synthetic](heads_synthetic.md))\n\nCross-entropy on the "
+                     f"diagonal contexts (softmax bound log 4 = {res['synthetic_bound']['log4']}, reachable log 2 = "
+                     f"0.6931), mean over seeds:\n\n| head | CE |\n|---|---|\n{rows}")
+    if "ptb_test_ppl" in res:
+        rows = "\n".join(f"| {k.split(':')[0]} | {k.split(':')[1]} | {v['mean']:.2f} | {v['seeds']} |"
+                         for k, v in res["ptb_test_ppl"].items())
+        parts.append(f"## PTB from scratch ([heads_ptb](heads_ptb.md): std, parameters, head and model time there)\n\n"
+                     f"| backbone | head | test ppl | seeds |\n|---|---|---|---|\n{rows}")
+    if "cost_ratio_to_softmax" in res:
+        cols = list(res["cost_ratio_to_softmax"])
+        heads = list(next(iter(res["cost_ratio_to_softmax"].values())))
+        rows = "\n".join(f"| {h} | " + " | ".join(f"{res['cost_ratio_to_softmax'][c][h]:.2f}×" for c in cols) + " |"
+                         for h in heads)
+        parts.append(f"## Cost ([heads_cost](heads_cost.md))\n\nHead-only forward + backward time / softmax:\n\n"
+                     f"| head | {' | '.join(cols)} |\n|---|{'---|' * len(cols)}\n{rows}")
+    if "entity_copy_proper_noun_f1" in res:
+        rows = "\n".join(f"| {h} | {v['context']:.2f} | {v['continuation']:.2f} |"
+                         for h, v in res["entity_copy_proper_noun_f1"].items())
+        parts.append(f"## Entity copying on Austen ([heads_entity_copy](heads_entity_copy.md))\n\nProper-noun ROUGE-1 "
+                     f"F1 ×100 of generated text:\n\n| head | with the context | with the continuation |\n"
+                     f"|---|---|---|\n{rows}")
+    parts.append("## Softmax bottleneck\n\nMin-eigenvalue ratios on GloVe 6B 50d and an LM's output embeddings, with "
+                 "the plot: [softmax_bottleneck_ratios](softmax_bottleneck_ratios.md).")
+    sources = "\n".join(f"- {n}: `{s['command']}` ({s['date']})" for n, s in res["sources"].items())
+    return f"""# Output heads (thesis C §2.2-2.4): all results
+
+{{header}}Collected from the benchmark records below (this page measures nothing itself).
+
+{chr(10).join(p + chr(10) for p in parts)}
+Sources:
+
+{sources}
+"""
+
+
+def main() -> None:
+    print(write_results(NAME, collect(), markdown))
+
+
+if __name__ == "__main__":
+    main()
