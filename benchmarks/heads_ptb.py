@@ -131,20 +131,22 @@ def markdown(record: dict[str, Any]) -> str:
             if not runs:
                 continue
             v, t = mean_std([r["valid_ppl"] for r in runs]), mean_std([r["test_ppl"] for r in runs])
+            pm = (lambda m: f"{m[0]:.2f} ± {m[1]:.2f}") if len(runs) > 1 else (lambda m: f"{m[0]:.2f}")
             agg[(arch, h)] = t[0]
             ht = res["head_seconds"][arch][h]
             backbone = "GPT (quickstart)" if arch == "gpt" else "Transformer-XL (ptb)"
             mt = res.get("model_seconds", {}) if arch == "gpt" else {}
             model_col = f"{mt[h] * 1000:.0f} ({mt[h] / mt['softmax']:.2f}×)" if h in mt else "–"
-            rows.append(f"| {backbone} | {LABELS[h]} | {runs[0]['params']:,} | {v[0]:.2f} ± {v[1]:.2f} | "
-                        f"**{t[0]:.2f} ± {t[1]:.2f}** | {ht * 1000:.1f} ({ht / base_t:.2f}×) | {model_col} | "
+            rows.append(f"| {backbone} | {LABELS[h]} | {runs[0]['params']:,} | {pm(v)} | "
+                        f"**{pm(t)}** | {ht * 1000:.1f} ({ht / base_t:.2f}×) | {model_col} | "
                         f"{statistics.mean(r['wall_s'] for r in runs):.0f} | {len(runs)} |")
 
     def cmp(a: str, b: str, arch: str = "gpt") -> str:
         x, y = agg.get((arch, a)), agg.get((arch, b))
+        where = "" if arch == "gpt" else "Transformer-XL: "
         if x is None or y is None:
-            return f"{LABELS[a]} vs {LABELS[b]}: not run"
-        return f"{LABELS[a]} {x:.2f} {'<' if x < y else '≥'} {LABELS[b]} {y:.2f}"
+            return f"{where}{LABELS[a]} vs {LABELS[b]}: not run yet"
+        return f"{where}{LABELS[a]} {x:.2f} {'<' if x < y else '≥'} {LABELS[b]} {y:.2f}"
 
     mt = res.get("model_seconds", {})
     rs2 = "".join(f"Whole-model time of the two-stage reranker {h} (not trained here: ≥ 5× a softmax run, as the "
@@ -162,8 +164,8 @@ ptb` (4 layers, d=128, memory 64, {res['txl_steps']} steps of 16×64 tokens). Te
 step, mean ± std over seeds {record['seeds']}. Head time: head-only forward + backward at the training batch shape,
 V = 10,000, median of {res['repeats']} repeats in one quiet process (ratio to that backbone's tied softmax); model
 time: the whole GPT's forward + backward per batch in the same process. Wall
-time: the whole run (training, evaluation, sampling); runs shared the 2 cores with one other run (one torch thread
-each), so compare wall times only within this table.
+time: the whole run (training, evaluation, sampling) with one torch thread, sharing the 2 cores with other benchmark
+runs (up to six processes at times): indicative only; the head and model times are the cost measure.
 
 | backbone | head | parameters | valid ppl | test ppl | head ms / batch | model ms / batch | wall s | seeds |
 |---|---|---|---|---|---|---|---|---|
