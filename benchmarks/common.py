@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import shlex
@@ -58,3 +59,25 @@ def median_seconds(step: Callable[[], None], repeats: int) -> float:
         step()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def result_args(ap: argparse.ArgumentParser, seeds: list[int], runs: str | None = None) -> None:
+    """The options every results benchmark shares: --seeds, --reading, --render-only and, for benchmarks that keep
+    one directory per run (resumable, shared by parallel workers), --runs, --train-only and --collect."""
+    ap.add_argument("--seeds", type=int, nargs="+", default=seeds)
+    ap.add_argument("--reading", default="", help="an interpretation paragraph kept in the JSON")
+    ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
+    if runs is not None:
+        ap.add_argument("--runs", default=runs, help="where the trained runs are kept")
+        ap.add_argument("--train-only", action="store_true", help="train this worker's share, record nothing")
+        ap.add_argument("--collect", action="store_true", help="record from the kept runs, train nothing")
+
+
+def claim_run_dir(run_dir: Path) -> bool:
+    """Create run_dir for this worker; False when another worker (or a crashed run: delete it) has it."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir()
+    except FileExistsError:
+        return False
+    return True

@@ -21,7 +21,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import render, write_results
+from benchmarks.common import claim_run_dir, render, result_args, write_results
 from genfeat.recipes import gan_ssl as R
 
 NAME = "gan_ssl"
@@ -59,10 +59,7 @@ def train_one(variant: str, seed: int, args) -> dict[str, Any] | None:
     if variant.startswith("mnist"):  # the density model also gives the max log-p column for every MNIST GAN
         cfg = dataclasses.replace(cfg, density=R.DensityConfig(run=str(density_run(Path(args.runs), "mnist",
                                                                                    args.pixelcnn_epochs))))
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        run_dir.mkdir()
-    except FileExistsError:
+    if not claim_run_dir(run_dir):
         return None
     return R.run(cfg, run_dir) | {"variant": variant, "seed": seed}
 
@@ -101,15 +98,10 @@ def markdown(record: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--pixelcnn-epochs", type=int, default=3)
-    ap.add_argument("--runs", default="runs/bench_gan_ssl")
-    ap.add_argument("--train-only", action="store_true")
-    ap.add_argument("--collect", action="store_true")
-    ap.add_argument("--reading", default="")
-    ap.add_argument("--render-only", action="store_true")
+    result_args(ap, [0, 1, 2], runs="runs/bench_gan_ssl")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

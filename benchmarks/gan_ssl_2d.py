@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import RESULTS, render, write_results
+from benchmarks.common import RESULTS, render, result_args, write_results
 from genfeat.data.synthetic2d import DATASETS, ComplementSampler, PerfectSampler, make_toy
 from genfeat.models.gan_ssl.toy2d import GENERATORS, evaluate_toy, generated_points, train_toy
 
@@ -133,11 +133,9 @@ def check(runs: list[dict[str, Any]], datasets: list[str]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--hidden", type=int, default=64)
-    ap.add_argument("--reading", default="")
-    ap.add_argument("--render-only", action="store_true")
+    result_args(ap, [0, 1, 2, 3])
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import render, write_results
+from benchmarks.common import render, result_args, write_results
 from genfeat.data.corpora import load_corpus
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.heads.config import HEADS
@@ -160,12 +160,10 @@ Example (first prompt, first model): *{ex.get('prompt', '')}* → **{ex.get('gen
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heads", nargs="+", default=["softmax+mi", "c+mi", "clr20+mi"])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--steps", type=int, default=3200)
     ap.add_argument("--prompts", type=int, default=600)
     ap.add_argument("--runs", default="runs/bench_entity_copy")
-    ap.add_argument("--reading", default="")
-    ap.add_argument("--render-only", action="store_true")
+    result_args(ap, [0])
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import median_seconds, render, write_results
+from benchmarks.common import claim_run_dir, median_seconds, render, result_args, write_results
 from benchmarks.heads_cost import time_head
 from genfeat.heads.config import HEADS
 
@@ -58,10 +58,7 @@ def train_one(arch: str, head: str, seed: int, runs: Path, txl_steps: int) -> di
     done = run_dir / "result.json"
     if done.exists():
         return json.loads(done.read_text())
-    runs.mkdir(parents=True, exist_ok=True)
-    try:
-        run_dir.mkdir()  # atomic claim
-    except FileExistsError:
+    if not claim_run_dir(run_dir):
         return None
     cfg = config(arch, head, seed, txl_steps)
     if arch == "gpt":
@@ -182,16 +179,11 @@ The thesis's direction (Tables 2.1, 2.4: MFS < MoS < Softmax, CLR ≤ MFS at a f
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--arch", choices=["gpt", "txl", "both"], default="both")
     ap.add_argument("--heads", nargs="+", help="restrict to these heads (default: every head of the table)")
     ap.add_argument("--txl-steps", type=int, default=1500)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--runs", default="runs/bench_heads_ptb", help="where the trained runs are kept")
-    ap.add_argument("--train-only", action="store_true")
-    ap.add_argument("--collect", action="store_true", help="only time the heads and collect the kept runs")
-    ap.add_argument("--reading", default="", help="an interpretation paragraph kept in the JSON")
-    ap.add_argument("--render-only", action="store_true")
+    result_args(ap, [0, 1, 2], runs="runs/bench_heads_ptb")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

@@ -22,7 +22,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import render, write_results
+from benchmarks.common import claim_run_dir, render, result_args, write_results
 from genfeat.recipes import seqrec as R
 
 NAME = "seqrec"
@@ -51,10 +51,7 @@ def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None
         return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
     if args.collect:
         return None
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        run_dir.mkdir()
-    except FileExistsError:  # another worker has it
+    if not claim_run_dir(run_dir):
         return None
     s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device), run_dir)
     return s | {"encoder": encoder, "head": head, "seed": seed}
@@ -96,17 +93,12 @@ read-out at the last real item.
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--encoders", nargs="+", default=["sasrec", "gru4rec", "repeatnet"])
     ap.add_argument("--heads", nargs="+", default=HEADS)
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--patience", type=int, default=10)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--runs", default="runs/bench_seqrec")
-    ap.add_argument("--train-only", action="store_true")
-    ap.add_argument("--collect", action="store_true")
-    ap.add_argument("--reading", default="")
-    ap.add_argument("--render-only", action="store_true")
+    result_args(ap, [0, 1, 2], runs="runs/bench_seqrec")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
