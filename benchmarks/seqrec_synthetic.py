@@ -30,7 +30,7 @@ from genfeat.data.seqrec_synthetic import make_world
 from genfeat.heads.config import HeadConfig
 from genfeat.metrics.ranking import full_ranking_metrics, history_mass
 from genfeat.models.seqrec import SEQREC_HEADS, SeqRecConfig
-from genfeat.recipes.seqrec import SeqRecDataConfig, SeqRecRunConfig, _train, train_and_evaluate
+from genfeat.recipes.seqrec import SeqRecDataConfig, SeqRecRunConfig, train_and_evaluate, train_config
 
 NAME = "seqrec_synthetic"
 ALL_SEEDS = ["softmax", "c"]
@@ -53,7 +53,7 @@ def config(encoder: str, head: str, seed: int, epochs: int) -> SeqRecRunConfig:
                              n_layers=2, n_heads=2, d_inner=128, gru_hidden=64,
                              dropout=0.2 if encoder == "sasrec" else 0.3, attn_dropout=0.2)
     return SeqRecRunConfig(seed=seed, epochs=epochs, data=SeqRecDataConfig(batch_size=128),
-                           model=model, train=_train(patience=0, log_every=50))
+                           model=model, train=train_config(patience=0, log_every=50))
 
 
 @torch.no_grad()

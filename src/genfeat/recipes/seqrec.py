@@ -60,7 +60,9 @@ class SeqRecEvalConfig:
     ties: str = "pessimistic"
 
 
-def _train(**kw: Any) -> TrainConfig:
+def train_config(**kw: Any) -> TrainConfig:
+    """The thesis's RecBole training settings (Adam 1e-3, no decay, no clipping, early stopping on valid NDCG@10);
+    `kw` overrides fields. max_steps / eval_every are set from the epochs by `train_and_evaluate`."""
     base = {"max_steps": 1, "lr": 1e-3, "warmup_steps": 0, "schedule": "constant", "weight_decay": 0.0,
             "clip_norm": 0.0, "log_every": 50, "eval_every": 1, "early_stop_metric": "valid_ndcg@10",
             "early_stop_mode": "max", "patience": 10, "keep_last": 1}
@@ -73,7 +75,7 @@ class SeqRecRunConfig:
     epochs: int = 300  # upper bound; early stopping usually ends the run sooner
     data: SeqRecDataConfig = field(default_factory=SeqRecDataConfig)
     model: SeqRecConfig = field(default_factory=SeqRecConfig)
-    train: TrainConfig = field(default_factory=_train)  # max_steps / eval_every are set from the epochs
+    train: TrainConfig = field(default_factory=train_config)  # max_steps / eval_every are set from the epochs
     eval: SeqRecEvalConfig = field(default_factory=SeqRecEvalConfig)
 
     def __post_init__(self) -> None:
@@ -101,7 +103,7 @@ def tiny() -> SeqRecRunConfig:
     """Seconds; for tests (pass a small `data.dataset atomic:PATH`)."""
     return SeqRecRunConfig(epochs=3, data=SeqRecDataConfig(batch_size=16, min_user_inter=3),
                            model=SeqRecConfig(max_len=10, d=16, d_inner=32, gru_hidden=16),
-                           train=_train(patience=2, log_every=5))
+                           train=train_config(patience=2, log_every=5))
 
 
 PRESETS = {"sasrec_ml100k": sasrec_ml100k, "gru4rec_ml100k": gru4rec_ml100k, "repeatnet_ml100k": repeatnet_ml100k,
