@@ -51,6 +51,36 @@ def rel_shift(x: Tensor) -> Tensor:
     return padded.view(*lead, K + 1, L)[..., 1:, :].reshape(*lead, L, K)
 
 
+def bidirectional_positions(qlen: int, klen: int, attn_type: str = "bi", clamp_len: int = -1,
+                            device: torch.device | None = None) -> Tensor:
+    """XLNet's relative position sequence (spec xlnet.md §2.6): [K, K-1, ..., -L+1] (length K+L, `bi`) or
+    [K, ..., 0] (length K+1, `uni`), clamped to [-clamp_len, clamp_len] when clamp_len > 0. Keys may lie to the
+    right of the query, so distances of both signs occur."""
+    end = -qlen if attn_type == "bi" else -1
+    pos = torch.arange(klen, end, -1, device=device).float()
+    return pos.clamp_(-clamp_len, clamp_len) if clamp_len > 0 else pos
+
+
+def rel_shift_bi(x: Tensor, klen: int) -> Tensor:
+    """x (..., L, R), column c <-> position sequence entry K - c (`bidirectional_positions`), ->
+    out[..., i, j] = x[..., i, j + L - i], i.e. distance (K - L + i) - j, for j < klen.
+
+    Every entry is exact for R = K + L (bi: no junk, both signs of the distance); with R = K + 1 (uni) the
+    entries j > K - L + i (future keys) hold junk and must be masked. Re-view (R, L), drop the first row,
+    re-view (L, R - 1), keep the first klen columns (spec §2.6)."""
+    *lead, L, R = x.shape
+    return x.reshape(*lead, R, L)[..., 1:, :].reshape(*lead, L, R - 1)[..., :klen]
+
+
+def rel_gather(x: Tensor, pos: Tensor, qlen: int, klen: int) -> Tensor:
+    """`rel_shift_bi` for query rows that sit at arbitrary positions `pos` (B, P) of the current segment (the
+    query stream of the predicted tokens): x (B, H, P, R) -> out[b, h, t, j] = x[b, h, t, j + L - pos[b, t]],
+    junk (clamped index) where that exceeds R - 1 (uni: future keys, masked by the caller)."""
+    B, H, P, R = x.shape
+    idx = torch.arange(klen, device=x.device) + qlen - pos[:, :, None]  # (B, P, K)
+    return x.gather(-1, idx.clamp_(max=R - 1)[:, None].expand(B, H, P, klen))
+
+
 def causal_memory_mask(qlen: int, mlen: int, same_length: bool = False, mem_len: int = 0,
                        device: torch.device | None = None) -> Tensor:
     """Boolean (L, K) mask, True = forbidden: key j > mlen + i (future). With `same_length`

@@ -1,0 +1,129 @@
+"""Permutation language modeling inputs (thesis Y §2.2.2, Eq. 2.5; spec xlnet.md §2.5, §2.9): the targets of
+partial prediction, a random factorization order over them, and the attention masks it implies.
+
+    targets    span-based (`span_targets`): span lengths L in 1..5 with P(L) ∝ 1/L, each span placed inside a
+               window of K·L tokens (K = 6: about 1/K of the tokens are predicted), starts snapped to word
+               starts when the tokenizer marks them; exactly `num_predict` per sequence (topped up with single
+               tokens)
+    order      (`sample_ranks`): a uniformly random order of the targets and functional tokens (<sep>, <cls>)
+               of each part -- [reuse part][rest] with the reuse part entirely first, so the states cached for
+               the next sequence never depend on the rest (pitfall 8); vectorised over the batch
+    masks      (`perm_mask_from_ranks`), perm_mask[b, p, j] = True: p may not attend j (HF / reference):
+               non-targets form the context z_{<=c}: they see each other (bidirectionally, as the reference)
+               and never a target; a target sees the context and the targets / functional tokens of lower rank;
+               a functional token sees those and itself. This is the query-stream mask; the model re-enables
+               the diagonal for the content stream. Rows of the rest see the whole reuse part.
+
+`plm_inputs` combines them into (perm_mask, target_pos, labels) for a batch; labels are the tokens *at* the
+target positions (not the next tokens, pitfall 10). Deviation from the reference sampler: spans count words
+(the reference counts pieces because of a known bug, spec §2.9) and stop at functional tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+def span_targets(n: int, num_predict: int, rng: np.random.Generator, is_start: np.ndarray | None = None,
+                 allowed: np.ndarray | None = None, max_gram: int = 5, alpha: int = 6, beta: int = 1) -> np.ndarray:
+    """Boolean (n,) mask with exactly num_predict targets among the `allowed` positions (the reference's
+    `_sample_mask` without its piece-counting bug). is_start: positions that begin a word (all when None)."""
+    allowed = np.ones(n, bool) if allowed is None else np.asarray(allowed, bool)
+    if num_predict > int(allowed.sum()):
+        raise ValueError(f"num_predict={num_predict} exceeds the {int(allowed.sum())} predictable positions")
+    starts = (np.ones(n, bool) if is_start is None else np.asarray(is_start, bool)) & allowed
+    grams = np.arange(1, max_gram + 1)
+    p = 1.0 / grams
+    p /= p.sum()
+    mask = np.zeros(n, bool)
+    count = cur = 0
+    while cur < n and count < num_predict:
+        L = min(int(rng.choice(grams, p=p)), num_predict - count)
+        ctx = L * alpha // beta
+        left = int(rng.integers(ctx))
+        beg = cur + left
+        while beg < n and not starts[beg]:
+            beg += 1
+        if beg >= n:
+            break
+        end, words = beg + 1, 1
+        while end < n and allowed[end]:
+            if starts[end]:
+                words += 1
+                if words > L:
+                    break
+            end += 1
+        if end >= n:
+            break
+        take = min(end - beg, num_predict - count)
+        mask[beg: beg + take] = True
+        count += take
+        cur = end + ctx - left
+    if count < num_predict:  # top up with single tokens
+        free = np.flatnonzero(allowed & ~mask)
+        mask[rng.choice(free, num_predict - count, replace=False)] = True
+    return mask
+
+
+def sample_ranks(B: int, T: int, reuse_len: int = 0, generator: torch.Generator | None = None,
+                 device: torch.device | None = None) -> Tensor:
+    """(B, T) long: a uniformly random order of each part, the reuse part [0, reuse_len) entirely before the rest
+    (its ranks < T <= the rest's)."""
+    rank = torch.rand(B, T, generator=generator).argsort(-1).argsort(-1).to(device)
+    if reuse_len:
+        rank = rank + (torch.arange(T, device=device) >= reuse_len) * T
+    return rank
+
+
+def perm_mask_from_ranks(rank: Tensor, is_target: Tensor, is_functional: Tensor | None = None,
+                         reuse_len: int = 0) -> Tensor:
+    """(B, T, T) bool, True = row p may not attend column j (the query-stream mask; spec §2.5 step 3).
+
+    rank (B, T): order positions (only the ranks of targets and functional tokens matter); is_target (B, T);
+    is_functional (B, T): take part in the order but are never predicted."""
+    B, T = rank.shape
+    func = torch.zeros_like(is_target) if is_functional is None else is_functional.bool()
+    tgt = is_target.bool() & ~func
+    ordered = tgt | func
+    r = torch.where(ordered, rank, torch.full_like(rank, -1))  # the context (non-targets) comes first
+    rp, rj = r[:, :, None], r[:, None, :]
+    later = ordered[:, None, :] & ((rj > rp) | ((rj == rp) & tgt[:, :, None]))  # a target does not see itself
+    if not reuse_len:
+        return later
+    part = torch.arange(T, device=rank.device) >= reuse_len
+    same = part[:, None] == part[None, :]
+    return (later & same) | (~part[:, None] & part[None, :])  # reuse rows never see the rest
+
+
+def plm_inputs(tokens: Tensor, num_predict: int, rng: np.random.Generator, generator: torch.Generator | None = None,
+               reuse_len: int = 0, functional_ids: Sequence[int] = (), is_start: Tensor | None = None,
+               max_gram: int = 5, alpha: int = 6) -> dict[str, Tensor]:
+    """Targets, order and masks for a batch of token sequences (B, T).
+
+    Returns perm_mask (B, T, T) bool, target_pos (B, num_predict) sorted positions, labels (B, num_predict) the
+    tokens there, is_target (B, T). With reuse_len, the targets are split between the parts in proportion to
+    their lengths (the reference: 43 + 42 of 85 for 256 + 256 tokens)."""
+    B, T = tokens.shape
+    func = torch.zeros(B, T, dtype=torch.bool)
+    for f in functional_ids:
+        func |= tokens.cpu() == f
+    starts = None if is_start is None else is_start.cpu().numpy()
+    parts = [(0, reuse_len), (reuse_len, T)] if reuse_len else [(0, T)]
+    quota = [round(num_predict * (b - a) / T) for a, b in parts]
+    quota[-1] = num_predict - sum(quota[:-1])
+    is_target = np.zeros((B, T), bool)
+    allowed = ~func.numpy()
+    for b in range(B):
+        for (a, e), q in zip(parts, quota, strict=True):
+            is_target[b, a:e] = span_targets(e - a, q, rng, None if starts is None else starts[b, a:e],
+                                             allowed[b, a:e], max_gram=max_gram, alpha=alpha)
+    is_target_t = torch.from_numpy(is_target).to(tokens.device)
+    rank = sample_ranks(B, T, reuse_len, generator, tokens.device)
+    perm_mask = perm_mask_from_ranks(rank, is_target_t, func.to(tokens.device), reuse_len)
+    target_pos = is_target_t.nonzero()[:, 1].view(B, num_predict)
+    return {"perm_mask": perm_mask, "target_pos": target_pos, "labels": tokens.gather(1, target_pos),
+            "is_target": is_target_t}
