@@ -274,7 +274,8 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
     save_model_weights(model, run_dir / "model.safetensors")
     if not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it here
         atomic_write_text(run_dir / "config.yaml", dump_yaml({"recipe": "pixelcnn", "config": to_dict(cfg)}))
-    summary = {"test_bits_per_dim": round(test_bpd, 4), "epochs": cfg.epochs,
+    summary = {"test_bits_per_dim": round(test_bpd, 4), "epochs": cfg.epochs, "filters": cfg.filters,
+               "n_blocks": cfg.n_blocks,
                "train_logp_percentiles": {q: round(float(torch.quantile(lp, q / 100)), 1) for q in (2, 10, 20, 50)},
                "wall_s": round(time.perf_counter() - t0, 1), "machine": machine_info()}
     atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
