@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import gan_ssl, lm, planetoid, seqrec, transformer_xl
+from genfeat.recipes import gan_ssl, lm, planetoid, seqrec, transformer_xl, xlnet
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,12 @@ RECIPES: dict[str, Recipe] = {
     "transformer_xl": Recipe("transformer_xl", "Transformer-XL LM (thesis Y §2.1) and the vanilla-Transformer baseline",
                              transformer_xl.TXLRunConfig, transformer_xl.PRESETS, transformer_xl.run, "ptb",
                              transformer_xl.load_for_generation),
+    "xlnet_pretrain": Recipe("xlnet_pretrain", "XLNet pretraining: permutation LM with two-stream attention and "
+                             "memory, or the masked-LM baseline on the same network (thesis Y §2.2)",
+                             xlnet.XLNetPretrainConfig, xlnet.PRETRAIN_PRESETS, xlnet.run_pretrain, "bbc_small"),
+    "xlnet_classify": Recipe("xlnet_classify", "XLNet fine-tuning: BBC News classification with few labels, from a "
+                             "pretrained run or from scratch", xlnet.XLNetClassifyConfig, xlnet.CLASSIFY_PRESETS,
+                             xlnet.run_classify, "bbc_100"),
     "planetoid": Recipe("planetoid", "graph semi-supervised node classification: Planetoid-T/I/G (thesis Y §3.3) "
                         "and baselines (Feat, LP, GraphEmb, GCN)", planetoid.PlanetoidRunConfig, planetoid.PRESETS,
                         planetoid.run, "linuxdoc"),

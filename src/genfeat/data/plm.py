@@ -127,3 +127,90 @@ def plm_inputs(tokens: Tensor, num_predict: int, rng: np.random.Generator, gener
     target_pos = is_target_t.nonzero()[:, 1].view(B, num_predict)
     return {"perm_mask": perm_mask, "target_pos": target_pos, "labels": tokens.gather(1, target_pos),
             "is_target": is_target_t}
+
+
+class PretrainStream:
+    """XLNet pretraining batches from one token stream (spec xlnet.md §2.7, §2.13; reference `create_tfrecords`):
+
+        seq = stream[i : i + reuse_len] + A + [<sep>] + B + [<sep>] + [<cls>]       (length seq_len)
+        seg = 0 over the reuse part, A and the first <sep>; 1 over B and the second <sep>; 2 for <cls>
+
+    A continues the reuse part; B is the true continuation of A with probability 1/2, else a random chunk of the
+    corpus; the A/B cut is uniform (the reference aligns it to sentence boundaries). Each of the batch_size rows
+    reads its own contiguous slice of the corpus, the next batch starting reuse_len tokens later, so the memory
+    cached from the reuse part precedes it. Targets / orders / masks from `plm_inputs` (the targets split between
+    the reuse part and the rest, spans aligned to word starts). objective "mlm": the same targets, replaced by
+    BERT's corruption (`genfeat.losses.plm.mlm_corrupt`), no permutation. Stateful (`state_dict`) for resuming.
+    """
+
+    def __init__(self, tokens: np.ndarray, batch_size: int, seq_len: int, reuse_len: int, num_predict: int,
+                 sep_id: int, cls_id: int, word_start: np.ndarray | None = None, seed: int = 0,
+                 objective: str = "plm", mask_id: int | None = None, vocab_size: int | None = None):
+        if objective not in ("plm", "mlm"):
+            raise ValueError(f"objective must be plm or mlm, got {objective!r}")
+        if objective == "mlm" and (mask_id is None or vocab_size is None):
+            raise ValueError("the mlm objective needs mask_id and vocab_size")
+        if seq_len - reuse_len < 5:
+            raise ValueError("seq_len - reuse_len must leave room for A, B, two <sep> and <cls>")
+        self.rows_len = len(tokens) // batch_size
+        if self.rows_len < seq_len + reuse_len:
+            raise ValueError(f"{len(tokens):,} tokens are too few for {batch_size} rows of {seq_len}")
+        self.tokens = np.asarray(tokens, dtype=np.int64)
+        self.rows = self.tokens[: self.rows_len * batch_size].reshape(batch_size, self.rows_len)
+        self.B, self.T, self.reuse_len, self.num_predict = batch_size, seq_len, reuse_len, num_predict
+        self.sep_id, self.cls_id, self.word_start = sep_id, cls_id, word_start
+        self.objective, self.mask_id, self.vocab_size = objective, mask_id, vocab_size
+        self.cursor = 0
+        self.rng = np.random.default_rng(seed)
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def __iter__(self) -> PretrainStream:
+        return self
+
+    def sequences(self) -> tuple[np.ndarray, np.ndarray]:
+        """(B, T) token ids and segment ids of the next batch; advances the cursor."""
+        B, T, R = self.B, self.T, self.reuse_len
+        rest = T - R - 3
+        if self.cursor + T > self.rows_len:  # wrapped: a new pass (the memory of the old end is stale, once)
+            self.cursor = 0
+        ids = np.empty((B, T), np.int64)
+        seg = np.empty((B, T), np.int64)
+        for b in range(B):
+            i = self.cursor
+            a_len = int(self.rng.integers(1, rest))
+            b_len = rest - a_len
+            start_b = i + R + a_len
+            if self.rng.random() < 0.5 and start_b + b_len <= self.rows_len:
+                part_b = self.rows[b, start_b: start_b + b_len]
+            else:
+                r = int(self.rng.integers(0, len(self.tokens) - b_len))
+                part_b = self.tokens[r: r + b_len]
+            ids[b] = np.concatenate([self.rows[b, i: i + R + a_len], [self.sep_id], part_b, [self.sep_id],
+                                     [self.cls_id]])
+            seg[b] = [0] * (R + a_len + 1) + [1] * (b_len + 1) + [2]
+        self.cursor += R if R else rest
+        return ids, seg
+
+    def __next__(self) -> dict[str, Tensor]:
+        ids, seg = self.sequences()
+        x = torch.from_numpy(ids)
+        is_start = None if self.word_start is None else torch.from_numpy(self.word_start[ids])
+        d = plm_inputs(x, self.num_predict, self.rng, self.gen, reuse_len=self.reuse_len,
+                       functional_ids=(self.sep_id, self.cls_id), is_start=is_start)
+        batch = {"input_ids": x, "token_type_ids": torch.from_numpy(seg), "target_pos": d["target_pos"],
+                 "labels": d["labels"]}
+        if self.objective == "plm":
+            batch["perm_mask"] = d["perm_mask"]
+        else:
+            from genfeat.losses.plm import mlm_corrupt
+
+            batch["input_ids"] = mlm_corrupt(x, d["target_pos"], self.mask_id, self.vocab_size, self.gen)
+        return batch
+
+    def state_dict(self) -> dict:
+        return {"cursor": self.cursor, "rng": self.rng.bit_generator.state, "gen": self.gen.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.cursor = state["cursor"]
+        self.rng.bit_generator.state = state["rng"]
+        self.gen.set_state(state["gen"])

@@ -15,15 +15,33 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from genfeat.heads.base import HeadOutput
 from genfeat.losses.nll import nll
-from genfeat.nn.outputs import BackboneOutput
+from genfeat.models.xlnet.model import XLNetOutput
+
+
+def _extra(batch: dict[str, Tensor]) -> dict[str, Tensor]:
+    return {k: batch[k] for k in ("token_type_ids", "attention_mask", "mems") if k in batch}
+
+
+def plm_forward(lm: nn.Module, batch: dict[str, Tensor]) -> tuple[HeadOutput, XLNetOutput]:
+    """Query-stream scores at the targets under the permutation masks."""
+    return lm(batch["input_ids"], perm_mask=batch["perm_mask"], target_pos=batch["target_pos"], **_extra(batch))
+
+
+def mlm_forward(lm: nn.Module, batch: dict[str, Tensor]) -> tuple[HeadOutput, XLNetOutput]:
+    """Content-stream scores at the targets of an already corrupted input (`mlm_corrupt`); no perm mask."""
+    return lm(batch["input_ids"], positions=batch["target_pos"], **_extra(batch))
 
 
 def plm_loss(lm: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, int]:
-    extra = {k: batch[k] for k in ("token_type_ids", "attention_mask", "mems") if k in batch}
-    out, _ = lm(batch["input_ids"], perm_mask=batch["perm_mask"], target_pos=batch["target_pos"], **extra)
-    labels = batch["labels"]
-    return nll(out, labels), int((labels != -100).sum())
+    out, _ = plm_forward(lm, batch)
+    return nll(out, batch["labels"]), int((batch["labels"] != -100).sum())
+
+
+def mlm_loss(lm: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, int]:
+    out, _ = mlm_forward(lm, batch)
+    return nll(out, batch["labels"]), int((batch["labels"] != -100).sum())
 
 
 def mlm_corrupt(tokens: Tensor, target_pos: Tensor, mask_id: int, vocab_size: int,
@@ -34,12 +52,3 @@ def mlm_corrupt(tokens: Tensor, target_pos: Tensor, mask_id: int, vocab_size: in
     orig = tokens.gather(1, target_pos)
     new = torch.where(u < probs[0], torch.full_like(orig, mask_id), torch.where(u < sum(probs), rand, orig))
     return tokens.scatter(1, target_pos, new)
-
-
-def mlm_loss(lm: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, int]:
-    """batch["input_ids"] already corrupted (`mlm_corrupt`); no perm mask, no query stream."""
-    extra = {k: batch[k] for k in ("token_type_ids", "attention_mask", "mems") if k in batch}
-    o = lm.transformer(batch["input_ids"], **extra)
-    out = lm.head(BackboneOutput(hidden=o.hidden), positions=batch["target_pos"])  # only the target rows
-    labels = batch["labels"]
-    return nll(out, labels), int((labels != -100).sum())

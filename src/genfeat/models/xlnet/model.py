@@ -246,13 +246,17 @@ class XLNet(nn.Module):
 
 class XLNetLM(nn.Module):
     """XLNet + the tied softmax with bias (`lm_loss` of the reference / HF): logits of the query stream at
-    target_pos (pretraining), or of the content stream when no targets are given."""
+    target_pos (pretraining), else of the content stream (at `positions` (B, P) only, when given: the MLM
+    baseline's targets)."""
 
     def __init__(self, cfg: XLNetConfig):
         super().__init__()
         self.transformer = XLNet(cfg)
         self.head = SoftmaxHead(cfg.d_model, cfg.vocab_size, self.transformer.word_embedding, bias=True)
 
-    def forward(self, input_ids: Tensor, **kw) -> tuple[HeadOutput, XLNetOutput]:
+    def forward(self, input_ids: Tensor | None, positions: Tensor | None = None,
+                **kw) -> tuple[HeadOutput, XLNetOutput]:
         out = self.transformer(input_ids, **kw)
-        return self.head(BackboneOutput(hidden=out.hidden if out.query is None else out.query)), out
+        if out.query is not None:
+            return self.head(BackboneOutput(hidden=out.query)), out
+        return self.head(BackboneOutput(hidden=out.hidden), positions=positions), out
