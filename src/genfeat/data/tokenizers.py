@@ -252,6 +252,12 @@ class SentencePieceTokenizer(Tokenizer):
     def decode(self, ids: Iterable[int]) -> str:
         return self.sp.decode([int(i) for i in ids])
 
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids and each piece's [begin, end) character span in `text` (a leading space included), for mapping
+        answer spans to tokens."""
+        proto = self.sp.encode(text, return_type="proto")
+        return [p.id for p in proto.pieces], [(p.begin, p.end) for p in proto.pieces]
+
     def to_json(self) -> dict:
         import base64
 
