@@ -183,7 +183,7 @@ def test_relative_segments():
     v = att.v(hin).view(T, H, dh).transpose(0, 1)
     ref = att.layer_norm(hin[0] + att.o((probs @ v).transpose(0, 1).reshape(T, H * dh)))
     r = torch.zeros(1, 2 * T, 16, dtype=torch.float64)
-    diffm = diff[None]
+    diffm = diff[None, None].double()
     got = att.attend(hin, att.k(hin).view(1, T, H, dh).transpose(1, 2), v[None], att.r(r).view(1, 2 * T, H, dh)
                      .permute(0, 2, 3, 1), (lm.transformer.r_w_bias[0], lm.transformer.r_r_bias[0],
                                             lm.transformer.r_s_bias[0]), diffm, None, None, T)

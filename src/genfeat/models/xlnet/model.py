@@ -70,9 +70,12 @@ class XLNetAttention(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def attend(self, x: Tensor, k: Tensor, v: Tensor, r_head: Tensor, biases: tuple[Tensor, Tensor, Tensor],
-               seg_diff: Tensor | None, mask: Tensor | None, pos: Tensor | None, qlen: int) -> Tensor:
+               seg_diff: Tensor | None, mask: tuple[Tensor, Tensor | None] | None, pos: Tensor | None,
+               qlen: int) -> Tensor:
         """One stream. x (B, L, d): all qlen positions of the segment (pos None) or the rows at pos (B, L);
-        k, v (B, H, K, dh); r_head (Rb, H, dh, R); seg_diff / mask (B|1, L, K) bool (mask True = forbidden)."""
+        k, v (B, H, K, dh); r_head (Rb, H, dh, R); seg_diff (B, 1, L, K) float, 1 = different segments;
+        mask: (additive bias (B|1, 1, L, K) with -inf where forbidden, rows with nothing to attend (B|1, L) or
+        None) from `additive_mask`."""
         B, L, _ = x.shape
         H, dh, K = self.n_head, self.d_head, k.size(2)
         u, vb, sb = (b[:, None] for b in biases)  # (H, 1, dh)
@@ -80,18 +83,14 @@ class XLNetAttention(nn.Module):
         qr = (q + vb) * self.scale
         Rb = r_head.size(0)
         bd = (qr.view(Rb, B // Rb, H, L, dh) @ r_head[:, None]).view(B, H, L, -1)  # (B, H, L, R)
-        bd = rel_shift_bi(bd, K) if pos is None else rel_gather(bd, pos, qlen, K)
+        bd = rel_shift_bi(bd, K) if pos is None else rel_gather(bd, pos, qlen, K)  # a fresh tensor: add in place
         if seg_diff is not None:
-            es = ((q + sb) * self.scale) @ self.seg_embed.permute(1, 2, 0)  # (B, H, L, 2)
-            bd = bd + torch.where(seg_diff[:, None], es[..., 1:], es[..., :1])
+            es = ((q + sb) * self.scale) @ self.seg_embed.permute(1, 2, 0)  # (B, H, L, 2): same, different
+            bd = bd.add_(es[..., :1]).addcmul_(seg_diff, es[..., 1:] - es[..., :1])
         empty = None
         if mask is not None:
-            bd = bd.masked_fill(mask[:, None], float("-inf"))
-            empty = mask.all(-1)  # (B|1, L): rows with nothing to attend (pitfall 6)
-            if bool(empty.any()):
-                bd = bd.masked_fill(empty[:, None, :, None], 0.0)
-            else:
-                empty = None
+            bd = bd.add_(mask[0])
+            empty = mask[1]
         attn = F.scaled_dot_product_attention(q + u, k, v, attn_mask=bd.to(q.dtype),
                                               dropout_p=self.dropatt if self.training else 0.0, scale=self.scale)
         if empty is not None:
@@ -101,7 +100,7 @@ class XLNetAttention(nn.Module):
 
     def forward(self, h: Tensor, g: Tensor | None, mem: Tensor | None, r: Tensor,
                 biases: tuple[Tensor, Tensor, Tensor], seg: tuple[Tensor | None, Tensor | None],
-                masks: tuple[Tensor | None, Tensor | None], target_pos: Tensor | None) -> tuple[Tensor, Tensor | None]:
+                masks: tuple[tuple | None, tuple | None], target_pos: Tensor | None) -> tuple[Tensor, Tensor | None]:
         B, T, _ = h.shape
         H, dh = self.n_head, self.d_head
         cat = h if mem is None else torch.cat([mem, h], dim=1)  # (B, K, d)
@@ -138,6 +137,20 @@ class XLNetLayer(nn.Module):
     def forward(self, h: Tensor, g: Tensor | None, *args) -> tuple[Tensor, Tensor | None]:
         h, g = self.rel_attn(h, g, *args)
         return self.ff(h), None if g is None else self.ff(g)
+
+
+def additive_mask(mask: Tensor | None, dtype: torch.dtype) -> tuple[Tensor, Tensor | None] | None:
+    """Bool (B|1, L, K) mask (True = forbidden) -> (additive bias (B|1, 1, L, K): -inf where forbidden; rows with
+    nothing to attend (B|1, L), whose bias is left at 0 and whose output the attention zeroes; None if there are
+    none). Built once per forward, shared by the layers."""
+    if mask is None:
+        return None
+    bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(mask, float("-inf"))
+    empty = mask.all(-1)
+    if bool(empty.any()):
+        bias.masked_fill_(empty[..., None], 0.0)
+        return bias[:, None], empty
+    return bias[:, None], None
 
 
 def uni_mask(qlen: int, mlen: int, same_length: bool, device: torch.device | None = None) -> Tensor:
@@ -207,23 +220,26 @@ class XLNet(nn.Module):
         K = mlen + T
         forbid = self.forbidden(B, T, mlen, attention_mask, perm_mask, h.device)
         mask_h = mask_g = seg_h = seg_g = None
-        if forbid is not None:
+        if forbid is not None and perm_mask is None and cfg.attn_type == "bi":  # padding keys only (fine-tuning)
+            mask_h = forbid  # padded rows attend to the real tokens instead of themselves (HF); their outputs are junk
+        elif forbid is not None:
             diag = F.pad(torch.eye(T, dtype=torch.bool, device=h.device), (mlen, 0), value=False)  # (T, K)
             mask_h = forbid & ~diag  # the content stream sees itself
         if token_type_ids is not None:
             cat_ids = F.pad(token_type_ids, (mlen, 0), value=0)  # memory = segment 0
-            seg_h = token_type_ids[:, :, None] != cat_ids[:, None, :]  # (B, T, K)
+            seg_h = (token_type_ids[:, :, None] != cat_ids[:, None, :])[:, None].to(h.dtype)  # (B, 1, T, K)
         g = None
         if target_pos is not None:
             P = target_pos.size(1)
             rows = target_pos[:, :, None].expand(B, P, K)
             mask_g = None if forbid is None else forbid.expand(B, T, K).gather(1, rows)
-            seg_g = None if seg_h is None else seg_h.gather(1, rows)
+            seg_g = None if seg_h is None else seg_h.gather(2, rows[:, None])
             g = self.drop(self.mask_emb.to(h.dtype).expand(B, P, d))
         pos = bidirectional_positions(T, K, cfg.attn_type, cfg.clamp_len, h.device)
         pos = torch.stack([pos, -pos]) if cfg.bi_data else pos[None]  # the reversed half: negated distances
         r = self.drop(sinusoid_table(pos.flatten(), d).view(*pos.shape, d).to(h.dtype))  # (Rb, R, d)
         h = self.drop(h)
+        masks = (additive_mask(mask_h, h.dtype), additive_mask(mask_g, h.dtype))
         new_mems, hids = [], [h]
         for i, layer in enumerate(self.layer):
             mem = None if mems is None else mems[i]
@@ -231,7 +247,7 @@ class XLNet(nn.Module):
                 new_mems.append(self.cache(h, mem))
             j = i if cfg.untie_r else 0
             h, g = layer(h, g, mem, r, (self.r_w_bias[j], self.r_r_bias[j], self.r_s_bias[j]), (seg_h, seg_g),
-                         (mask_h, mask_g), target_pos)
+                         masks, target_pos)
             hids.append(h)
         return XLNetOutput(hidden=self.drop(h), query=None if g is None else self.drop(g),
                            mems=tuple(new_mems) if new_mems else None,
