@@ -225,3 +225,47 @@ def test_bad_inputs():
     lm = make(0)
     with pytest.raises(ValueError, match="memory tensors"):
         lm(torch.zeros(1, 3, dtype=torch.long), mems=(torch.zeros(1, 2, 16),))
+
+
+def test_identity_order_content_stream_is_transformer_xl():
+    """Spec §6.3 / issue: one identity order, no query stream -> a causal Transformer-XL. genfeat's TransformerXL
+    weights copied into XLNet (ReLU FFN, LayerNorm eps 1e-5, the TXL embedding fed as inputs_embeds): the content
+    stream equals TXL's hidden states over two segments with memory, and the memories match."""
+    from genfeat.models.transformer_xl import TXLConfig
+    from genfeat.models.transformer_xl.model import TransformerXL
+
+    torch.manual_seed(10)
+    tcfg = TXLConfig(vocab_size=V, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, dropout=0.0, tgt_len=5,
+                     mem_len=5, untie_r=True)
+    txl = TransformerXL(tcfg).double().eval()
+    with torch.no_grad():
+        for p in txl.parameters():
+            p.normal_(0, 0.4)
+    xl = make(0, ff_activation="relu", layer_norm_eps=1e-5, mem_len=5).transformer
+    sd = {}
+    Hd = 16
+    for i, layer in enumerate(txl.layers):
+        w = layer.dec_attn.qkv_net.weight
+        sd |= {f"layer.{i}.rel_attn.q.weight": w[:Hd], f"layer.{i}.rel_attn.k.weight": w[Hd:2 * Hd],
+               f"layer.{i}.rel_attn.v.weight": w[2 * Hd:], f"layer.{i}.rel_attn.r.weight": layer.dec_attn.r_net.weight,
+               f"layer.{i}.rel_attn.o.weight": layer.dec_attn.o_net.weight}
+        for name in ("weight", "bias"):
+            sd[f"layer.{i}.rel_attn.layer_norm.{name}"] = getattr(layer.dec_attn.layer_norm, name)
+            sd[f"layer.{i}.ff.layer_norm.{name}"] = getattr(layer.pos_ff.layer_norm, name)
+            sd[f"layer.{i}.ff.layer_1.{name}"] = getattr(layer.pos_ff.CoreNet[0], name)
+            sd[f"layer.{i}.ff.layer_2.{name}"] = getattr(layer.pos_ff.CoreNet[3], name)
+    sd["r_w_bias"] = torch.stack([layer.r_w_bias for layer in txl.layers])
+    sd["r_r_bias"] = torch.stack([layer.r_r_bias for layer in txl.layers])
+    missing = xl.load_state_dict(sd, strict=False).missing_keys
+    assert set(missing) == {"word_embedding.weight", "mask_emb", "r_s_bias"} | {
+        f"layer.{i}.rel_attn.seg_embed" for i in range(2)}
+    T = 5
+    ident = torch.triu(torch.ones(T, T, dtype=torch.bool), 1).expand(2, -1, -1)
+    mems_t = mems_x = None
+    for _ in range(2):
+        x = torch.randint(0, V, (2, T))
+        out_t = txl(x, mems=mems_t)
+        out_x = xl(None, inputs_embeds=txl.word_emb(x), perm_mask=ident, mems=mems_x)
+        assert torch.allclose(out_x.hidden, out_t.hidden, atol=1e-10)
+        assert all(torch.allclose(a, b, atol=1e-10) for a, b in zip(out_x.mems, out_t.mems, strict=True))
+        mems_t, mems_x = out_t.mems, out_x.mems
