@@ -93,3 +93,16 @@ def test_classify_needs_a_pretrained_run(bbc_corpus, tmp_path):
         X.run_classify(X.classify_tiny(), tmp_path)
     with pytest.raises(ConfigError, match="not an xlnet_pretrain run"):
         X.run_classify(X.XLNetClassifyConfig(pretrained=str(tmp_path)), tmp_path)
+
+
+def test_pretrain_stream_bi_data():
+    tok = np.arange(10, 2010)
+    ws = np.zeros(2100, bool)
+    ws[::2] = True
+    s = PretrainStream(tok, batch_size=4, seq_len=20, reuse_len=8, num_predict=4, sep_id=1, cls_id=2, seed=0,
+                       word_start=ws, bi_data=True)
+    x = next(s)["input_ids"]
+    assert torch.equal(x[0, :8], torch.arange(10, 18))  # forward rows
+    assert torch.equal(x[2, :8], torch.arange(2009, 2001, -1))  # reversed rows read the corpus backwards
+    with pytest.raises(ValueError, match="even"):
+        PretrainStream(tok, 3, 20, 8, 4, 1, 2, bi_data=True)

@@ -140,12 +140,15 @@ class PretrainStream:
     reads its own contiguous slice of the corpus, the next batch starting reuse_len tokens later, so the memory
     cached from the reuse part precedes it. Targets / orders / masks from `plm_inputs` (the targets split between
     the reuse part and the rest, spans aligned to word starts). objective "mlm": the same targets, replaced by
-    BERT's corruption (`genfeat.losses.plm.mlm_corrupt`), no permutation. Stateful (`state_dict`) for resuming.
+    BERT's corruption (`genfeat.losses.plm.mlm_corrupt`), no permutation. bi_data: the second half of the rows
+    reads the reversed corpus (thesis §2.2.3's bidirectional pipeline; the model must have bi_data=True, which
+    negates their relative positions). Stateful (`state_dict`) for resuming.
     """
 
     def __init__(self, tokens: np.ndarray, batch_size: int, seq_len: int, reuse_len: int, num_predict: int,
                  sep_id: int, cls_id: int, word_start: np.ndarray | None = None, seed: int = 0,
-                 objective: str = "plm", mask_id: int | None = None, vocab_size: int | None = None):
+                 objective: str = "plm", mask_id: int | None = None, vocab_size: int | None = None,
+                 bi_data: bool = False):
         if objective not in ("plm", "mlm"):
             raise ValueError(f"objective must be plm or mlm, got {objective!r}")
         if objective == "mlm" and (mask_id is None or vocab_size is None):
@@ -155,8 +158,17 @@ class PretrainStream:
         self.rows_len = len(tokens) // batch_size
         if self.rows_len < seq_len + reuse_len:
             raise ValueError(f"{len(tokens):,} tokens are too few for {batch_size} rows of {seq_len}")
+        if bi_data and batch_size % 2:
+            raise ValueError("bi_data needs an even batch_size")
         self.tokens = np.asarray(tokens, dtype=np.int64)
-        self.rows = self.tokens[: self.rows_len * batch_size].reshape(batch_size, self.rows_len)
+        self.bi_data = bi_data
+        if bi_data:  # the second half of the rows reads the reversed corpus (the model negates its positions)
+            half = batch_size // 2
+            self.rows_len = len(tokens) // half
+            fwd = self.tokens[: self.rows_len * half].reshape(half, self.rows_len)
+            self.rows = np.concatenate([fwd, self.tokens[::-1][: self.rows_len * half].reshape(half, self.rows_len)])
+        else:
+            self.rows = self.tokens[: self.rows_len * batch_size].reshape(batch_size, self.rows_len)
         self.B, self.T, self.reuse_len, self.num_predict = batch_size, seq_len, reuse_len, num_predict
         self.sep_id, self.cls_id, self.word_start = sep_id, cls_id, word_start
         self.objective, self.mask_id, self.vocab_size = objective, mask_id, vocab_size
@@ -185,6 +197,8 @@ class PretrainStream:
             else:
                 r = int(self.rng.integers(0, len(self.tokens) - b_len))
                 part_b = self.tokens[r: r + b_len]
+                if self.bi_data and b >= B // 2:
+                    part_b = part_b[::-1]
             ids[b] = np.concatenate([self.rows[b, i: i + R + a_len], [self.sep_id], part_b, [self.sep_id],
                                      [self.cls_id]])
             seg[b] = [0] * (R + a_len + 1) + [1] * (b_len + 1) + [2]
@@ -195,6 +209,9 @@ class PretrainStream:
         ids, seg = self.sequences()
         x = torch.from_numpy(ids)
         is_start = None if self.word_start is None else torch.from_numpy(self.word_start[ids])
+        if is_start is not None and self.bi_data:  # reversed rows: a word begins after a forward word start
+            h = self.B // 2
+            is_start[h:] = torch.cat([torch.ones(h, 1, dtype=torch.bool), is_start[h:, :-1]], dim=1)
         d = plm_inputs(x, self.num_predict, self.rng, self.gen, reuse_len=self.reuse_len,
                        functional_ids=(self.sep_id, self.cls_id), is_start=is_start)
         batch = {"input_ids": x, "token_type_ids": torch.from_numpy(seg), "target_pos": d["target_pos"],

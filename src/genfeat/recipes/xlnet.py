@@ -60,6 +60,7 @@ class PretrainDataConfig:
     reuse_len: int = 64
     num_predict: int = 21  # about seq_len / K, K = 6
     batch_size: int = 16
+    bi_data: bool = False  # half of each batch reads the reversed text (model.bi_data follows)
     valid_batches: int = 20
     limit_docs: int = 0  # > 0: the first N documents per split (tests)
 
@@ -217,7 +218,7 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
         if info.is_main:
             tok.save(tok_path)
     streams = {k: encode_documents(tok, v) for k, v in docs.items()}
-    model_cfg = dataclasses.replace(cfg.model, vocab_size=tok.vocab_size, reuse_len=dc.reuse_len)
+    model_cfg = dataclasses.replace(cfg.model, vocab_size=tok.vocab_size, reuse_len=dc.reuse_len, bi_data=dc.bi_data)
     if info.is_main:
         atomic_write_text(run_dir / "model_config.json", json.dumps(dataclasses.asdict(model_cfg), indent=1))
     lm_model = XLNetLM(model_cfg).to(info.device)
@@ -227,9 +228,9 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
     def stream(tokens: np.ndarray, seed: int, batch: int) -> PretrainStream:
         return PretrainStream(tokens, batch, dc.seq_len, dc.reuse_len, dc.num_predict, tok.ids["<sep>"],
                               tok.ids["<cls>"], tok.word_start, seed, cfg.objective, tok.ids["<mask>"],
-                              tok.vocab_size)
-    valid_stream = stream(streams["valid"], 12_345, min(dc.batch_size, max(1, len(streams["valid"]) //
-                                                                        (dc.seq_len + dc.reuse_len))))
+                              tok.vocab_size, dc.bi_data)
+    n_valid = min(dc.batch_size, max(1, len(streams["valid"]) // (dc.seq_len + dc.reuse_len)))
+    valid_stream = stream(streams["valid"], 12_345, n_valid + n_valid % 2 if dc.bi_data else n_valid)
     valid = [next(valid_stream) for _ in range(dc.valid_batches)]
     if info.is_main:
         print(f"xlnet_pretrain ({cfg.objective}): {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
