@@ -26,6 +26,7 @@ from typing import Any
 from benchmarks.common import claim_run_dir, render, result_args, write_results
 from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.recipes import xlnet as X
+from genfeat.recipes import xlnet_finetune as F
 
 NAME = "xlnet_bbc"
 INITS = {"plm": "permutation LM (XLNet)", "mlm": "masked LM (BERT objective, same network)",
@@ -53,9 +54,11 @@ def finetune(init: str, seed: int, args) -> dict[str, Any] | None:
     source = Path(args.runs) / f"pretrain-{'plm' if init == 'scratch' else init}"
     if args.collect or not (source / "summary.json").exists() or not claim_run_dir(run):
         return None
-    cfg = dataclasses.replace(X.bbc_100(), seed=seed, pretrained=str(source),
-                              init="scratch" if init == "scratch" else "pretrained", steps=args.finetune_steps)
-    return X.run_classify(cfg, run) | {"init_name": init, "seed": seed}
+    base = F.bbc_100()
+    cfg = dataclasses.replace(base, seed=seed, pretrained=str(source),
+                              init="scratch" if init == "scratch" else "pretrained",
+                              train=dataclasses.replace(base.train, steps=args.finetune_steps))
+    return F.run_classify(cfg, run) | {"init_name": init, "seed": seed}
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -71,7 +74,7 @@ def markdown(record: dict[str, Any]) -> str:
             return f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
         pre = res["pretrain"].get("plm" if init == "scratch" else init, {})
         nll = "–" if init == "scratch" else f"{pre.get('valid_loss', float('nan')):.3f}"
-        rows.append(f"| {label} | {ms('test_acc')} | {ms('valid_acc')} | {nll} | {len(runs)} |")
+        rows.append(f"| {label} | {ms('test_accuracy')} | {ms('valid_accuracy')} | {nll} | {len(runs)} |")
     pre = res["pretrain"].get("plm", {})
     return f"""# XLNet pretrain -> fine-tune on BBC News with 100 labels
 

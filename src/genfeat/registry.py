@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import gan_ssl, lm, planetoid, seqrec, transformer_xl, xlnet
+from genfeat.recipes import gan_ssl, lm, planetoid, seqrec, transformer_xl, xlnet, xlnet_finetune
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,14 @@ RECIPES: dict[str, Recipe] = {
     "xlnet_pretrain": Recipe("xlnet_pretrain", "XLNet pretraining: permutation LM with two-stream attention and "
                              "memory, or the masked-LM baseline on the same network (thesis Y §2.2)",
                              xlnet.XLNetPretrainConfig, xlnet.PRETRAIN_PRESETS, xlnet.run_pretrain, "bbc_small"),
-    "xlnet_classify": Recipe("xlnet_classify", "XLNet fine-tuning: BBC News classification with few labels, from a "
-                             "pretrained run or from scratch", xlnet.XLNetClassifyConfig, xlnet.CLASSIFY_PRESETS,
-                             xlnet.run_classify, "bbc_100"),
+    "xlnet_classify": Recipe("xlnet_classify", "XLNet fine-tuning: sequence classification / regression (BBC News "
+                             "with few labels, GLUE TSVs)", xlnet_finetune.XLNetClassifyConfig,
+                             xlnet_finetune.CLASSIFY_PRESETS, xlnet_finetune.run_classify, "bbc_100"),
+    "xlnet_race": Recipe("xlnet_race", "XLNet fine-tuning: RACE multiple choice", xlnet_finetune.XLNetRaceConfig,
+                         xlnet_finetune.RACE_PRESETS, xlnet_finetune.run_race, "race"),
+    "xlnet_squad": Recipe("xlnet_squad", "XLNet fine-tuning: SQuAD 2.0 span extraction with answerability",
+                          xlnet_finetune.XLNetSquadConfig, xlnet_finetune.SQUAD_PRESETS, xlnet_finetune.run_squad,
+                          "squad2"),
     "planetoid": Recipe("planetoid", "graph semi-supervised node classification: Planetoid-T/I/G (thesis Y §3.3) "
                         "and baselines (Feat, LP, GraphEmb, GCN)", planetoid.PlanetoidRunConfig, planetoid.PRESETS,
                         planetoid.run, "linuxdoc"),

@@ -177,3 +177,14 @@ def test_knrm_kernels_by_hand():
     masked = knrm.features(q, torch.ones(1, 1), d, torch.tensor([[1.0, 0.0]]))  # the cos-0 word masked out
     assert masked[0, 5] < phi[0, 5]  # μ = 0.1 kernel lost its match
     assert KNRM.loss(torch.tensor([0.9]), torch.tensor([0.2])).item() == pytest.approx(0.3)
+
+
+def test_best_null_threshold_by_hand():
+    from genfeat.metrics.squad import best_null_threshold
+
+    spans = {"a": "France", "b": "Mars", "c": "wrong"}
+    gold = {"a": ["France"], "b": [], "c": ["Norway"]}
+    nulls = {"a": -1.0, "b": 2.0, "c": 0.5}
+    best = best_null_threshold(spans, nulls, gold)  # answer a only: a right, b abstains (right), c abstains (0)
+    assert best["f1"] == pytest.approx(200 / 3) and -1.0 <= best["threshold"] < 0.5
+    assert best["f1"] >= squad_scores({"a": "France", "b": "", "c": ""}, gold)["f1"]

@@ -15,7 +15,7 @@ from genfeat.cli import main
 from genfeat.data.plm import PretrainStream
 from genfeat.data.tokenizers import SentencePieceTokenizer
 from genfeat.errors import ConfigError
-from genfeat.recipes import xlnet as X
+from genfeat.recipes import xlnet_finetune as F
 
 TOPICS = {
     "business": "shares profits market bank economy firm sales growth investors",
@@ -85,14 +85,14 @@ def test_pretrain_then_classify(bbc_corpus, tmp_path, objective):
         main(["run", "xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--init", init,
               "--out", str(out)])
         s = json.loads((out / "summary.json").read_text())
-        assert s["labels"] == 10 and 0.0 <= s["test_acc"] <= 1.0 and s["init"] == init
+        assert s["labels"] == 10 and 0.0 <= s["test_accuracy"] <= 1.0 and s["init"] == init
 
 
 def test_classify_needs_a_pretrained_run(bbc_corpus, tmp_path):
     with pytest.raises(ConfigError, match="pretrained"):
-        X.run_classify(X.classify_tiny(), tmp_path)
+        F.run_classify(F.classify_tiny(), tmp_path)
     with pytest.raises(ConfigError, match="not an xlnet_pretrain run"):
-        X.run_classify(X.XLNetClassifyConfig(pretrained=str(tmp_path)), tmp_path)
+        F.run_classify(F.XLNetClassifyConfig(pretrained=str(tmp_path)), tmp_path)
 
 
 def test_pretrain_stream_bi_data():
@@ -106,3 +106,61 @@ def test_pretrain_stream_bi_data():
     assert torch.equal(x[2, :8], torch.arange(2009, 2001, -1))  # reversed rows read the corpus backwards
     with pytest.raises(ValueError, match="even"):
         PretrainStream(tok, 3, 20, 8, 4, 1, 2, bi_data=True)
+
+
+@pytest.fixture
+def pretrained_run(bbc_corpus, tmp_path) -> Path:
+    run = tmp_path / "pre"
+    main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(run)])
+    return run
+
+
+def test_glue_classification_and_regression(pretrained_run, tmp_path):
+    rng = random.Random(1)
+    words = " ".join(TOPICS.values()).split()
+    for task, header, label in (("SST-2", "sentence\tlabel", lambda: str(rng.randint(0, 1))),
+                                ("STS-B", "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\t"
+                                 "sentence2\tscore", lambda: f"{rng.uniform(0, 5):.3f}")):
+        d = tmp_path / task
+        d.mkdir()
+        for split, n in (("train", 40), ("dev", 10)):
+            lines = [header]
+            for i in range(n):
+                s1, s2 = (" ".join(rng.choice(words) for _ in range(6)) for _ in range(2))
+                lines.append(f"{s1}\t{label()}" if task == "SST-2" else
+                             f"{i}\tmain\tf\t2012\t{i}\tnone\tnone\t{s1}\t{s2}\t{label()}")
+            (d / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+        out = tmp_path / f"run-{task}"
+        main(["run", "xlnet_classify", "--preset", "tiny", "--task", task, "--data_dir", str(d), "--labels_per_class",
+              "0", "--pretrained", str(pretrained_run), "--out", str(out)])
+        s = json.loads((out / "summary.json").read_text())
+        assert s["test_examples"] == 10 and s["labels"] == 36  # 10% of train held out for validation
+        assert ("test_pearson" in s) == (task == "STS-B") and ("test_accuracy" in s) == (task == "SST-2")
+    with pytest.raises(ConfigError, match="data_dir"):
+        F.run_classify(F.XLNetClassifyConfig(task="MRPC", pretrained=str(pretrained_run)), tmp_path)
+
+
+def test_race_and_squad_recipes(pretrained_run, tmp_path):
+    ctx = "The Normans gave their name to Normandy, a region in France. They came from Denmark and Norway."
+    for split in ("train", "dev", "test"):
+        d = tmp_path / "RACE" / split / "high"
+        d.mkdir(parents=True)
+        for i in range(3):
+            (d / f"{i}.txt").write_text(json.dumps({
+                "id": f"high{i}.txt", "article": ctx, "questions": ["Where is Normandy?"], "answers": ["B"],
+                "options": [["Denmark", "France", "Norway", "Mars"]]}))
+    main(["run", "xlnet_race", "--preset", "tiny", "--data_dir", str(tmp_path / "RACE"), "--pretrained",
+          str(pretrained_run), "--out", str(tmp_path / "race")])
+    s = json.loads((tmp_path / "race" / "summary.json").read_text())
+    assert 0 <= s["test_acc"] <= 1 and "test_acc_high" in s and "test_acc_middle" not in s
+    squad = {"version": "v2.0", "data": [{"title": "N", "paragraphs": [{"context": ctx, "qas": [
+        {"id": "a", "question": "Where is Normandy?", "is_impossible": False,
+         "answers": [{"text": "France", "answer_start": ctx.index("France")}]},
+        {"id": "b", "question": "What is on Mars?", "answers": [], "is_impossible": True}]}]}]}
+    f = tmp_path / "squad.json"
+    f.write_text(json.dumps(squad))
+    main(["run", "xlnet_squad", "--preset", "tiny", "--train_file", str(f), "--dev_file", str(f), "--pretrained",
+          str(pretrained_run), "--out", str(tmp_path / "squad")])
+    s = json.loads((tmp_path / "squad" / "summary.json").read_text())
+    assert s["dev_questions"] == 2 and s["dev_f1_best_threshold"] >= s["dev_f1"] - 1e-9
+    assert set(json.loads((tmp_path / "squad" / "predictions.json").read_text())) == {"a", "b"}

@@ -1,0 +1,368 @@
+"""XLNet fine-tuning recipes (thesis Y §2.2.3; spec xlnet.md §2.12): the query stream dropped, the content stream a
+bidirectional encoder, starting from an `xlnet_pretrain` run (its tokenizer, network and weights; `init scratch`:
+the same network with random weights, the no-pretraining baseline).
+
+    genfeat run xlnet_classify --preset bbc_100 --pretrained runs/xlnet-plm         # BBC News, 100 labels (real)
+    genfeat run xlnet_classify --task SST-2 --data_dir glue/SST-2 --pretrained ...   # any GLUE task's TSVs
+    genfeat run xlnet_race --data_dir RACE --pretrained ...                          # RACE JSON (train/dev/test)
+    genfeat run xlnet_squad --train_file train-v2.0.json --dev_file dev-v2.0.json --pretrained ...
+
+One loop for all (`finetune`): AdamW, linear warm-up then linear decay, gradient clipping 1.0, evaluation every
+`train.eval_every` steps on a validation set, the best validation checkpoint evaluated once on the test set.
+Validation / test per task: BBC News - the stratified validation / test splits (labels_per_class labeled
+training articles); GLUE - a stratified 10% of train.tsv / dev.tsv (GLUE's test labels are hidden); RACE -
+dev / test; SQuAD - no selection (the last checkpoint), dev EM / F1 with the null threshold 0 and with the
+threshold that maximises dev F1 (the reference's reported setting).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from genfeat.config import atomic_write_text
+from genfeat.data.race import load_race, race_inputs
+from genfeat.data.squad import load_squad_json, squad_features, squad_predictions
+from genfeat.data.text_classification import GLUE_COLUMNS, load_bbc_news, load_glue_tsv, stratified_split
+from genfeat.data.tokenizers import SentencePieceTokenizer, load_tokenizer
+from genfeat.errors import ConfigError, DataError
+from genfeat.metrics.squad import best_null_threshold, squad_scores
+from genfeat.models.xlnet import XLNetConfig
+from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice, pair_inputs
+from genfeat.recipes.lm import seed_everything
+from genfeat.train.checkpoint import load_weights, save_model_weights
+from genfeat.train.logging import MetricsLogger, machine_info
+
+Batch = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    steps: int = 400
+    batch_size: int = 16
+    lr: float = 1e-4
+    warmup: int = 40
+    weight_decay: float = 0.01
+    dropout: float = 0.1  # dropout and attention dropout (the reference's fine-tuning values)
+    eval_every: int = 50
+
+    def __post_init__(self) -> None:
+        if min(self.steps, self.batch_size, self.eval_every) < 1 or self.lr <= 0:
+            raise ConfigError("train.steps, batch_size and eval_every must be >= 1 and lr > 0")
+
+
+@dataclass(frozen=True)
+class XLNetClassifyConfig:
+    seed: int = 0
+    pretrained: str = ""  # an xlnet_pretrain run directory
+    init: str = "pretrained"  # pretrained | scratch
+    task: str = "bbc"  # bbc | a GLUE task (SST-2, MRPC, STS-B, ...; data_dir holds train.tsv and dev.tsv)
+    data_dir: str = ""
+    labels_per_class: int = 20  # labeled training examples per class (0: all); BBC: 20 x 5 classes = 100 labels
+    split_seed: int = 0
+    max_len: int = 256
+    limit_docs: int = 0  # tests
+    train: FinetuneConfig = field(default_factory=FinetuneConfig)
+
+    def __post_init__(self) -> None:
+        if self.init not in ("pretrained", "scratch"):
+            raise ConfigError(f"init must be pretrained or scratch, got {self.init!r}")
+        if self.task != "bbc" and self.task not in GLUE_COLUMNS:
+            raise ConfigError(f"task must be bbc or a GLUE task ({', '.join(GLUE_COLUMNS)}), got {self.task!r}")
+
+
+@dataclass(frozen=True)
+class XLNetRaceConfig:
+    seed: int = 0
+    pretrained: str = ""
+    init: str = "pretrained"
+    data_dir: str = ""  # RACE/ with train/, dev/, test/ (each middle/ and high/)
+    max_len: int = 512
+    max_qa: int = 128
+    train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=8, lr=2e-5, steps=12000,
+                                                                         warmup=1000, eval_every=1000))
+
+
+@dataclass(frozen=True)
+class XLNetSquadConfig:
+    seed: int = 0
+    pretrained: str = ""
+    init: str = "pretrained"
+    train_file: str = ""
+    dev_file: str = ""
+    max_len: int = 512
+    doc_stride: int = 128
+    max_query: int = 64
+    max_answer: int = 64
+    train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=48, lr=3e-5, steps=8000,
+                                                                         warmup=1000, eval_every=8000))
+
+
+def bbc_100() -> XLNetClassifyConfig:
+    return XLNetClassifyConfig()
+
+
+def classify_tiny() -> XLNetClassifyConfig:
+    return XLNetClassifyConfig(labels_per_class=2, max_len=32, limit_docs=40,
+                               train=FinetuneConfig(steps=4, batch_size=4, eval_every=2, warmup=1))
+
+
+CLASSIFY_PRESETS = {"bbc_100": bbc_100, "tiny": classify_tiny}
+RACE_PRESETS = {"race": XLNetRaceConfig, "tiny": lambda: XLNetRaceConfig(
+    max_len=48, max_qa=16, train=FinetuneConfig(steps=3, batch_size=2, eval_every=3, warmup=1))}
+SQUAD_PRESETS = {"squad2": XLNetSquadConfig, "tiny": lambda: XLNetSquadConfig(
+    max_len=64, doc_stride=32, max_query=16, train=FinetuneConfig(steps=3, batch_size=4, eval_every=3, warmup=1))}
+
+
+# ----------------------------------------------------------------------------------------- shared
+def load_pretrained(run: str | Path) -> tuple[SentencePieceTokenizer, XLNetConfig, Path]:
+    if not run:
+        raise ConfigError("fine-tuning needs pretrained=RUN_DIR (an xlnet_pretrain run: its tokenizer and network; "
+                          "with init=scratch its weights are not used)")
+    run = Path(run)
+    if not (run / "model_config.json").is_file() or not (run / "tokenizer.json").is_file():
+        raise ConfigError(f"{run}: not an xlnet_pretrain run directory (model_config.json / tokenizer.json "
+                          "missing); train one with `genfeat run xlnet_pretrain`")
+    cfg = XLNetConfig(**json.loads((run / "model_config.json").read_text()))
+    return load_tokenizer(run / "tokenizer.json"), cfg, run / "model.safetensors"
+
+
+def build(cls: Callable[..., nn.Module], cfg: Any, *args) -> tuple[nn.Module, SentencePieceTokenizer]:
+    """The task model on the pretrained run's network (fine-tuning mode: no memory, bi attention), its weights
+    loaded unless init=scratch."""
+    tok, model_cfg, weights = load_pretrained(cfg.pretrained)
+    ft = dataclasses.replace(model_cfg, dropout=cfg.train.dropout, dropatt=cfg.train.dropout, mem_len=0,
+                             reuse_len=0, bi_data=False, attn_type="bi")
+    model = cls(ft, *args)
+    if cfg.init == "pretrained":
+        state = {k[len("transformer."):]: v for k, v in load_weights(weights).items() if k.startswith("transformer.")}
+        model.transformer.load_state_dict(state)
+    return model, tok
+
+
+def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch], torch.Tensor],
+             evaluate: Callable[[nn.Module], float] | None, ft: FinetuneConfig, seed: int, run_dir: Path,
+             desc: str) -> tuple[float, int]:
+    """Train on mini-batches of the `train` tensors (first dimension = examples); keep the weights with the best
+    `evaluate` score (the last ones when evaluate is None). Returns (best score or nan, its step)."""
+    rng = np.random.default_rng(seed)
+    n = next(iter(train.values())).size(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=ft.lr, weight_decay=ft.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / max(1, ft.warmup), max(0.0, (ft.steps - s) / max(1, ft.steps - ft.warmup))))
+    logger = MetricsLogger(run_dir, enabled=True, tensorboard=False)
+    best, best_state, best_step = float("-inf"), None, ft.steps
+    order = np.array([], dtype=np.int64)
+    bar = tqdm(range(ft.steps), desc=desc)
+    for step in bar:
+        if len(order) < ft.batch_size:
+            order = np.concatenate([order, rng.permutation(n)])
+        idx, order = torch.from_numpy(order[: ft.batch_size]), order[ft.batch_size:]
+        model.train()
+        loss = loss_fn(model, {k: v[idx] for k, v in train.items()})
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if evaluate is not None and ((step + 1) % ft.eval_every == 0 or step + 1 == ft.steps):
+            score = evaluate(model)
+            logger.log(step + 1, train_loss=loss.item(), valid=score)
+            bar.set_postfix(valid=f"{score:.4f}")
+            if score > best:
+                best, best_state, best_step = score, copy.deepcopy(model.state_dict()), step + 1
+        elif (step + 1) % 10 == 0:
+            logger.log(step + 1, train_loss=loss.item())
+    logger.close()
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return (best if best_state is not None else float("nan")), best_step
+
+
+@torch.no_grad()
+def predict(model: nn.Module, x: Batch, batch: int = 32) -> torch.Tensor:
+    model.eval()
+    n = next(iter(x.values())).size(0)
+    return torch.cat([model(**{k: v[a: a + batch] for k, v in x.items()}) for a in range(0, n, batch)])
+
+
+def classification_metrics(pred: torch.Tensor, y: torch.Tensor, task: str) -> dict[str, float]:
+    """Accuracy; GLUE's other metrics where they are the task's (CoLA MCC, MRPC / QQP F1, STS-B Pearson and
+    Spearman on the regression output)."""
+    if pred.dim() == 1:  # regression
+        p, t = pred.double().numpy(), y.double().numpy()
+        ranks = [np.argsort(np.argsort(a)) for a in (p, t)]
+        return {"pearson": float(np.corrcoef(p, t)[0, 1]), "spearman": float(np.corrcoef(*ranks)[0, 1])}
+    hat = pred.argmax(-1)
+    out = {"accuracy": float((hat == y).float().mean())}
+    if task in ("CoLA", "MRPC", "QQP"):
+        tp, tn = float(((hat == 1) & (y == 1)).sum()), float(((hat == 0) & (y == 0)).sum())
+        fp, fn = float(((hat == 1) & (y == 0)).sum()), float(((hat == 0) & (y == 1)).sum())
+        if task == "CoLA":
+            den = ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) ** 0.5
+            out["mcc"] = (tp * tn - fp * fn) / den if den else 0.0
+        else:
+            out["f1"] = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    return out
+
+
+def write_summary(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    summary["machine"] = machine_info()
+    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+# ----------------------------------------------------------------------------------------- classification
+def classification_data(cfg: XLNetClassifyConfig) -> tuple[dict[str, tuple[list, np.ndarray]], bool]:
+    """{"train", "valid", "test"} -> (texts as (a, b | None) pairs, labels); and whether it is regression."""
+    if cfg.task == "bbc":
+        docs = load_bbc_news()
+        split = stratified_split(docs.labels, cfg.split_seed)
+        out = {}
+        for k, idx in split.items():
+            idx = idx[: cfg.limit_docs] if cfg.limit_docs else idx
+            out[k] = ([(docs.texts[i], None) for i in idx], docs.labels[idx])
+        return out, False
+    if not cfg.data_dir:
+        raise ConfigError(f"task {cfg.task} needs data_dir (a folder with GLUE's train.tsv and dev.tsv)")
+    rows = {k: load_glue_tsv(Path(cfg.data_dir) / f"{k}.tsv", cfg.task) for k in ("train", "dev")}
+    regression = cfg.task == "STS-B"
+    names = sorted({r[2] for r in rows["train"]})
+
+    def labels(rs):
+        if regression:
+            return np.array([float(r[2]) for r in rs], dtype=np.float32)
+        try:
+            return np.array([names.index(r[2]) for r in rs], dtype=np.int64)
+        except ValueError as e:
+            raise DataError(f"{cfg.data_dir}: a dev label is not among the training labels ({e})") from None
+    y = labels(rows["train"])
+    strat = np.zeros(len(y), np.int64) if regression else y
+    split = stratified_split(strat, cfg.split_seed, valid=0.1, test=0.0)
+    out = {k: ([(rows["train"][i][0], rows["train"][i][1]) for i in split[k]], y[split[k]]) for k in ("train", "valid")}
+    out["test"] = ([(r[0], r[1]) for r in rows["dev"]], labels(rows["dev"]))
+    return out, regression
+
+
+def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    if resume_from is not None:
+        raise ConfigError("fine-tuning runs are short and do not resume; start a new run")
+    t0 = time.perf_counter()
+    load_pretrained(cfg.pretrained)  # fail fast, before any data is read
+    seed_everything(cfg.seed)
+    data, regression = classification_data(cfg)
+    ytr = data["train"][1]
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.labels_per_class and not regression:
+        idx = np.sort(np.concatenate([rng.choice(np.flatnonzero(ytr == c), cfg.labels_per_class, replace=False)
+                                      for c in np.unique(ytr)]))
+    else:
+        idx = np.arange(len(ytr))
+    model, tok = build(XLNetClassifier, cfg, 1 if regression else int(ytr.max()) + 1)
+    sep, cls, pad = tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"]
+
+    def inputs(pairs: list) -> Batch:
+        a = [tok.encode(" ".join(p[0].split())) for p in pairs]
+        b = None if pairs and pairs[0][1] is None else [tok.encode(" ".join(p[1].split())) for p in pairs]
+        return pair_inputs(a, b, cfg.max_len, sep, cls, pad)
+    train = inputs([data["train"][0][i] for i in idx]) | {"labels": torch.from_numpy(ytr[idx])}
+    xv, yv = inputs(data["valid"][0]), torch.from_numpy(data["valid"][1])
+    xt, yt = inputs(data["test"][0]), torch.from_numpy(data["test"][1])
+    key = "pearson" if regression else "accuracy"
+
+    def loss_fn(m, b):
+        return m.loss(m(b["input_ids"], b["token_type_ids"], b["attention_mask"]), b["labels"])
+    best, step = finetune(model, train, loss_fn, lambda m: classification_metrics(predict(m, xv), yv, cfg.task)[key],
+                          cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})")
+    test = classification_metrics(predict(model, xt), yt, cfg.task)
+    save_model_weights(model, run_dir / "model.safetensors")
+    summary = write_summary(run_dir, {
+        "task": cfg.task, "init": cfg.init, "pretrained": str(cfg.pretrained), "labels": int(len(idx)),
+        f"valid_{key}": round(best, 4), "best_step": step, **{f"test_{k}": round(v, 4) for k, v in test.items()},
+        "test_examples": int(len(yt)), "wall_s": round(time.perf_counter() - t0, 1)})
+    print(f"test {key} {test[key]:.4f} (valid {best:.4f} at step {step}; {len(idx)} labels) -> {run_dir}")
+    return summary
+
+
+# ----------------------------------------------------------------------------------------- RACE
+def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    if resume_from is not None:
+        raise ConfigError("fine-tuning runs do not resume; start a new run")
+    t0 = time.perf_counter()
+    if not cfg.data_dir:
+        raise ConfigError("xlnet_race needs data_dir (RACE/ with train/, dev/ and test/)")
+    model, tok = build(XLNetMultipleChoice, cfg)
+    seed_everything(cfg.seed)
+    split = {k: load_race(Path(cfg.data_dir) / k) for k in ("train", "dev", "test")}
+    x = {k: race_inputs(v, tok, cfg.max_len, cfg.max_qa) for k, v in split.items()}
+    fields = ("input_ids", "token_type_ids", "attention_mask")
+
+    def acc(m, k, sel=None):
+        pred = predict(m, {f: x[k][f] for f in fields}).argmax(-1)
+        ok = pred == x[k]["labels"]
+        return float(ok[sel].float().mean()) if sel is not None else float(ok.float().mean())
+
+    def loss_fn(m, b):
+        return nn.functional.cross_entropy(m(*(b[f] for f in fields)), b["labels"])
+    best, step = finetune(model, x["train"], loss_fn, lambda m: acc(m, "dev"), cfg.train, cfg.seed, run_dir,
+                          f"xlnet_race ({cfg.init})")
+    levels = np.array([e.level for e in split["test"]])
+    test = {"test_acc": acc(model, "test")}
+    for lv in ("middle", "high"):
+        if (levels == lv).any():
+            test[f"test_acc_{lv}"] = acc(model, "test", torch.from_numpy(levels == lv))
+    save_model_weights(model, run_dir / "model.safetensors")
+    summary = write_summary(run_dir, {"init": cfg.init, "pretrained": str(cfg.pretrained), "dev_acc": round(best, 4),
+                                      "best_step": step, **{k: round(v, 4) for k, v in test.items()},
+                                      "wall_s": round(time.perf_counter() - t0, 1)})
+    print(f"RACE test accuracy {test['test_acc']:.4f} (dev {best:.4f}) -> {run_dir}")
+    return summary
+
+
+# ----------------------------------------------------------------------------------------- SQuAD
+def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    if resume_from is not None:
+        raise ConfigError("fine-tuning runs do not resume; start a new run")
+    t0 = time.perf_counter()
+    if not cfg.train_file or not cfg.dev_file:
+        raise ConfigError("xlnet_squad needs train_file and dev_file (SQuAD JSON)")
+    model, tok = build(XLNetForSquad, cfg)
+    seed_everything(cfg.seed)
+    examples = {k: load_squad_json(f) for k, f in (("train", cfg.train_file), ("dev", cfg.dev_file))}
+    feats = {k: squad_features(v, tok, cfg.max_len, cfg.doc_stride, cfg.max_query) for k, v in examples.items()}
+    names = ("input_ids", "token_type_ids", "attention_mask", "p_mask", "cls_index")
+    train = {n: torch.tensor([getattr(f, n) for f in feats["train"]]) for n in names}
+    train |= {n: torch.tensor([getattr(f, a) for f in feats["train"]]) for n, a in
+              (("start_positions", "start_position"), ("end_positions", "end_position"),
+               ("is_impossible", "is_impossible"))}
+    finetune(model, train, lambda m, b: m(**b)["loss"], None, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})")
+    dev = {n: torch.tensor([getattr(f, n) for f in feats["dev"]]) for n in names}
+    model.eval()
+    with torch.no_grad():
+        outs = [model(**{k: v[a: a + 32] for k, v in dev.items()}) for a in range(0, len(feats["dev"]), 32)]
+    out = {k: torch.cat([o[k] for o in outs]) for k in outs[0]}
+    gold = {e.qid: [a for a, _ in e.answers] for e in examples["dev"]}
+    preds, nulls = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, 0.0)
+    at0 = squad_scores(preds, gold)
+    spans = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, float("inf"))[0]
+    best = best_null_threshold(spans, nulls, gold)  # the reference's dev-tuned null threshold
+    save_model_weights(model, run_dir / "model.safetensors")
+    atomic_write_text(run_dir / "predictions.json", json.dumps(preds, indent=1))
+    summary = write_summary(run_dir, {
+        "init": cfg.init, "pretrained": str(cfg.pretrained), "dev_exact": round(at0["exact"], 2),
+        "dev_f1": round(at0["f1"], 2), "dev_exact_best_threshold": round(best["exact"], 2),
+        "dev_f1_best_threshold": round(best["f1"], 2), "best_threshold": best["threshold"],
+        "dev_questions": at0["total"], "wall_s": round(time.perf_counter() - t0, 1)})
+    print(f"SQuAD dev EM {at0['exact']:.2f} F1 {at0['f1']:.2f} (best threshold: F1 {best['f1']:.2f}) -> {run_dir}")
+    return summary
