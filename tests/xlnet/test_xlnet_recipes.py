@@ -164,3 +164,19 @@ def test_race_and_squad_recipes(pretrained_run, tmp_path):
     s = json.loads((tmp_path / "squad" / "summary.json").read_text())
     assert s["dev_questions"] == 2 and s["dev_f1_best_threshold"] >= s["dev_f1"] - 1e-9
     assert set(json.loads((tmp_path / "squad" / "predictions.json").read_text())) == {"a", "b"}
+
+
+@pytest.mark.dist
+def test_torchrun_pretraining(bbc_corpus, tmp_path):
+    """Two CPU ranks (gloo): one vocabulary (rank 0 trains it), each rank its own stream and memory."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "genfeat",
+           "run", "xlnet_pretrain", "--preset", "tiny", "--out", str(tmp_path / "run")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["steps"] == 6 and np.isfinite(s["valid_loss"])

@@ -161,12 +161,11 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
     dc = cfg.data
     docs = pretrain_documents(dc)
     tok_path = run_dir / "tokenizer.json"
-    if tok_path.exists():  # a resumed run keeps its vocabulary
-        tok = load_tokenizer(tok_path)
-    else:
-        tok = SentencePieceTokenizer.train((line for d in docs["train"] for line in d.split("\n")), dc.vocab_size)
-        if info.is_main:
-            tok.save(tok_path)
+    if info.is_main and not tok_path.exists():  # rank 0 trains the vocabulary; a resumed run keeps its own
+        SentencePieceTokenizer.train((line for d in docs["train"] for line in d.split("\n")), dc.vocab_size
+                                     ).save(tok_path)
+    D.barrier()
+    tok = load_tokenizer(tok_path)
     streams = {k: encode_documents(tok, v) for k, v in docs.items()}
     model_cfg = dataclasses.replace(cfg.model, vocab_size=tok.vocab_size, reuse_len=dc.reuse_len, bi_data=dc.bi_data)
     if info.is_main:
