@@ -62,6 +62,71 @@ def finetune(init: str, seed: int, args) -> dict[str, Any] | None:
     return F.run_classify(cfg, run) | {"init_name": init, "seed": seed}
 
 
+def probes(args) -> dict[str, list[float]]:
+    """Diagnostics without fine-tuning, same labeled subsets (seeds): logistic regression on the frozen network's
+    mean-pooled last-layer content states (PLM / MLM / random weights), and on TF-IDF word counts (what a
+    bag-of-words model gets from the same 100 labels)."""
+    import numpy as np
+    import torch
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from genfeat.models.xlnet import XLNet
+    from genfeat.models.xlnet.heads import pair_inputs
+    from genfeat.train.checkpoint import load_weights
+
+    data, _ = F.classification_data(F.bbc_100())
+    texts = {k: [a for a, _ in v[0]] for k, v in data.items()}
+    ys = {k: v[1] for k, v in data.items()}
+
+    def labeled(seed):
+        rng = np.random.default_rng(seed)  # the draw run_classify makes with this seed
+        return np.sort(np.concatenate([rng.choice(np.flatnonzero(ys["train"] == c), 20, replace=False)
+                                       for c in np.unique(ys["train"])]))
+
+    def fit_eval(xtr, xte):
+        out = []
+        for seed in args.seeds:
+            idx = labeled(seed)
+            clf = LogisticRegression(max_iter=2000, C=10.0).fit(xtr[idx], ys["train"][idx])
+            out.append(float((clf.predict(xte) == ys["test"]).mean()))
+        return out
+
+    res = {}
+    vec = TfidfVectorizer(sublinear_tf=True, min_df=2).fit(texts["train"])
+    res["tfidf"] = fit_eval(vec.transform(texts["train"]), vec.transform(texts["test"]))
+    tok, cfg, weights = F.load_pretrained(Path(args.runs) / "pretrain-plm")
+    for init in INITS:
+        torch.manual_seed(0)
+        net = XLNet(dataclasses.replace(cfg, mem_len=0, reuse_len=0, bi_data=False, dropout=0.0, dropatt=0.0))
+        if init != "scratch":
+            sd = load_weights(Path(args.runs) / f"pretrain-{init}" / "model.safetensors")
+            net.load_state_dict({k[len("transformer."):]: v for k, v in sd.items() if k.startswith("transformer.")})
+        net.eval()
+        feats = {}
+        for k in ("train", "test"):
+            x = pair_inputs([tok.encode(" ".join(t.split())) for t in texts[k]], None, args.max_len,
+                              tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"])
+            with torch.no_grad():
+                h = torch.cat([net(x["input_ids"][a: a + 64], token_type_ids=x["token_type_ids"][a: a + 64],
+                                   attention_mask=x["attention_mask"][a: a + 64]).hidden
+                               for a in range(0, len(texts[k]), 64)])
+            m = x["attention_mask"][..., None].float()
+            feats[k] = ((h * m).sum(1) / m.sum(1)).numpy()
+        res[f"probe_{init}"] = fit_eval(feats["train"], feats["test"])
+    return res
+
+
+PROBES = {"tfidf": "TF-IDF bag of words", "probe_plm": "mean-pooled states, PLM-pretrained network",
+          "probe_mlm": "mean-pooled states, MLM-pretrained network",
+          "probe_scratch": "mean-pooled states, random weights"}
+
+
+def _ms(v: list[float]) -> str:
+    v = [100 * x for x in v]
+    return f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
+
+
 def markdown(record: dict[str, Any]) -> str:
     res = record["results"]
     rows = []
@@ -91,6 +156,12 @@ checkpoint chosen on the validation split, accuracy (%) on the 445 test articles
 |---|---|---|---|---|
 {chr(10).join(rows)}
 
+Diagnostics on the same labeled subsets, no fine-tuning: logistic regression on frozen features (test accuracy %).
+
+| features | test accuracy |
+|---|---|
+{chr(10).join(f"| {PROBES[k]} | {_ms(v)} |" for k, v in res.get('probes', {}).items())}
+
 {res.get('reading', '')}
 """
 
@@ -117,7 +188,10 @@ def main() -> None:
         f = Path(args.runs) / f"pretrain-{objective}" / "summary.json"
         if f.exists():
             pre[objective] = {k: v for k, v in json.loads(f.read_text()).items() if k != "machine"}
+    diag = probes(args)
+    print(json.dumps(diag))
     print(write_results(NAME, {"pretrain_steps": args.pretrain_steps, "finetune_steps": args.finetune_steps,
+                               "probes": diag,
                                "max_len": args.max_len, "finetune_lr": args.finetune_lr,
                                "pretrain": pre, "runs": [{k: v for k, v in r.items() if k != "machine"} for r in runs],
                                "reading": args.reading}, markdown, seeds=args.seeds))
