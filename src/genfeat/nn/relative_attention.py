@@ -66,10 +66,12 @@ def rel_shift_bi(x: Tensor, klen: int) -> Tensor:
     out[..., i, j] = x[..., i, j + L - i], i.e. distance (K - L + i) - j, for j < klen.
 
     Every entry is exact for R = K + L (bi: no junk, both signs of the distance); with R = K + 1 (uni) the
-    entries j > K - L + i (future keys) hold junk and must be masked. Re-view (R, L), drop the first row,
-    re-view (L, R - 1), keep the first klen columns (spec §2.6)."""
+    entries j > K - L + i (future keys) hold junk and must be masked. This is the spec's re-view (R, L), drop the
+    first row, re-view (L, R - 1), keep the first klen columns (§2.6), taken as one strided view without a copy:
+    flat offset L + i (R - 1) + j of each (L, R) block (rows do not overlap, R - 1 >= klen)."""
     *lead, L, R = x.shape
-    return x.reshape(*lead, R, L)[..., 1:, :].reshape(*lead, L, R - 1)[..., :klen]
+    x = x.contiguous()
+    return x.as_strided((*lead, L, klen), (*x.stride()[:-2], R - 1, 1), x.storage_offset() + L)
 
 
 def rel_gather(x: Tensor, pos: Tensor, qlen: int, klen: int) -> Tensor:

@@ -83,13 +83,13 @@ class XLNetAttention(nn.Module):
         qr = (q + vb) * self.scale
         Rb = r_head.size(0)
         bd = (qr.view(Rb, B // Rb, H, L, dh) @ r_head[:, None]).view(B, H, L, -1)  # (B, H, L, R)
-        bd = rel_shift_bi(bd, K) if pos is None else rel_gather(bd, pos, qlen, K)  # a fresh tensor: add in place
+        bd = rel_shift_bi(bd, K) if pos is None else rel_gather(bd, pos, qlen, K)  # a view / a fresh tensor
         if seg_diff is not None:
             es = ((q + sb) * self.scale) @ self.seg_embed.permute(1, 2, 0)  # (B, H, L, 2): same, different
-            bd = bd.add_(es[..., :1]).addcmul_(seg_diff, es[..., 1:] - es[..., :1])
+            bd = (bd + es[..., :1]).addcmul_(seg_diff, es[..., 1:] - es[..., :1])  # one fresh (B, H, L, K) tensor
         empty = None
         if mask is not None:
-            bd = bd.add_(mask[0])
+            bd = bd + mask[0] if seg_diff is None else bd.add_(mask[0])
             empty = mask[1]
         attn = F.scaled_dot_product_attention(q + u, k, v, attn_mask=bd.to(q.dtype),
                                               dropout_p=self.dropatt if self.training else 0.0, scale=self.scale)
