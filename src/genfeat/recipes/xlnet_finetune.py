@@ -217,6 +217,13 @@ def classification_metrics(pred: torch.Tensor, y: torch.Tensor, task: str) -> di
     return out
 
 
+def fresh_start(resume_from: Path | None) -> float:
+    """Fine-tuning runs are short and restart instead of resuming; returns the start time."""
+    if resume_from is not None:
+        raise ConfigError("fine-tuning runs are short and do not resume; start a new run")
+    return time.perf_counter()
+
+
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
     summary["machine"] = machine_info()
     atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
@@ -256,9 +263,7 @@ def classification_data(cfg: XLNetClassifyConfig) -> tuple[dict[str, tuple[list,
 
 
 def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    if resume_from is not None:
-        raise ConfigError("fine-tuning runs are short and do not resume; start a new run")
-    t0 = time.perf_counter()
+    t0 = fresh_start(resume_from)
     load_pretrained(cfg.pretrained)  # fail fast, before any data is read
     seed_everything(cfg.seed)
     data, regression = classification_data(cfg)
@@ -297,9 +302,7 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
 
 # ----------------------------------------------------------------------------------------- RACE
 def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    if resume_from is not None:
-        raise ConfigError("fine-tuning runs do not resume; start a new run")
-    t0 = time.perf_counter()
+    t0 = fresh_start(resume_from)
     if not cfg.data_dir:
         raise ConfigError("xlnet_race needs data_dir (RACE/ with train/, dev/ and test/)")
     model, tok = build(XLNetMultipleChoice, cfg)
@@ -332,9 +335,7 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
 
 # ----------------------------------------------------------------------------------------- SQuAD
 def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    if resume_from is not None:
-        raise ConfigError("fine-tuning runs do not resume; start a new run")
-    t0 = time.perf_counter()
+    t0 = fresh_start(resume_from)
     if not cfg.train_file or not cfg.dev_file:
         raise ConfigError("xlnet_squad needs train_file and dev_file (SQuAD JSON)")
     model, tok = build(XLNetForSquad, cfg)
