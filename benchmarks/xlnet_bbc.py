@@ -92,10 +92,15 @@ def probes(args) -> dict[str, list[float]]:
             out.append(float((clf.predict(xte) == ys["test"]).mean()))
         return out
 
-    res = {}
+    tok, cfg, weights = F.load_pretrained(Path(args.runs) / "pretrain-plm")
+    from genfeat.recipes import xlnet as X
+
+    docs = X.pretrain_documents(X.PretrainDataConfig())
+    counts = np.bincount(X.encode_documents(tok, docs["train"]), minlength=tok.vocab_size) + 0.5
+    valid = X.encode_documents(tok, docs["valid"])
+    res = {"unigram_valid_ce": [float(-np.log(counts / counts.sum())[valid].mean())]}  # the pretraining floor
     vec = TfidfVectorizer(sublinear_tf=True, min_df=2).fit(texts["train"])
     res["tfidf"] = fit_eval(vec.transform(texts["train"]), vec.transform(texts["test"]))
-    tok, cfg, weights = F.load_pretrained(Path(args.runs) / "pretrain-plm")
     for init in INITS:
         torch.manual_seed(0)
         net = XLNet(dataclasses.replace(cfg, mem_len=0, reuse_len=0, bi_data=False, dropout=0.0, dropatt=0.0))
@@ -160,7 +165,10 @@ Diagnostics on the same labeled subsets, no fine-tuning: logistic regression on 
 
 | features | test accuracy |
 |---|---|
-{chr(10).join(f"| {PROBES[k]} | {_ms(v)} |" for k, v in res.get('probes', {}).items())}
+{chr(10).join(f"| {PROBES[k]} | {_ms(v)} |" for k, v in res.get('probes', {}).items() if k in PROBES)}
+
+Unigram cross-entropy of the validation articles' pieces (training-split counts):
+{res.get('probes', {}).get('unigram_valid_ce', [float('nan')])[0]:.3f} nats.
 
 {res.get('reading', '')}
 """
