@@ -13,8 +13,10 @@ from genfeat.models.transformer_xl import TransformerXL, TXLConfig, build_txl_lm
 from genfeat.nn.embeddings import AdaptiveEmbedding
 from genfeat.nn.relative_attention import (
     RelPartialLearnableMultiHeadAttn,
+    attend_with_bias,
     causal_memory_mask,
     rel_shift,
+    rel_shift_masked,
     relative_positions,
     sinusoid_table,
 )
@@ -45,6 +47,49 @@ def test_rel_shift_equals_naive_gather(L, memory):
     mask = causal_memory_mask(L, mlen)
     torch.testing.assert_close(out.masked_fill(mask, -math.inf).softmax(-1),
                                gathered.masked_fill(mask, -math.inf).softmax(-1), rtol=0, atol=0)
+
+
+def pad_reshape_shift(x):
+    """The spec's pad / re-view / drop-a-row shift with autograd's own backward: the oracle for the fused op."""
+    *lead, L, K = x.shape
+    return F.pad(x, (1, 0)).view(*lead, K + 1, L)[..., 1:, :].reshape(*lead, L, K)
+
+
+@pytest.mark.parametrize(("L", "mlen", "same_length", "mem_len"), [(1, 0, False, 0), (5, 0, False, 0),
+                                                                   (5, 3, False, 3), (4, 8, False, 8),
+                                                                   (6, 6, True, 6), (3, 5, True, 4)])
+def test_rel_shift_masked_equals_pad_reshape_forward_and_backward(L, mlen, same_length, mem_len):
+    torch.manual_seed(L + mlen)
+    x = torch.randn(2, 3, L, L + mlen, requires_grad=True)
+    mask = causal_memory_mask(L, mlen, same_length, mem_len)
+    g = torch.randn(2, 3, L, L + mlen)
+    got = rel_shift_masked(x, mask)
+    want = pad_reshape_shift(x).masked_fill(mask, -math.inf)
+    assert torch.equal(got, want)
+    (gx,) = torch.autograd.grad(got, x, g.masked_fill(mask, 0.0))  # -inf entries carry no gradient upstream
+    (wx,) = torch.autograd.grad(want, x, g.masked_fill(mask, 0.0))
+    assert torch.equal(gx, wx)
+    (gx,) = torch.autograd.grad(rel_shift_masked(x, mask), x, g)  # and the op zeroes them itself
+    assert torch.equal(gx, wx)
+
+
+@pytest.mark.parametrize("bias_shape", ["full", "LK"])
+@pytest.mark.parametrize("mlen", [0, 4])
+def test_attend_with_bias_equals_sdpa_values_and_gradients(bias_shape, mlen):
+    torch.manual_seed(mlen)
+    B, H, L, dh = 2, 3, 5, 4
+    K = L + mlen
+    q, k, v = (torch.randn(B, H, n, dh, requires_grad=True) for n in (L, K, K))
+    mask = causal_memory_mask(L, mlen)
+    shape = (B, H, L, K) if bias_shape == "full" else (L, K)
+    bias = torch.randn(shape).masked_fill(mask, -math.inf).requires_grad_()
+    g = torch.randn(B, H, L, dh)
+    got = attend_with_bias(q, k, v, bias, 0.37)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.37)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    for a, b in zip(torch.autograd.grad(got, (q, k, v, bias), g), torch.autograd.grad(want, (q, k, v, bias), g),
+                    strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
 
 
 def naive_attention(attn: RelPartialLearnableMultiHeadAttn, h, mem, u, v, allowed, dist):

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, upcast
+from genfeat.heads.base import HeadOutput, target_log_softmax, upcast
 from genfeat.nn.embeddings import AdaptiveEmbedding, cluster_bounds
 from genfeat.nn.outputs import BackboneOutput
 
@@ -60,8 +60,8 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
             h = F.linear(h, self.out_projs[i].t())  # (N, d_proj) -> (N, d_i)
         return F.linear(h, weight, bias)
 
-    def _clusters(self, h: Tensor) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """Head log-probs (N, shortlist + n_clusters) and each cluster's output weights and biases."""
+    def _head_logits(self, h: Tensor) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Head logits (N, shortlist + n_clusters) and each cluster's output weights and biases."""
         if self.div_val == 1:
             w, b = self.out_layers[0].weight, self.out_layers[0].bias
             weights = [w[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
@@ -71,7 +71,7 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
             biases = [layer.bias for layer in self.out_layers]
         head_w = torch.cat([weights[0], self.cluster_weight], 0)
         head_b = torch.cat([biases[0], self.cluster_bias], 0)
-        return torch.log_softmax(upcast(self._logits(h, 0, head_w, head_b)), -1), weights, biases
+        return upcast(self._logits(h, 0, head_w, head_b)), weights, biases
 
     def log_probs(self, h: Tensor) -> Tensor:
         """h (..., d_proj) -> (..., V) log-probabilities in vocabulary order."""
@@ -79,7 +79,8 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
         if self.n_clusters == 0:
             w, b = self.out_layers[0].weight, self.out_layers[0].bias
             return torch.log_softmax(upcast(self._logits(h, 0, w, b)), -1).view(*shape, -1)
-        head, weights, biases = self._clusters(h)
+        logits, weights, biases = self._head_logits(h)
+        head = torch.log_softmax(logits, -1)
         parts = [head[:, : self.shortlist]]
         for c in range(1, self.n_clusters + 1):
             tail = torch.log_softmax(upcast(self._logits(h, c, weights[c], biases[c])), -1)
@@ -87,21 +88,24 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
         return torch.cat(parts, -1).view(*shape, -1)
 
     def target_log_probs(self, h: Tensor, targets: Tensor) -> Tensor:
-        """log p(target) only: each tail cluster is evaluated just for the positions whose target is in it
-        (as the reference's training path). h (..., d_proj), targets (...) -> (...)."""
+        """log p(target) only: one head term per position (the target itself, or its cluster's logit), and each
+        tail cluster evaluated just for the positions whose target is in it (as the reference's training path).
+        h (..., d_proj), targets (...) -> (...); out-of-range targets (ignore_index) score as word 0."""
         shape, h, t = targets.shape, h.reshape(-1, h.size(-1)), targets.reshape(-1)
         if self.n_clusters == 0:
-            return self.log_probs(h).gather(1, t.clamp(0, self.n_token - 1)[:, None]).view(shape)
-        head, weights, biases = self._clusters(h)
-        out = head.gather(1, t.clamp(0, self.shortlist - 1)[:, None]).squeeze(1)  # right for shortlist targets
+            w, b = self.out_layers[0].weight, self.out_layers[0].bias
+            return target_log_softmax(upcast(self._logits(h, 0, w, b)), t.clamp(0, self.n_token - 1)).view(shape)
+        logits, weights, biases = self._head_logits(h)
+        t = t.clamp(0, self.n_token - 1)
+        cluster = torch.bucketize(t, t.new_tensor(self.bounds[1:-1]), right=True)  # 0 = shortlist, c = tail c
+        head_t = torch.where(cluster == 0, t, self.shortlist + cluster - 1)
+        out = target_log_softmax(logits, head_t)
         for c in range(1, self.n_clusters + 1):
-            lo, hi = self.bounds[c], self.bounds[c + 1]
-            idx = ((t >= lo) & (t < hi)).nonzero().squeeze(1)
+            idx = (cluster == c).nonzero().squeeze(1)
             if idx.numel() == 0:
                 continue
-            tail = torch.log_softmax(upcast(self._logits(h[idx], c, weights[c], biases[c])), -1)  # (n_c, |c|)
-            lp = head[idx, self.shortlist + c - 1] + tail.gather(1, (t[idx] - lo)[:, None]).squeeze(1)
-            out = out.index_copy(0, idx, lp.to(out.dtype))
+            tail = upcast(self._logits(h[idx], c, weights[c], biases[c]))  # (n_c, |c|)
+            out = out.index_add(0, idx, target_log_softmax(tail, t[idx] - self.bounds[c]).to(out.dtype))
         return out.view(shape)
 
     scores_targets = True  # CausalLM passes targets= so training evaluates only the target clusters

@@ -30,11 +30,11 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from genfeat.heads.base import HeadOutput, select_positions
 from genfeat.heads.multi_facet import identity_facet
+from genfeat.nn.dropout import dropout
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -84,7 +84,7 @@ class TwoStageReranker(nn.Module):
             scores = torch.cat([torch.einsum("bhtgd,bhsd->bhtgs", q2, k1),
                                 torch.einsum("bhtgd,bhtkd->bhtgk", q2, k2)], -1) / math.sqrt(dh)
             p = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
-            p = F.dropout(p, attn.dropout, self.training)
+            p = dropout(p, attn.dropout, self.training)
             y = torch.einsum("bhtgs,bhsd->bhtgd", p[..., :T], v1) + torch.einsum("bhtgk,bhtkd->bhtgd", p[..., T:], v2)
             x = x + attn.resid_drop(attn.proj(y.permute(0, 2, 3, 1, 4).reshape(B, T, G, -1)))
             x = x + block.ff(block.ln2(x))

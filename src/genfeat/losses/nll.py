@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from genfeat.heads.base import HeadOutput, upcast
+from genfeat.heads.base import HeadOutput, target_log_softmax, upcast
 
 
 def nll(out: HeadOutput, targets: Tensor, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
@@ -14,16 +13,22 @@ def nll(out: HeadOutput, targets: Tensor, ignore_index: int = -100, reduction: s
 
     reduction: "mean" over non-ignored targets, "sum", or "none" (same shape as targets).
     """
+    valid = targets != ignore_index
     if out.target_log_probs is not None:
-        valid = targets != ignore_index
-        loss = torch.where(valid, -upcast(out.target_log_probs), 0.0)
-        if reduction == "none":
-            return loss
-        return loss.sum() if reduction == "sum" else loss.sum() / valid.sum().clamp(min=1)
-    scores = upcast(out.scores).reshape(-1, out.scores.size(-1))  # (N, V)
-    flat = targets.reshape(-1)  # (N,)
-    if out.is_log_prob:
-        loss = F.nll_loss(scores, flat, ignore_index=ignore_index, reduction=reduction)
+        lp = out.target_log_probs
     else:
-        loss = F.cross_entropy(scores, flat, ignore_index=ignore_index, reduction=reduction)
-    return loss.view(targets.shape) if reduction == "none" else loss
+        scores = upcast(out.scores).reshape(-1, out.scores.size(-1))  # (N, V)
+        safe = torch.where(valid, targets, 0).reshape(-1)  # (N,)
+        if out.is_log_prob:
+            lp = scores.gather(-1, safe[:, None]).squeeze(-1)
+        else:
+            lp = target_log_softmax(scores, safe)
+        lp = lp.view(targets.shape)
+    loss = torch.where(valid, -upcast(lp), 0.0)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction != "mean":
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return loss.sum() / valid.sum().clamp(min=1)

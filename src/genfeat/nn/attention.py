@@ -6,6 +6,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from genfeat.nn.dropout import Dropout
+
 
 class CausalSelfAttention(nn.Module):
     def __init__(self, d_model: int, n_head: int, dropout: float = 0.0, bias: bool = True):
@@ -16,7 +18,7 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = dropout
-        self.resid_drop = nn.Dropout(dropout)
+        self.resid_drop = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         B, T, D = x.shape

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from genfeat.nn.dropout import Dropout
+
 
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, bias: bool = True):
@@ -12,7 +14,7 @@ class FeedForward(nn.Module):
             nn.Linear(d_model, d_ff, bias=bias),
             nn.GELU(),
             nn.Linear(d_ff, d_model, bias=bias),
-            nn.Dropout(dropout),
+            Dropout(dropout),
         )
 
     def forward(self, x: Tensor) -> Tensor:

@@ -5,9 +5,9 @@
 
 Queries come from the current segment only; keys/values from [SG(memory); segment]. The (b)+(d)
 term is computed once per distance and re-indexed with the pad-reshape `rel_shift` (thesis Eq. for
-B, spec §2.5) -- no Python loop, no O(L·K) projections. The softmax and the value product run in
-`F.scaled_dot_product_attention`, with the shifted positional term and the mask as its additive
-float bias.
+B, spec §2.5), taken as a strided view -- no Python loop, no O(L·K) projections, no copy; the shift and the
+mask are one pass (`rel_shift_masked`). The scores add the content term to that bias in one `baddbmm`
+(`attend_with_bias`; SDPA off the CPU).
 
 Layouts are batch first: h (B, L, d), memory (B, M', d), R (K, d) with rows ordered by distance
 K-1, ..., 0 (the order the shift requires), scores (B, H, L, K).
@@ -23,6 +23,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from genfeat.nn.dropout import Dropout, dropout
 
 
 def sinusoid_table(pos: Tensor, d: int) -> Tensor:
@@ -44,11 +46,59 @@ def rel_shift(x: Tensor) -> Tensor:
     """x (..., L, K) with column k <-> distance K-1-k  ->  out[..., i, j] = x[..., i, j + L - 1 - i].
 
     Exact for every unmasked entry j <= K - L + i; the other entries hold junk and must be masked
-    after the shift (spec §2.5). Pad one zero column, re-view (K+1, L), drop the first row, re-view.
+    after the shift (spec §2.5). The spec's pad-one-column / re-view (K+1, L) / drop-the-first-row trick
+    amounts to reading row i from flat offset L - 1 + i (K - 1) of each (L, K) block, so it is taken here as
+    one strided view, no copy (rows overlap by one element: read it, do not write to it).
     """
     *lead, L, K = x.shape
-    padded = F.pad(x, (1, 0))  # (..., L, K+1)
-    return padded.view(*lead, K + 1, L)[..., 1:, :].reshape(*lead, L, K)
+    x = x.contiguous()
+    return x.as_strided((*lead, L, K), (*x.stride()[:-2], K - 1, 1), x.storage_offset() + L - 1)
+
+
+class _RelShiftMasked(torch.autograd.Function):
+    """`rel_shift` then `masked_fill(mask, -inf)` in one pass, with the inverse shift as its backward."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, mask: Tensor) -> Tensor:
+        ctx.save_for_backward(mask)
+        return torch.where(mask, float("-inf"), rel_shift(x))
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        # d out[i, j] / d x[i, j + L - 1 - i] = 1 off the mask. Write the masked gradient at flat offset L - 1 of
+        # a zeroed (L K + L - 1) buffer per block and read row i from offset i (K + 1): entry x[i, k] then picks
+        # grad[i, k - L + 1 + i]; columns k < L - 1 - i land on masked (future) entries of row i - 1, or on the
+        # zero padding for i = 0, so they get 0 as they must, provided the mask covers every future key.
+        (mask,) = ctx.saved_tensors
+        *lead, L, K = grad.shape
+        buf = grad.new_zeros(*lead, L * K + L - 1)
+        torch.where(mask, grad.new_zeros(()), grad, out=buf[..., L - 1 :].view(*lead, L, K))
+        return buf.as_strided((*lead, L, K), (*buf.stride()[:-1], K + 1, 1), buf.storage_offset()), None
+
+
+def rel_shift_masked(x: Tensor, mask: Tensor) -> Tensor:
+    """`rel_shift(x)` with -inf where `mask` (broadcastable to x, True = forbidden) is set, as a fresh tensor.
+    The mask must forbid every future key j > K - L + i (the entries the shift fills with junk)."""
+    return _RelShiftMasked.apply(x, mask)
+
+
+def attend_with_bias(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, scale: float, dropatt: float = 0.0) -> Tensor:
+    """softmax(scale q k^T + bias) v with a differentiable additive bias (the relative-position scores, -inf where
+    masked). q (B, H, L, dh), k, v (B, H, K, dh), bias (B, H, L, K) or broadcastable (L, K) -> (B, H, L, dh).
+
+    On CPU, `F.scaled_dot_product_attention` runs its math fallback when the mask needs a gradient (the fused CPU
+    kernel has none), whose safe softmax adds three passes over the scores; here the scores are one `baddbmm`
+    (bias + scale q k^T), then softmax, dropout and one `bmm`. Rows must keep at least one key. Other devices use
+    SDPA, whose CUDA memory-efficient kernel differentiates the bias."""
+    if q.device.type != "cpu":
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropatt, scale=scale)
+    B, H, L, dh = q.shape
+    K = k.size(2)
+    if bias.dim() == 4:
+        bias = bias.expand(B, H, L, K).reshape(B * H, L, K)
+    scores = torch.baddbmm(bias, q.reshape(B * H, L, dh), k.reshape(B * H, K, dh).transpose(1, 2), alpha=scale)
+    p = dropout(torch.softmax(scores, -1), dropatt)
+    return torch.bmm(p, v.reshape(B * H, K, dh)).view(B, H, L, dh)
 
 
 def bidirectional_positions(qlen: int, klen: int, attn_type: str = "bi", clamp_len: int = -1,
@@ -109,7 +159,7 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
         self.r_net = nn.Linear(d_model, n_head * d_head, bias=False) if relative else None
         self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
         self.layer_norm = nn.LayerNorm(d_model)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.dropatt = dropatt
         self.scale = 1.0 / math.sqrt(d_head)
 
@@ -117,8 +167,8 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
         """Shifted, scaled (b)+(d) term with the mask folded in: (B, H, L, K) additive bias."""
         r_head = self.r_net(r.to(self.r_net.weight.dtype)).view(r.size(0), self.n_head, self.d_head)  # (K, H, dh)
         q_v = (q + r_r_bias[None, :, None]) * self.scale  # scale the small (B, H, L, dh) side, not the scores
-        bd = torch.einsum("bhid,khd->bhik", q_v, r_head)  # (B, H, L, K), column k <-> distance K-1-k
-        return rel_shift(bd).masked_fill_(mask, float("-inf"))  # the shift returns a fresh tensor
+        bd = q_v @ r_head.permute(1, 2, 0)  # (B, H, L, K), column k <-> distance K-1-k
+        return rel_shift_masked(bd, mask)
 
     def forward(self, h: Tensor, r: Tensor | None, r_w_bias: Tensor | None, r_r_bias: Tensor | None, mask: Tensor,
                 mem: Tensor | None = None) -> Tensor:
@@ -138,9 +188,6 @@ class RelPartialLearnableMultiHeadAttn(nn.Module):
         else:
             bias = self.scores_bias(q, r, r_r_bias, mask)  # (B, H, L, K)
             q = q + r_w_bias[None, :, None].to(q.dtype)
-        attn = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=bias.to(q.dtype),
-            dropout_p=self.dropatt if self.training else 0.0, scale=self.scale,
-        )  # (B, H, L, dh)
+        attn = attend_with_bias(q, k, v, bias.to(q.dtype), self.scale, self.dropatt if self.training else 0.0)
         out = self.drop(self.o_net(attn.transpose(1, 2).reshape(B, L, H * dh)))  # (B, L, d)
         return h + out if self.pre_lnorm else self.layer_norm(h + out)

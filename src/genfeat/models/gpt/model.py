@@ -24,6 +24,7 @@ from genfeat.heads.two_stage import TwoStageReranker
 from genfeat.models.gpt.config import GPTConfig
 from genfeat.models.lm import CausalLM
 from genfeat.nn.attention import CausalSelfAttention
+from genfeat.nn.dropout import Dropout
 from genfeat.nn.feedforward import FeedForward
 from genfeat.nn.outputs import BackboneOutput
 
@@ -49,7 +50,7 @@ class GPTDecoder(nn.Module):
         self.cfg = cfg
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.apply(self._init)

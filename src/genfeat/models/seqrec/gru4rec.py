@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from genfeat.nn.dropout import Dropout
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -22,7 +23,7 @@ class GRU4RecEncoder(nn.Module):
         super().__init__()
         self.n_layers = 1  # layers visible to Mi: the dense output
         self.item_embedding = nn.Embedding(n_items + 1, d, padding_idx=0)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.gru = nn.GRU(d, hidden_size, num_layers, bias=False, batch_first=True)
         self.dense = nn.Linear(hidden_size, d)
         nn.init.xavier_normal_(self.item_embedding.weight)

@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from genfeat.heads.base import select_positions
+from genfeat.nn.dropout import Dropout
 
 
 class _Attention(nn.Module):
@@ -32,7 +33,7 @@ class _Attention(nn.Module):
         super().__init__()
         self.U, self.W = nn.Linear(d, d, bias=bias), nn.Linear(d, d, bias=bias)
         self.v = nn.Linear(d, 1, bias=v_bias)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, H: Tensor, h_T: Tensor, valid: Tensor) -> Tensor:
         e = self.v(torch.tanh(self.drop(self.U(H)) + self.drop(self.W(h_T))[:, None])).squeeze(-1)
@@ -50,7 +51,7 @@ class RepeatNet(nn.Module):
         self.repeat = _Attention(hidden_size, bias=False, v_bias=True, dropout=dropout)
         self.explore = _Attention(hidden_size, bias=True, v_bias=True, dropout=dropout)
         self.explore_out = nn.Linear(2 * hidden_size, n_items + 1, bias=False)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         for m in self.modules():
             if isinstance(m, (nn.Embedding, nn.Linear)):
                 nn.init.xavier_normal_(m.weight)

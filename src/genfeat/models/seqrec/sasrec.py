@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from genfeat.nn.dropout import Dropout
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -34,7 +35,7 @@ class SASRecBlock(nn.Module):
         self.ln1 = nn.LayerNorm(d, eps=1e-12)
         self.ff1, self.ff2 = nn.Linear(d, d_inner), nn.Linear(d_inner, d)
         self.ln2 = nn.LayerNorm(d, eps=1e-12)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         B, L, D = x.shape
@@ -53,7 +54,7 @@ class SASRecEncoder(nn.Module):
         self.item_embedding = nn.Embedding(n_items + 1, d, padding_idx=0)
         self.position_embedding = nn.Embedding(max_len, d)
         self.ln = nn.LayerNorm(d, eps=1e-12)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.blocks = nn.ModuleList([SASRecBlock(d, n_heads, d_inner, dropout, attn_dropout)
                                      for _ in range(n_layers)])
         self.apply(self.init_weights)

@@ -30,6 +30,7 @@ from genfeat.heads.config import build_head
 from genfeat.heads.softmax import SoftmaxHead
 from genfeat.models.lm import CausalLM
 from genfeat.models.transformer_xl.config import TXLConfig
+from genfeat.nn.dropout import Dropout
 from genfeat.nn.embeddings import AdaptiveEmbedding
 from genfeat.nn.outputs import BackboneOutput
 from genfeat.nn.relative_attention import (
@@ -43,8 +44,8 @@ from genfeat.nn.relative_attention import (
 class PositionwiseFF(nn.Module):
     def __init__(self, d_model: int, d_inner: int, dropout: float, pre_lnorm: bool = False):
         super().__init__()
-        self.CoreNet = nn.Sequential(nn.Linear(d_model, d_inner), nn.ReLU(inplace=True), nn.Dropout(dropout),
-                                     nn.Linear(d_inner, d_model), nn.Dropout(dropout))
+        self.CoreNet = nn.Sequential(nn.Linear(d_model, d_inner), nn.ReLU(inplace=True), Dropout(dropout),
+                                     nn.Linear(d_inner, d_model), Dropout(dropout))
         self.layer_norm = nn.LayerNorm(d_model)
         self.pre_lnorm = pre_lnorm
 
@@ -77,7 +78,7 @@ class TransformerXL(nn.Module):
             raise ValueError("TXLConfig.vocab_size must be set (the recipe takes it from the tokenizer)")
         self.cfg = cfg
         self.word_emb = AdaptiveEmbedding(cfg.vocab_size, cfg.embed_dim, cfg.d_model, cfg.cutoffs, cfg.div_val)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.layers = nn.ModuleList(RelPartialLearnableDecoderLayer(cfg) for _ in range(cfg.n_layer))
         if not cfg.untie_r and cfg.pos_enc == "relative":
             self.r_w_bias = nn.Parameter(torch.zeros(cfg.n_head, cfg.d_head))  # u

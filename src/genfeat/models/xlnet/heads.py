@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from genfeat.models.xlnet.config import XLNetConfig
 from genfeat.models.xlnet.model import XLNet
+from genfeat.nn.dropout import Dropout
 
 SEG_A, SEG_B, SEG_CLS, SEG_PAD = 0, 1, 2, 4
 
@@ -53,7 +54,7 @@ class SequenceSummary(nn.Module):
     def __init__(self, d_model: int, dropout: float = 0.1):
         super().__init__()
         self.summary = nn.Linear(d_model, d_model)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, hidden: Tensor) -> Tensor:
         return self.drop(torch.tanh(self.summary(hidden[:, -1])))
@@ -130,7 +131,7 @@ class XLNetForSquad(nn.Module):
         self.end_logits = nn.Linear(d, 1)
         self.answer_dense = nn.Linear(2 * d, d)
         self.answer_logit = nn.Linear(d, 1, bias=False)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         for lin in (self.start_logits, self.end_dense, self.end_logits, self.answer_dense, self.answer_logit):
             nn.init.normal_(lin.weight, 0.0, cfg.init_std)
             if lin.bias is not None:

@@ -19,8 +19,8 @@ Memory: each layer caches its *input* content rows [: reuse_len], appended and t
 Layout is batch first: input ids (B, T), perm_mask (B, T, T), target_pos (B, P) (positions whose query stream
 is computed -- the predicted tokens), memory per layer (B, M', d). The query stream is computed only at the P
 target rows, each row's relative positions re-indexed for its own position (`rel_gather`), instead of HF's
-scatter to all T rows and back (`target_mapping`); the content scores run in SDPA with the positional,
-segment and mask terms as its additive bias.
+scatter to all T rows and back (`target_mapping`); the content scores are one `baddbmm` onto the positional,
+segment and mask terms (`attend_with_bias`; SDPA off the CPU).
 
 Deviations from the reference / HF (numerically identical otherwise, see tests/xlnet/test_hf_parity.py):
 - a query-stream row with nothing to attend (no memory, every key forbidden) outputs zero attention; the
@@ -40,8 +40,15 @@ from torch import Tensor, nn
 from genfeat.heads.base import HeadOutput
 from genfeat.heads.softmax import SoftmaxHead
 from genfeat.models.xlnet.config import XLNetConfig
+from genfeat.nn.dropout import Dropout
 from genfeat.nn.outputs import BackboneOutput
-from genfeat.nn.relative_attention import bidirectional_positions, rel_gather, rel_shift_bi, sinusoid_table
+from genfeat.nn.relative_attention import (
+    attend_with_bias,
+    bidirectional_positions,
+    rel_gather,
+    rel_shift_bi,
+    sinusoid_table,
+)
 
 
 @dataclass
@@ -67,7 +74,7 @@ class XLNetAttention(nn.Module):
         self.o = nn.Linear(H * dh, d, bias=False)
         self.seg_embed = nn.Parameter(torch.zeros(2, H, dh))  # s_+ (same segment), s_- (different)
         self.layer_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
 
     def attend(self, x: Tensor, k: Tensor, v: Tensor, r_head: Tensor, biases: tuple[Tensor, Tensor, Tensor],
                seg_diff: Tensor | None, mask: tuple[Tensor, Tensor | None] | None, pos: Tensor | None,
@@ -91,8 +98,7 @@ class XLNetAttention(nn.Module):
         if mask is not None:
             bd = bd + mask[0] if seg_diff is None else bd.add_(mask[0])
             empty = mask[1]
-        attn = F.scaled_dot_product_attention(q + u, k, v, attn_mask=bd.to(q.dtype),
-                                              dropout_p=self.dropatt if self.training else 0.0, scale=self.scale)
+        attn = attend_with_bias(q + u, k, v, bd.to(q.dtype), self.scale, self.dropatt if self.training else 0.0)
         if empty is not None:
             attn = attn.masked_fill(empty[:, None, :, None], 0.0)
         out = self.o(attn.transpose(1, 2).reshape(B, L, H * dh))
@@ -120,7 +126,7 @@ class XLNetFeedForward(nn.Module):
         self.layer_1 = nn.Linear(cfg.d_model, cfg.d_inner)
         self.layer_2 = nn.Linear(cfg.d_inner, cfg.d_model)
         self.layer_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.act = {"gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu, "relu": F.relu}[
             cfg.ff_activation]
 
@@ -178,7 +184,7 @@ class XLNet(nn.Module):
         self.r_w_bias = nn.Parameter(torch.zeros(n, cfg.n_head, cfg.d_head))  # u
         self.r_r_bias = nn.Parameter(torch.zeros(n, cfg.n_head, cfg.d_head))  # v
         self.r_s_bias = nn.Parameter(torch.zeros(n, cfg.n_head, cfg.d_head))  # b (segment term)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
