@@ -49,8 +49,9 @@ def test_dynamic_heads_start_as_the_softmax(name):
     torch.testing.assert_close(head(out, ids_with_repeats()).log_probs(), plain, atol=1e-5, rtol=1e-5)
 
 
-def brute_force_first_softmax(head: MultiFacetSoftmax, q: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """Eqs. 2.7-2.11 position by position with Python loops (assign mode)."""
+def brute_force_first_softmax(head: MultiFacetSoftmax, q: torch.Tensor, ids: torch.Tensor,
+                              pad_id: int | None = None) -> torch.Tensor:
+    """Eqs. 2.7-2.11 position by position with Python loops (assign mode); the padding id never in a ring."""
     W = head.weight
     out = torch.empty(B, T, V)
     keys = head.f_key(q) if head.f_local is not None else None
@@ -58,7 +59,8 @@ def brute_force_first_softmax(head: MultiFacetSoftmax, q: torch.Tensor, ids: tor
         for t in range(T):
             ell = head.facets[0](q[b, t]) @ W.T
             for n, layer in sorted(zip(head.reranker_sizes, head.f_rerank, strict=True), key=lambda p: -p[0]):
-                top = ell.topk(n).indices
+                ranked = ell if pad_id is None else ell.masked_fill(torch.arange(V) == pad_id, float("-inf"))
+                top = ranked.topk(n).indices
                 ell = ell.clone()
                 ell[top] = layer(q[b, t]) @ W[top].T
             last = t if head.context_includes_current else t - 1
@@ -80,6 +82,19 @@ def test_matches_the_equations_position_by_position(name, current):
     out, ids = backbone_out(), ids_with_repeats()
     got = head.facet_logits(out, ids)[0][0]
     torch.testing.assert_close(got, brute_force_first_softmax(head, out.hidden, ids), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["R:3,8,20", "CLR:4,9"])
+def test_rings_skip_the_padding_id_even_when_it_ranks_first(name):
+    head = MultiFacetSoftmax(D, V, pad_id=2, **DYNAMIC[name])
+    scramble(head)
+    out, ids = backbone_out(), ids_with_repeats(1)
+    ids[ids == 2] = 5  # the padding id is not in the context
+    with torch.no_grad():
+        head.weight[2] = 8 * out.hidden.mean((0, 1)) / out.hidden.mean((0, 1)).norm()  # padding logit on top
+    assert (head.facets[0](out.hidden) @ head.weight.T).argmax(-1).eq(2).float().mean() > 0.5
+    got = head.facet_logits(out, ids)[0][0]
+    torch.testing.assert_close(got, brute_force_first_softmax(head, out.hidden, ids, pad_id=2), atol=1e-5, rtol=1e-5)
 
 
 def test_context_membership_current_token_and_padding():

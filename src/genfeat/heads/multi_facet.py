@@ -199,18 +199,26 @@ class MultiFacetSoftmax(nn.Module):
         z = z.index_select(-1, (x % J) * n + x // J)
         return z if self.bias is None else z + self.bias
 
+    def _top_ids(self, logits: Tensor, n: int) -> Tensor:
+        """Ids of the n largest logits, best first, never the padding id: the top n + 1 with the padding id (if
+        among them) moved last, instead of a (B, T, V) copy with the padding logit at -inf."""
+        ranked = logits.detach()
+        if self.pad_id is None:
+            return ranked.topk(n, dim=-1).indices
+        idx = ranked.topk(min(n + 1, ranked.size(-1)), dim=-1).indices
+        order = (idx == self.pad_id).to(torch.uint8).argsort(dim=-1, stable=True)  # padding last, ranks kept
+        return idx.gather(-1, order[..., :n])
+
     def _rerank(self, logits: Tensor, q: Tensor) -> Tensor:
-        """Reranker rings, largest first, each on the current logits (Eq. 2.8 as the reference)."""
+        """Reranker rings, largest first, each on the current logits (Eq. 2.8 as the reference). `logits` is a
+        fresh product that nothing saves for backward, so the rings write into it in place."""
         for n, layer in reversed(list(zip(self.reranker_sizes, self.f_rerank, strict=True))):
-            ranked = logits.detach()
-            if self.pad_id is not None:  # the padding id never takes a ring slot
-                ranked = ranked.index_fill(-1, torch.tensor([self.pad_id], device=ranked.device), float("-inf"))
-            idx = ranked.topk(n, dim=-1).indices  # (B, T, n)
+            idx = self._top_ids(logits, n)  # (B, T, n)
             w = self.weight[idx]  # (B, T, n, d)
             new = torch.einsum("btd,btnd->btn", layer(q), w)
             if self.bias is not None:
                 new = new + self.bias[idx]
-            logits = logits.scatter(-1, idx, new) if self.merge == "assign" else logits.scatter_add(-1, idx, new)
+            logits = logits.scatter_(-1, idx, new) if self.merge == "assign" else logits.scatter_add_(-1, idx, new)
         return logits
 
     def _context(self, logits: Tensor, q: Tensor, q_all: Tensor, input_ids: Tensor, mem_ids: Tensor | None,
@@ -250,7 +258,7 @@ class MultiFacetSoftmax(nn.Module):
         vals = value[b, p, s_].to(logits.dtype)
         # C replaces the base logit (assign) or adds to it; L alone (Eq. 2.10) always adds
         accumulate = self.f_context is None or self.merge == "add"
-        return logits.index_put((b, p, ctx[b, s_]), vals, accumulate=accumulate)
+        return logits.index_put_((b, p, ctx[b, s_]), vals, accumulate=accumulate)  # in place, as the rings
 
     def _components(self, out: BackboneOutput, input_ids: Tensor | None, mem_ids: Tensor | None,
                     positions: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
