@@ -1,9 +1,9 @@
 """Dropout with a faster CPU path.
 
-On CPU, `torch.nn.Dropout` draws its mask with `bernoulli_`, about three times slower than drawing uniforms
-and thresholding them (torch 2.13, one thread, 4x128x1024: 5.8 ms vs 1.8 ms with `torch.rand`), and numpy's
-PCG64 draws float32 uniforms faster again than torch's MT19937 (2M: ~6 ms vs ~9 ms); dropout sits on every
-residual branch and on the attention weights of the Transformer backbones. `Dropout` keeps `nn.Dropout`'s
+On CPU, `torch.nn.Dropout` draws its mask with `bernoulli_`, which is slower than drawing uniforms and
+thresholding them, and numpy's PCG64 draws float32 uniforms faster than torch's MT19937; dropout sits on every
+residual branch and on the attention weights of the Transformer backbones, so this shows in whole training steps
+(docs/results/xlnet_vs_hf.md records the single-thread A/B). `Dropout` keeps `nn.Dropout`'s
 semantics exactly (each element kept independently with probability 1 - p, kept elements scaled by
 1 / (1 - p), identity in eval mode) and its interface (it *is* an `nn.Dropout`), but on CPU it draws the mask
 as `u >= p` with u ~ U[0, 1) from a PCG64 stream seeded by one draw of torch's default generator (so
