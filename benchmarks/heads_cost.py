@@ -38,8 +38,10 @@ def time_head(name: str, d: int, vocab: int, repeats: int, batch: int = B, lengt
     ids = torch.randint(0, vocab, (batch, length))
     targets = torch.randint(0, vocab, (batch, length))
 
+    kw = {"targets": targets} if getattr(head, "scores_targets", False) else {}  # as CausalLM calls it in training
+
     def step() -> None:
-        loss = nll(head(out, ids), targets)
+        loss = nll(head(out, ids, **kw), targets)
         loss.backward()
         head.zero_grad(set_to_none=True)
         emb.zero_grad(set_to_none=True)

@@ -10,6 +10,7 @@ import torch
 from genfeat.cli import main
 from genfeat.errors import ConfigError
 from genfeat.heads.config import HEADS, HeadConfig, build_head, named_head
+from genfeat.losses.nll import nll
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
 from genfeat.nn.outputs import BackboneOutput
@@ -131,3 +132,65 @@ def test_last_only_scores_equal_the_full_output_at_the_last_position(name):
     full, _ = lm(ids)
     last, _ = lm(ids, last_only=True)
     torch.testing.assert_close(last.log_probs()[:, 0], full.log_probs()[:, -1], atol=1e-5, rtol=1e-5)
+
+
+_TARGET_PATH_CASES = [n for n, c in HEADS.items() if c.kind == "multi_facet" and not c.stage2_candidates] + [
+    "bias_mfs", "mp3_odd_vocab", "max_logits", "mos2+clr20"]
+
+
+def _target_case(name: str) -> HeadConfig:
+    extra = {"bias_mfs": HeadConfig(kind="multi_facet", num_softmax=3, num_partitions=4, multi_input=True, bias=True),
+             "mp3_odd_vocab": HeadConfig(kind="multi_facet", num_partitions=7, sigsoftmax=False),  # 600 % 7 != 0
+             "max_logits": HeadConfig(kind="multi_facet", num_softmax=3, mixture="max_logits", context=True),
+             "mos2+clr20": HeadConfig(kind="multi_facet", num_softmax=2, context=True, local=True,
+                                      reranker_sizes=(20,), bias=True)}
+    return extra.get(name) or HEADS[name]
+
+
+@pytest.mark.parametrize("name", _TARGET_PATH_CASES)
+def test_target_path_equals_full_distribution(name):
+    """Training's target-only path (log p(target) without the (B, T, K, V) distribution) gives the same loss and
+    the same gradients (every parameter and the backbone states) as the NLL of the full distribution."""
+    torch.manual_seed(0)
+    head = build_head(_target_case(name), 16, V, torch.nn.Embedding(V, 16), pad_id=3)
+    for p in head.parameters():  # away from the identity init, so every facet matters
+        p.data.add_(0.05 * torch.randn_like(p))
+    states = [torch.randn(2, 9, 16, requires_grad=True) for _ in range(3)]
+    out = BackboneOutput(states[-1], all_hidden=tuple(states))
+    ids = torch.randint(0, V, (2, 9))
+    ids[0, 2] = 3  # a padding id in the context
+    targets = torch.randint(0, V, (2, 9))
+    targets[1, 4] = -100
+
+    def loss_and_grads(**kw):
+        loss = nll(head(out, ids, **({"targets": targets} if kw else {})), targets)
+        grads = torch.autograd.grad(loss, [*head.parameters(), *states], allow_unused=True)
+        return loss, grads
+
+    full, g_full = loss_and_grads()
+    tgt, g_tgt = loss_and_grads(targets=True)
+    assert head(out, ids, targets=targets).scores is None
+    torch.testing.assert_close(tgt, full, atol=1e-5, rtol=1e-5)
+    for a, b in zip(g_tgt, g_full, strict=True):
+        if b is None:
+            assert a is None or not a.any()
+        else:
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_target_path_with_memory_sees_the_memory_tokens():
+    """Transformer-XL + context partition: the training call (targets=) passes the memory's token ids to the head
+    like the scoring call does; a memory token that is the target gets the context logit either way."""
+    torch.manual_seed(0)
+    lm = build_txl_lm(TXLConfig(vocab_size=V, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=6,
+                                mem_len=6, dropout=0.0, head=named_head("c+mi")))
+    for p in lm.head.f_context.parameters():
+        p.data.add_(0.2 * torch.randn_like(p))
+    ids = torch.randint(0, V, (2, 12))
+    _, bb = lm(ids[:, :6])
+    y = ids[:, :6].flip(1)  # targets that occur in the memory
+    full = nll(lm(ids[:, 6:], mems=bb.mems)[0], y)
+    tgt = nll(lm(ids[:, 6:], targets=y, mems=bb.mems)[0], y)
+    no_mem_ids = nll(lm(ids[:, 6:], targets=y, mems=bb.mems[:-1])[0], y)
+    torch.testing.assert_close(tgt, full)
+    assert (tgt - no_mem_ids).abs() > 1e-4

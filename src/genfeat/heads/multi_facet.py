@@ -50,6 +50,12 @@ before the max. `positions` (B, P) scores only those query positions (a recommen
 of generation): facets, priors and rerankers run on P states instead of T, and the context of each selected
 position t is still c_t.
 
+Training calls the head with `targets=` (`scores_targets`): it then returns only log p(target), each softmax's
+through `target_log_softmax` and the mixture as a log-sum-exp over K numbers per position -- no (B, T, K, V)
+log-probabilities or mixture temporaries, and a partitioned first softmax stays in partition-major order (its
+word-order gather is only needed for the full distribution). Same values and gradients as the NLL of the full
+distribution (tests/heads/test_head_config.py).
+
 With a memory backbone (Transformer-XL) the Mi window does not reach into the memory: the first
 positions of a segment see zeros, as at a sequence start (a choice; the memory holds only states, not
 the block outputs the window needs at every layer).
@@ -64,7 +70,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, output_embedding, select_positions, upcast
+from genfeat.heads.base import HeadOutput, output_embedding, select_positions, target_log_softmax, upcast
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -127,6 +133,8 @@ class MultiInput(nn.Module):
 class MultiFacetSoftmax(nn.Module):
     """See the module docstring. `tied_embedding`: the output embedding W (|V|, d) is that Parameter."""
 
+    scores_targets = True  # CausalLM passes targets= in training: only log p(target) is computed
+
     def __init__(self, d_model: int, vocab_size: int, tied_embedding: nn.Embedding | None = None,
                  num_softmax: int = 1, num_partitions: int = 1, multi_input: bool = False, window: int = 3,
                  depth: int = 3, sigsoftmax: bool = False, doc: bool = False, bias: bool = False,
@@ -187,17 +195,24 @@ class MultiFacetSoftmax(nn.Module):
     def _logits(self, f: Tensor) -> Tensor:
         return F.linear(f, self.weight, self.bias)
 
-    def _partitioned_logits(self, fs: list[Tensor]) -> Tensor:
-        """First softmax with J interleaved partitions: logits[..., x] = f_{x mod J} · w_x. Each partition's
-        rows are copied into a contiguous (V/J, d) block (a strided weight view makes the GEMMs ~4x slower
-        on CPU), the J products are concatenated and put back in word order by one index_select."""
+    def _partitioned_logits(self, fs: list[Tensor], word_order: bool = True) -> Tensor:
+        """First softmax with J interleaved partitions: logits[..., x] = f_{x mod J} · w_x. Partition j's rows
+        W[j::J] are copied into a contiguous block (a strided weight view makes the GEMMs ~4x slower on CPU) and
+        the J products concatenated, partition-major; `word_order` puts them back in word order (one
+        index_select), otherwise word x sits at `partition_position(x)` (the loss needs only the target's)."""
+        z = torch.cat([F.linear(f, self.weight[j:: self.J].contiguous(),
+                                None if self.bias is None else self.bias[j:: self.J]) for j, f in enumerate(fs)], -1)
+        if not word_order:
+            return z
+        return z.index_select(-1, self.partition_position(torch.arange(self.vocab_size, device=z.device)))
+
+    def partition_position(self, x: Tensor) -> Tensor:
+        """Where word x sits in the partition-major logits: after the words of the partitions j < x mod J,
+        at rank x // J within its own."""
         J, V = self.J, self.vocab_size
-        n = -(-V // J)  # rows per partition after padding
-        blocks = F.pad(self.weight, (0, 0, 0, n * J - V)).view(n, J, -1).transpose(0, 1).contiguous()  # (J, n, d)
-        z = torch.cat([F.linear(f, blocks[j]) for j, f in enumerate(fs)], -1)  # partition-major (B, T, J*n)
-        x = torch.arange(V, device=z.device)
-        z = z.index_select(-1, (x % J) * n + x // J)
-        return z if self.bias is None else z + self.bias
+        sizes = torch.tensor([len(range(j, V, J)) for j in range(J)], device=x.device)
+        offsets = torch.cumsum(sizes, 0) - sizes
+        return offsets[x % J] + x // J
 
     def _top_ids(self, logits: Tensor, n: int) -> Tensor:
         """Ids of the n largest logits, best first, never the padding id: the top n + 1 with the padding id (if
@@ -261,50 +276,83 @@ class MultiFacetSoftmax(nn.Module):
         return logits.index_put_((b, p, ctx[b, s_]), vals, accumulate=accumulate)  # in place, as the rings
 
     def _components(self, out: BackboneOutput, input_ids: Tensor | None, mem_ids: Tensor | None,
-                    positions: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """(B, T, K, V) logits of the K softmaxes and log π (B, T, K) (None when K = 1 or max-pooled);
-        T -> P with `positions` (B, P)."""
+                    positions: Tensor | None = None, word_order: bool = True) -> tuple[list[Tensor], Tensor | None]:
+        """Logits of the K softmaxes as groups [(B, T, k_i, V), ...] with sum k_i = K, in softmax order (their
+        concatenation along -2 is the (B, T, K, V) logits; kept apart so that the loss path never copies them
+        together), and log π (B, T, K) (None when K = 1 or max-pooled); T -> P with `positions` (B, P).
+        `word_order=False`: a partitioned first softmax stays partition-major (see `_partitioned_logits`)."""
         if self.doc:
             if out.all_hidden is None or len(out.all_hidden) < 3:
                 raise ValueError("DOC needs the top 3 layers; call the backbone with output_all_hidden=True")
             hs = [select_positions(h, positions) for h in (out.all_hidden[-3], out.all_hidden[-2], out.hidden)]
             f = torch.stack([layer(h) for layer, h in zip(self.facets, hs, strict=True)], -2)  # facet k <- M-3+k
-            return self._logits(f), torch.log_softmax(upcast(self.prior(torch.cat(hs, -1))), -1)
+            return [self._logits(f)], torch.log_softmax(upcast(self.prior(torch.cat(hs, -1))), -1)
         q_all = out.hidden if self.multi_input is None else self.multi_input(out)
         q = select_positions(q_all, positions)
         fs = [layer(q) for layer in self.facets]
         log_prior = torch.log_softmax(upcast(self.prior(q)), -1) if self.prior is not None else None
         if self.J == 1 and not self.dynamic:  # every softmax in one product
-            return self._logits(torch.stack(fs, -2)), log_prior
-        first = self._logits(fs[0]) if self.J == 1 else self._partitioned_logits(fs[: self.J])
+            return [self._logits(torch.stack(fs, -2))], log_prior
+        first = self._logits(fs[0]) if self.J == 1 else self._partitioned_logits(fs[: self.J], word_order)
         if self.reranker_sizes:
             first = self._rerank(first, q)
         if self.f_context is not None or self.f_local is not None:
             if input_ids is None:
                 raise ValueError("context partition / local embeddings need the input ids")
             first = self._context(first, q, q_all, input_ids, mem_ids, positions)
-        if self.K == 1:
-            return first.unsqueeze(-2), log_prior
-        return torch.cat([first.unsqueeze(-2), self._logits(torch.stack(fs[self.J:], -2))], -2), log_prior
+        groups = [first.unsqueeze(-2)]
+        if self.K > 1:
+            groups.append(self._logits(torch.stack(fs[self.J:], -2)))
+        return groups, log_prior
 
     def facet_logits(self, out: BackboneOutput, input_ids: Tensor | None = None, mem_ids: Tensor | None = None,
                      positions: Tensor | None = None) -> tuple[list[Tensor], Tensor | None]:
         """Logits of each of the K softmaxes, (B, T, V) each, and log π (B, T, K) (None when K = 1 or
         max-pooled)."""
-        z, log_prior = self._components(out, input_ids, mem_ids, positions)
-        return list(z.unbind(-2)), log_prior
+        groups, log_prior = self._components(out, input_ids, mem_ids, positions)
+        return [z for g in groups for z in g.unbind(-2)], log_prior
+
+    def _sig(self, z: Tensor) -> Tensor:
+        """SigSoftmax's g(z) = z + log σ(z), whose softmax is the SigSoftmax distribution; z itself otherwise."""
+        return upcast(z) + F.logsigmoid(upcast(z)) if self.sigsoftmax else z
 
     def forward(self, out: BackboneOutput, input_ids: Tensor | None = None, mem_ids: Tensor | None = None,
-                positions: Tensor | None = None) -> HeadOutput:
+                positions: Tensor | None = None, targets: Tensor | None = None) -> HeadOutput:
         """Scores (B, T, V) at every position, or (B, P, V) at `positions` (B, P) only (a recommender's
-        read-out, the last position in generation); the context of position t stays c_t."""
-        z, log_prior = self._components(out, input_ids, mem_ids, positions)  # (B, T, K, V)
+        read-out, the last position in generation); the context of position t stays c_t.
+
+        `targets` (B, T) (or (B, P)): only log p(target) (`HeadOutput.target_log_probs`), what training needs:
+        each softmax contributes its target log-probability through `target_log_softmax` (no (B, T, V)
+        log-probabilities, no (B, T, K, V) mixture tensor, softmax - one-hot written once in backward) and the
+        mixture is a log-sum-exp over K numbers per position; a partitioned first softmax is never put back
+        in word order. Out-of-range targets (ignore_index) score as word 0."""
+        if targets is not None:
+            return HeadOutput(None, is_log_prob=True, target_log_probs=self._target_log_probs(
+                out, input_ids, mem_ids, positions, targets))
+        groups, log_prior = self._components(out, input_ids, mem_ids, positions)
+        z = torch.cat(groups, -2) if len(groups) > 1 else groups[0]  # (B, T, K, V)
         if self.max_logits:  # multi-softmax of the recommenders (thesis C §2.5): one softmax of max_k z_k
             return HeadOutput(z.amax(-2), is_log_prob=False)
         if self.K == 1:
-            z = z.squeeze(-2)
-            if self.sigsoftmax:  # log P = g(z) - logsumexp g,  g(z) = z + log σ(z)
-                z = upcast(z) + F.logsigmoid(upcast(z))
-            return HeadOutput(z, is_log_prob=False)
+            return HeadOutput(self._sig(z.squeeze(-2)), is_log_prob=False)
         logp = torch.logsumexp(torch.log_softmax(upcast(z), -1) + log_prior.unsqueeze(-1), dim=-2)
         return HeadOutput(logp, is_log_prob=True)
+
+    def _target_log_probs(self, out: BackboneOutput, input_ids: Tensor | None, mem_ids: Tensor | None,
+                          positions: Tensor | None, targets: Tensor) -> Tensor:
+        groups, log_prior = self._components(out, input_ids, mem_ids, positions, word_order=self.max_logits)
+        V = self.vocab_size
+        t = torch.where((targets >= 0) & (targets < V), targets, 0).reshape(-1)  # (N,)
+        if self.max_logits:
+            z = torch.cat(groups, -2) if len(groups) > 1 else groups[0]
+            return target_log_softmax(upcast(z.amax(-2)).reshape(-1, V), t).view(targets.shape)
+        lps = []
+        for i, g in enumerate(groups):  # g (B, T, k, V)
+            k = g.size(-2)
+            idx = self.partition_position(t) if i == 0 and self.J > 1 else t
+            lp = target_log_softmax(self._sig(upcast(g)).reshape(-1, V), idx.repeat_interleave(k))
+            lps.append(lp.view(-1, k))
+        lp = torch.cat(lps, -1) if len(lps) > 1 else lps[0]  # (N, K)
+        if self.K == 1:
+            return lp.view(targets.shape)
+        return torch.logsumexp(lp + log_prior.reshape(-1, self.K), -1).view(targets.shape)

@@ -51,7 +51,7 @@ class CausalLM(nn.Module):
             if old_len:
                 head_kwargs["mem_ids"] = mem_ids
         if targets is not None and getattr(self.head, "scores_targets", False):
-            return self.head(out, input_ids, targets=targets), out
+            return self.head(out, input_ids, targets=targets, **head_kwargs), out
         if last_only:
             if "positions" in inspect.signature(self.head.forward).parameters:
                 head_kwargs["positions"] = input_ids.new_full((input_ids.size(0), 1), input_ids.size(1) - 1)
