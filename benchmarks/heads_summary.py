@@ -43,10 +43,13 @@ def collect() -> dict[str, Any]:
                                            for h, t in c["seconds"].items()}
             for c in cost["results"]["configs"]}
     if (ent := load("heads_entity_copy")) is not None:
+        by_head: dict[str, list[dict[str, Any]]] = {}
+        for r in ent["results"]["runs"]:
+            by_head.setdefault(r["head"], []).append(r["rouge"]["proper"])
         out["entity_copy_proper_noun_f1"] = {
-            r["head"]: {"context": round(r["rouge"]["proper"]["context_f1"], 2),
-                        "continuation": round(r["rouge"]["proper"]["continuation_f1"], 2)}
-            for r in ent["results"]["runs"]}
+            h: {"context": round(statistics.mean(x["context_f1"] for x in rs), 2),
+                "continuation": round(statistics.mean(x["continuation_f1"] for x in rs), 2), "seeds": len(rs)}
+            for h, rs in by_head.items()}
     return out
 
 
@@ -71,11 +74,11 @@ def markdown(record: dict[str, Any]) -> str:
         parts.append(f"## Cost ([heads_cost](heads_cost.md))\n\nHead-only forward + backward time / softmax:\n\n"
                      f"| head | {' | '.join(cols)} |\n|---|{'---|' * len(cols)}\n{rows}")
     if "entity_copy_proper_noun_f1" in res:
-        rows = "\n".join(f"| {h} | {v['context']:.2f} | {v['continuation']:.2f} |"
+        rows = "\n".join(f"| {h} | {v['context']:.2f} | {v['continuation']:.2f} | {v.get('seeds', 1)} |"
                          for h, v in res["entity_copy_proper_noun_f1"].items())
         parts.append(f"## Entity copying on Austen ([heads_entity_copy](heads_entity_copy.md))\n\nProper-noun ROUGE-1 "
-                     f"F1 ×100 of generated text:\n\n| head | with the context | with the continuation |\n"
-                     f"|---|---|---|\n{rows}")
+                     f"F1 ×100 of generated text, mean over seeds:\n\n| head | with the context | with the "
+                     f"continuation | seeds |\n|---|---|---|---|\n{rows}")
     parts.append("## Softmax bottleneck\n\nMin-eigenvalue ratios on GloVe 6B 50d and an LM's output embeddings, with "
                  "the plot: [softmax_bottleneck_ratios](softmax_bottleneck_ratios.md).")
     sources = "\n".join(f"- {n}: `{s['command']}` ({s['date']})" for n, s in res["sources"].items())

@@ -11,6 +11,7 @@ from genfeat.heads.multi_facet import MultiFacetSoftmax
 from genfeat.models.gpt import GPTConfig
 from genfeat.models.gpt.model import GPTDecoder
 from genfeat.models.lm import CausalLM
+from genfeat.nn.outputs import BackboneOutput
 from tests.heads.test_multi_facet import B, D, T, V, backbone_out, scramble
 
 DYNAMIC = {
@@ -51,9 +52,11 @@ def test_dynamic_heads_start_as_the_softmax(name):
 
 def brute_force_first_softmax(head: MultiFacetSoftmax, q: torch.Tensor, ids: torch.Tensor,
                               pad_id: int | None = None) -> torch.Tensor:
-    """Eqs. 2.7-2.11 position by position with Python loops (assign mode); the padding id never in a ring."""
+    """Eqs. 2.7-2.11 position by position with Python loops, out of place (differentiable: the gradient oracle);
+    assign mode, or add mode (every facet's logit added to the current one); the padding id never in a ring."""
     W = head.weight
-    out = torch.empty(B, T, V)
+    add = head.merge == "add"
+    rows = []
     keys = head.f_key(q) if head.f_local is not None else None
     for b in range(B):
         for t in range(T):
@@ -62,16 +65,19 @@ def brute_force_first_softmax(head: MultiFacetSoftmax, q: torch.Tensor, ids: tor
                 ranked = ell if pad_id is None else ell.masked_fill(torch.arange(V) == pad_id, float("-inf"))
                 top = ranked.topk(n).indices
                 ell = ell.clone()
-                ell[top] = layer(q[b, t]) @ W[top].T
+                ell[top] = (ell[top] if add else 0) + layer(q[b, t]) @ W[top].T
             last = t if head.context_includes_current else t - 1
-            for x in set(ids[b, : last + 1].tolist()):
+            for x in set(ids[b, : last + 1].tolist()) - {pad_id}:
                 occ = [i for i in range(last + 1) if ids[b, i] == x]
-                value = head.f_context(q[b, t]) @ W[x] if head.f_context is not None else ell[x]
+                value = ell[x] if head.f_context is None or add else 0
+                if head.f_context is not None:
+                    value = value + head.f_context(q[b, t]) @ W[x]
                 if head.f_local is not None:
                     value = value + torch.stack([head.f_local(q[b, t]) @ keys[b, i] for i in occ]).mean()
+                ell = ell.clone()
                 ell[x] = value
-            out[b, t] = ell
-    return out
+            rows.append(ell)
+    return torch.stack(rows).view(B, T, V)
 
 
 @pytest.mark.parametrize("name", ["C", "L", "CL", "R:3,8,20", "CLR:4,9"])
@@ -82,6 +88,32 @@ def test_matches_the_equations_position_by_position(name, current):
     out, ids = backbone_out(), ids_with_repeats()
     got = head.facet_logits(out, ids)[0][0]
     torch.testing.assert_close(got, brute_force_first_softmax(head, out.hidden, ids), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["C add", "CLR add", "L", "R:3,8,20", "CLR:4,9"])
+def test_values_and_gradients_match_the_loops(name):
+    """The sparse writes (ring and context changes added, base logits recomputed on the written words) give the
+    loops' values and the gradients of the loops' out-of-place assignments, for every parameter and the states;
+    padding ids in the context, a word that is both in a ring and in the context."""
+    torch.manual_seed(0)
+    head = MultiFacetSoftmax(D, V, pad_id=0, **{"reranker_sizes": (6,)} | DYNAMIC[name])
+    scramble(head)
+    q = backbone_out().hidden.detach().requires_grad_()
+    ids = ids_with_repeats(2)
+    ids[1, :3] = 0
+    weights = torch.randn(B, T, V)
+
+    def grads(logits):
+        return torch.autograd.grad((logits * weights).sum(), [q, *head.parameters()], allow_unused=True)
+
+    got = head.facet_logits(BackboneOutput(q), ids)[0][0]
+    want = brute_force_first_softmax(head, q, ids, pad_id=0)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    for g, w in zip(grads(got), grads(want), strict=True):
+        if w is None:
+            assert g is None or not g.any()
+        else:
+            torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["R:3,8,20", "CLR:4,9"])

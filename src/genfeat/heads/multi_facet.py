@@ -39,8 +39,10 @@ memory count for C too: `CausalLM` carries their ids along with the memory and p
 Initialisation (§2.4.1.5): f_1, f_C, f_R identity; L^f_L, L^f_E 1e-10·I; in "add" mode every non-base
 facet (C, R, L, E) starts at 1e-10·I, so every head starts as the softmax.
 Context scores are computed as (B, T, S) products, averaged over a word's occurrences in context space and
-written once per context word into the vocabulary axis (no B×T×T×D expansion, no extra B×T×V temporaries;
-out-of-place, so no in-place writes into autograd inputs).
+added once per context word into the vocabulary axis; the rings run on the sum of their sizes best words of the
+base logits. Both are sparse `scatter_add_`s into the fresh base logits (an "assign" adds new - base, the base
+part recomputed on those words only), so no B×T×T×D expansion, no B×T×V temporaries, and no dense gradient
+copy in backward (`_dynamic`).
 
 Output: logits (K=1: a single softmax, SigSoftmax as g(z) = z + log σ(z), whose softmax is the SigSoftmax
 distribution) or log-probabilities log Σ_k π_k softmax_k computed with logsumexp (K>1). `mixture="max_logits"`
@@ -224,56 +226,75 @@ class MultiFacetSoftmax(nn.Module):
         order = (idx == self.pad_id).to(torch.uint8).argsort(dim=-1, stable=True)  # padding last, ranks kept
         return idx.gather(-1, order[..., :n])
 
-    def _rerank(self, logits: Tensor, q: Tensor) -> Tensor:
-        """Reranker rings, largest first, each on the current logits (Eq. 2.8 as the reference). `logits` is a
-        fresh product that nothing saves for backward, so the rings write into it in place."""
-        for n, layer in reversed(list(zip(self.reranker_sizes, self.f_rerank, strict=True))):
-            idx = self._top_ids(logits, n)  # (B, T, n)
-            w = self.weight[idx]  # (B, T, n, d)
-            new = torch.einsum("btd,btnd->btn", layer(q), w)
-            if self.bias is not None:
-                new = new + self.bias[idx]
-            logits = logits.scatter_(-1, idx, new) if self.merge == "assign" else logits.scatter_add_(-1, idx, new)
-        return logits
+    def _rings(self, logits: Tensor, f1: Tensor, q: Tensor) -> tuple[Tensor, Tensor]:
+        """Reranker rings, largest first, each taking the top n of the *current* logits (Eq. 2.8 as the
+        reference), as (candidates (B, P, m), their logit changes (B, P, m)) over the m = sum of the ring sizes
+        best words of the base logits: every ring's top n of the current logits lies among them (the words
+        outside are unchanged and rank below the m-th), so the rings run in this compact space.
 
-    def _context(self, logits: Tensor, q: Tensor, q_all: Tensor, input_ids: Tensor, mem_ids: Tensor | None,
-                 positions: Tensor | None) -> Tensor:
-        """C and/or L on the context words (Eqs. 2.5, 2.9-2.11), averaged over duplicates. q: the query
-        positions' states (B, P, d_q); q_all: every segment position's (B, T, d_q), the keys of L.
+        assign: a ring word's change is (f_R - f_1) · w_x, the ring logit minus the base logit (bias cancels),
+        recomputed on the candidates so that the gradient never needs a dense pass (the caller adds the changes
+        with `scatter_add_`, whose backward passes the logits' gradient through); add: + f_R · w_x (+ b_x)."""
+        assign = self.merge == "assign"
+        m = min(sum(self.reranker_sizes), self.vocab_size - (self.pad_id is not None))
+        cand = self._top_ids(logits, m)  # best first, never the padding id
+        rank = logits.detach().gather(-1, cand)
+        rings = list(reversed(list(zip(self.reranker_sizes, self.f_rerank, strict=True))))
+        g = torch.stack([layer(q) - f1 if assign else layer(q) for _, layer in rings], -2)  # (B, P, R, d)
+        new = g @ F.embedding(cand, self.weight).transpose(-1, -2)  # (B, P, R, m)
+        if self.bias is not None and not assign:
+            new = new + self.bias[cand].unsqueeze(-2)
+        delta = torch.zeros_like(rank)
+        for r, (n, _) in enumerate(rings):
+            best = (rank + delta.detach()).topk(min(n, m), -1).indices  # the ring's top n of the current logits
+            top = torch.zeros_like(rank, dtype=torch.bool).scatter_(-1, best, True)
+            delta = torch.where(top, new[..., r, :], delta) if assign else delta + top * new[..., r, :]
+        return cand, delta
 
-        The means over a word's occurrences are taken in context space with a (B, S, S) same-word matrix, and
-        each context word is written once (at its first occurrence) into the vocabulary axis by one index_put:
-        no (B, P, V) temporaries beyond the output itself."""
+    def _dynamic(self, logits: Tensor, f1: Tensor, q: Tensor, q_all: Tensor, input_ids: Tensor | None,
+                 mem_ids: Tensor | None, positions: Tensor | None) -> Tensor:
+        """R rings, then C and/or L on the context words (Eqs. 2.5, 2.7-2.11), written into the fresh base
+        logits (B, P, V) in place as sparse additions, each by one `scatter_add_` (the rings' changes; every
+        context word's at its first occurrence, zeros at the others). `scatter_add_` passes the gradient through
+        to the base logits unchanged (no dense copy, unlike an assignment), and the assign mode's "replace" is
+        an addition of (new - base) whose base part is recomputed sparsely from f_1. q: the query positions'
+        states (B, P, d_q); q_all: every segment position's (B, T, d_q), the keys of L.
+
+        The means over a word's occurrences (L) are taken in context space with a (B, S, S) same-word matrix;
+        C's value f_C · w_x is the same at every occurrence."""
+        ring = self._rings(logits, f1, q) if self.reranker_sizes else None
+        if self.f_context is None and self.f_local is None:
+            return logits.scatter_add_(-1, *ring)
+        if input_ids is None:
+            raise ValueError("context partition / local embeddings need the input ids")
         ctx, mask = context_positions(input_ids, mem_ids, self.context_includes_current, self.pad_id, positions)
+        replace = self.f_context is not None and self.merge == "assign"  # C replaces the base logit (Eq. 2.11)
+        if ring is not None:
+            cand, delta = ring
+            if replace:  # a context word's logit is C's: its ring change is dropped
+                delta = delta.masked_fill(((cand[..., None] == ctx[:, None, None, :]) & mask[:, :, None, :]).any(-1),
+                                          0.0)
+            logits = logits.scatter_add_(-1, cand, delta)
         B, P, S = mask.shape
         T = input_ids.size(1)
-        m = mask.to(q.dtype)
         valid = mask.any(1)  # (B, S) positions that count for some query
         same = (ctx[:, :, None] == ctx[:, None, :]) & valid[:, :, None] & valid[:, None, :]  # (B, S, S)
         earlier = torch.ones(S, S, dtype=torch.bool, device=ctx.device).tril(-1)
         first = valid & ~(same & earlier).any(-1)  # first occurrence of its word
-        same = same.to(q.dtype)
-
-        def occurrence_mean(values: Tensor, weights: Tensor) -> tuple[Tensor, Tensor]:
-            """(mean of values over the counted occurrences of the word at s, their number), (B, P, S) each."""
-            n = torch.einsum("bsk,bpk->bps", same, weights)
-            return torch.einsum("bsk,bpk->bps", same, values * weights) / n.clamp_min(1), n
-
-        value = torch.zeros_like(m)
+        value = torch.zeros(B, P, S, dtype=q.dtype, device=q.device)
         if self.f_local is not None:  # mean over occurrences of f_L(t) · e_i, e_i = L^f_E(q_i); segment only
             local = F.pad(torch.einsum("btd,bsd->bts", self.f_local(q), self.f_key(q_all)), (S - T, 0))
-            m_local = F.pad(m[..., S - T:], (S - T, 0))  # memory positions have no key
-            value, _ = occurrence_mean(local, m_local)
-        if self.f_context is not None:
-            c_score = torch.einsum("btd,bsd->bts", self.f_context(q), self.weight[ctx])  # f_C(t) · w_{x_i}
-            if self.bias is not None:
-                c_score = c_score + self.bias[ctx][:, None, :]
-            value = value + occurrence_mean(c_score, m)[0]
-        b, p, s_ = (mask & first[:, None, :]).nonzero(as_tuple=True)  # each context word of each query once
-        vals = value[b, p, s_].to(logits.dtype)
-        # C replaces the base logit (assign) or adds to it; L alone (Eq. 2.10) always adds
-        accumulate = self.f_context is None or self.merge == "add"
-        return logits.index_put_((b, p, ctx[b, s_]), vals, accumulate=accumulate)  # in place, as the rings
+            m_local = F.pad(mask[..., S - T:].to(q.dtype), (S - T, 0))  # memory positions have no key
+            same_f = same.to(q.dtype)
+            n = torch.einsum("bsk,bpk->bps", same_f, m_local)
+            value = torch.einsum("bsk,bpk->bps", same_f, local * m_local) / n.clamp_min(1)
+        if self.f_context is not None:  # f_C(t) · w_x (- f_1(t) · w_x when it replaces the base logit)
+            fc = self.f_context(q) - f1 if replace else self.f_context(q)
+            value = value + torch.einsum("btd,bsd->bts", fc, F.embedding(ctx, self.weight))
+            if self.bias is not None and not replace:
+                value = value + self.bias[ctx][:, None, :]
+        value = value.masked_fill(~(mask & first[:, None, :]), 0.0)  # each context word of each query once
+        return logits.scatter_add_(-1, ctx[:, None, :].expand(B, P, S), value.to(logits.dtype))
 
     def _components(self, out: BackboneOutput, input_ids: Tensor | None, mem_ids: Tensor | None,
                     positions: Tensor | None = None, word_order: bool = True) -> tuple[list[Tensor], Tensor | None]:
@@ -294,12 +315,8 @@ class MultiFacetSoftmax(nn.Module):
         if self.J == 1 and not self.dynamic:  # every softmax in one product
             return [self._logits(torch.stack(fs, -2))], log_prior
         first = self._logits(fs[0]) if self.J == 1 else self._partitioned_logits(fs[: self.J], word_order)
-        if self.reranker_sizes:
-            first = self._rerank(first, q)
-        if self.f_context is not None or self.f_local is not None:
-            if input_ids is None:
-                raise ValueError("context partition / local embeddings need the input ids")
-            first = self._context(first, q, q_all, input_ids, mem_ids, positions)
+        if self.dynamic:  # J == 1
+            first = self._dynamic(first, fs[0], q, q_all, input_ids, mem_ids, positions)
         groups = [first.unsqueeze(-2)]
         if self.K > 1:
             groups.append(self._logits(torch.stack(fs[self.J:], -2)))
