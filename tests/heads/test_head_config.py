@@ -134,8 +134,8 @@ def test_last_only_scores_equal_the_full_output_at_the_last_position(name):
     torch.testing.assert_close(last.log_probs()[:, 0], full.log_probs()[:, -1], atol=1e-5, rtol=1e-5)
 
 
-_TARGET_PATH_CASES = [n for n, c in HEADS.items() if c.kind == "multi_facet" and not c.stage2_candidates] + [
-    "bias_mfs", "mp3_odd_vocab", "max_logits", "mos2+clr20"]
+_TARGET_PATH_CASES = [n for n, c in HEADS.items() if c.kind != "softmax" and not c.stage2_candidates] + [
+    "bias_mfs", "mp3_odd_vocab", "max_logits", "mos2+clr20", "copynet_past", "pointer_generator_past"]
 
 
 def _target_case(name: str) -> HeadConfig:
@@ -143,7 +143,11 @@ def _target_case(name: str) -> HeadConfig:
              "mp3_odd_vocab": HeadConfig(kind="multi_facet", num_partitions=7, sigsoftmax=False),  # 600 % 7 != 0
              "max_logits": HeadConfig(kind="multi_facet", num_softmax=3, mixture="max_logits", context=True),
              "mos2+clr20": HeadConfig(kind="multi_facet", num_softmax=2, context=True, local=True,
-                                      reranker_sizes=(20,), bias=True)}
+                                      reranker_sizes=(20,), bias=True),
+             # context i < t: the first position has an empty context (softmax only)
+             "copynet_past": HeadConfig(kind="pointer", pointer="copynet", context_includes_current=False, bias=True),
+             "pointer_generator_past": HeadConfig(kind="pointer", pointer="pointer_generator",
+                                                  context_includes_current=False)}
     return extra.get(name) or HEADS[name]
 
 
@@ -161,6 +165,7 @@ def test_target_path_equals_full_distribution(name):
     ids[0, 2] = 3  # a padding id in the context
     targets = torch.randint(0, V, (2, 9))
     targets[1, 4] = -100
+    targets[:, 5:] = ids[:, 1:5]  # targets that are in the context (copied)
 
     def loss_and_grads(**kw):
         loss = nll(head(out, ids, **({"targets": targets} if kw else {})), targets)

@@ -15,25 +15,28 @@ def upcast(x: Tensor) -> Tensor:
 
 class _TargetLogSoftmax(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, logits: Tensor, target: Tensor) -> Tensor:
+    def forward(ctx, logits: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
         lsm = torch.log_softmax(logits, -1)
         ctx.save_for_backward(lsm, target)
-        return lsm.gather(-1, target[:, None]).squeeze(-1)
+        lp = lsm.gather(-1, target[:, None]).squeeze(-1)
+        return lp, logits.gather(-1, target[:, None]).squeeze(-1) - lp  # log p_t, log-sum-exp
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+    def backward(ctx, g_lp: Tensor, g_lse: Tensor) -> tuple[Tensor, None]:
         lsm, target = ctx.saved_tensors
-        out = torch.exp(lsm).mul_(-grad[:, None])  # d/dz_c log p_t = 1[c = t] - p_c
-        return out.scatter_add_(-1, target[:, None], grad[:, None]), None
+        out = torch.exp(lsm).mul_((g_lse - g_lp)[:, None])  # d log p_t / dz_c = 1[c = t] - p_c, d lse / dz_c = p_c
+        return out.scatter_add_(-1, target[:, None], g_lp[:, None]), None
 
 
-def target_log_softmax(logits: Tensor, target: Tensor) -> Tensor:
-    """log_softmax(logits)[n, target[n]]: logits (N, C), target (N,) in [0, C) -> (N,), in logits' dtype.
+def target_log_softmax(logits: Tensor, target: Tensor, return_lse: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """log_softmax(logits)[n, target[n]]: logits (N, C), target (N,) in [0, C) -> (N,), in logits' dtype; with
+    `return_lse` also logsumexp(logits[n]) (N,) (a head that mixes the softmax with other mass needs it).
 
     The same numbers as `-F.cross_entropy(..., reduction="none")`, with a backward that writes softmax - one-hot
     straight into one (N, C) buffer instead of zero-filling a gradient, scattering into it and running the
     log-softmax backward over it (one full pass and one (N, C) allocation fewer)."""
-    return _TargetLogSoftmax.apply(logits, target)
+    lp, lse = _TargetLogSoftmax.apply(logits, target)
+    return (lp, lse) if return_lse else lp
 
 
 @dataclass

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, output_embedding, select_positions, upcast
+from genfeat.heads.base import HeadOutput, output_embedding, select_positions, target_log_softmax, upcast
 from genfeat.heads.multi_facet import MultiInput, context_positions, identity_facet
 from genfeat.nn.outputs import BackboneOutput
 
@@ -58,9 +58,16 @@ class PointerHead(nn.Module):
             self.gate = nn.Linear(d_model, 1)  # w_g, b_g on h^M
             nn.init.zeros_(self.gate.bias)
 
+    scores_targets = True  # CausalLM passes targets= in training: only log p(target) is computed
+
     def forward(self, out: BackboneOutput, input_ids: Tensor | None = None, mem_ids: Tensor | None = None,
-                positions: Tensor | None = None) -> HeadOutput:
-        """Log-probabilities (B, T, V), or (B, P, V) at `positions` (B, P) only."""
+                positions: Tensor | None = None, targets: Tensor | None = None) -> HeadOutput:
+        """Log-probabilities (B, T, V), or (B, P, V) at `positions` (B, P) only.
+
+        `targets` (B, T) (or (B, P)): only log p(target) (`HeadOutput.target_log_probs`), what training needs.
+        The copy mass of the target is a log-sum-exp over the context positions holding it, the generator's
+        log softmax(z)_target comes from `target_log_softmax`: no (B, T, V) tensor besides the logits z and
+        their softmax. Out-of-range targets (ignore_index) score as word 0."""
         if input_ids is None:
             raise ValueError("pointer heads need the input ids")
         if mem_ids is not None:
@@ -70,20 +77,33 @@ class PointerHead(nn.Module):
         z = upcast(F.linear(self.facet(q), self.weight, self.bias))  # (B, T, V)
         ctx, mask = context_positions(input_ids, None, self.context_includes_current, self.pad_id, positions)
         B, T, S = mask.shape
+        V = z.size(-1)
         u, k = upcast(self.query(q)), upcast(self.key(q_all))
-        index = ctx[:, None, :].expand(B, T, S)
         has_ctx = mask.any(-1, keepdim=True)  # (B, T, 1)
+        if targets is None:
+            index = ctx[:, None, :].expand(B, T, S)
 
-        def log_copy(log_w: Tensor) -> Tensor:  # log Σ_{i∈I_t(x)} exp(log_w_i), -inf for words not in c_t
-            lw = log_w.masked_fill(~mask, float("-inf"))
-            shift = lw.amax(-1, keepdim=True)
-            shift = torch.where(torch.isfinite(shift), shift, 0.0).detach()
-            mass = z.new_zeros(z.shape).scatter_add(-1, index, torch.exp(lw - shift))
-            safe = torch.log(mass.clamp_min(torch.finfo(mass.dtype).tiny)) + shift
-            return torch.where(mass > 0, safe, float("-inf"))  # -inf for words outside the context
+            def log_copy(log_w: Tensor) -> Tensor:  # log Σ_{i∈I_t(x)} exp(log_w_i), -inf for words not in c_t
+                lw = log_w.masked_fill(~mask, float("-inf"))
+                shift = lw.amax(-1, keepdim=True)
+                shift = torch.where(torch.isfinite(shift), shift, 0.0).detach()
+                mass = z.new_zeros(z.shape).scatter_add(-1, index, torch.exp(lw - shift))
+                safe = torch.log(mass.clamp_min(torch.finfo(mass.dtype).tiny)) + shift
+                return torch.where(mass > 0, safe, float("-inf"))  # -inf for words outside the context
+        else:
+            t = torch.where((targets >= 0) & (targets < V), targets, 0)
+            hit = mask & (ctx[:, None, :] == t[..., None])  # (B, T, S) context positions holding the target
+            lp_t, lse = target_log_softmax(z.reshape(-1, V), t.reshape(-1), return_lse=True)
+            log_softmax_z = lp_t.view(B, T, 1)  # log softmax(z)_target
 
+            def log_copy(log_w: Tensor) -> Tensor:  # log Σ_{i∈I_t(target)} exp(log_w_i), -inf when none
+                return masked_logsumexp(log_w, hit)
         if self.mode == "copynet":
             s = torch.einsum("btd,bsd->bts", u, torch.tanh(k))
+            if targets is not None:  # log (exp z_t + copy_t) - log (Σ_x exp z_x + Σ_{i∈I_t} exp s_i)
+                z_t, lse = (lp_t + lse).view(B, T, 1), lse.view(B, T, 1)
+                logp = torch.logaddexp(z_t, log_copy(s)) - torch.logaddexp(lse, masked_logsumexp(s, mask))
+                return HeadOutput(None, is_log_prob=True, target_log_probs=logp.squeeze(-1))
             logp = torch.logaddexp(z, log_copy(s))
             return HeadOutput(logp - torch.logsumexp(logp, -1, keepdim=True), is_log_prob=True)
         gate = upcast(self.gate(select_positions(out.hidden, positions)))  # (B, T, 1)
@@ -98,4 +118,16 @@ class PointerHead(nn.Module):
             log_a = torch.log_softmax(torch.cat([s, gate], -1), -1)
             log_gen = log_a[..., -1:]
             log_cp = log_copy(log_a[..., :-1])
+        if targets is not None:
+            return HeadOutput(None, is_log_prob=True,
+                              target_log_probs=torch.logaddexp(log_gen + log_softmax_z, log_cp).squeeze(-1))
         return HeadOutput(torch.logaddexp(log_gen + torch.log_softmax(z, -1), log_cp), is_log_prob=True)
+
+
+def masked_logsumexp(x: Tensor, keep: Tensor) -> Tensor:
+    """log Σ_{i: keep_i} exp(x_i) over the last axis, keepdim; -inf (with zero gradient) where nothing is kept."""
+    x = x.masked_fill(~keep, float("-inf"))
+    shift = x.amax(-1, keepdim=True)
+    shift = torch.where(torch.isfinite(shift), shift, 0.0).detach()
+    total = torch.exp(x - shift).sum(-1, keepdim=True)
+    return torch.where(total > 0, torch.log(total.clamp_min(torch.finfo(total.dtype).tiny)) + shift, float("-inf"))
