@@ -84,12 +84,7 @@ class PointerHead(nn.Module):
             index = ctx[:, None, :].expand(B, T, S)
 
             def log_copy(log_w: Tensor) -> Tensor:  # log Σ_{i∈I_t(x)} exp(log_w_i), -inf for words not in c_t
-                lw = log_w.masked_fill(~mask, float("-inf"))
-                shift = lw.amax(-1, keepdim=True)
-                shift = torch.where(torch.isfinite(shift), shift, 0.0).detach()
-                mass = z.new_zeros(z.shape).scatter_add(-1, index, torch.exp(lw - shift))
-                safe = torch.log(mass.clamp_min(torch.finfo(mass.dtype).tiny)) + shift
-                return torch.where(mass > 0, safe, float("-inf"))  # -inf for words outside the context
+                return masked_logsumexp(log_w, mask, index, V)
         else:
             t = torch.where((targets >= 0) & (targets < V), targets, 0)
             hit = mask & (ctx[:, None, :] == t[..., None])  # (B, T, S) context positions holding the target
@@ -124,10 +119,12 @@ class PointerHead(nn.Module):
         return HeadOutput(torch.logaddexp(log_gen + torch.log_softmax(z, -1), log_cp), is_log_prob=True)
 
 
-def masked_logsumexp(x: Tensor, keep: Tensor) -> Tensor:
-    """log Σ_{i: keep_i} exp(x_i) over the last axis, keepdim; -inf (with zero gradient) where nothing is kept."""
+def masked_logsumexp(x: Tensor, keep: Tensor, index: Tensor | None = None, size: int = 0) -> Tensor:
+    """log Σ_{i: keep_i} exp(x_i) over the last axis (keepdim), or with `index` (same shape as x) summed into
+    `size` bins by index (the copy mass of every word); -inf, with zero gradient, where nothing is kept."""
     x = x.masked_fill(~keep, float("-inf"))
     shift = x.amax(-1, keepdim=True)
     shift = torch.where(torch.isfinite(shift), shift, 0.0).detach()
-    total = torch.exp(x - shift).sum(-1, keepdim=True)
+    e = torch.exp(x - shift)
+    total = e.sum(-1, keepdim=True) if index is None else e.new_zeros(*e.shape[:-1], size).scatter_add(-1, index, e)
     return torch.where(total > 0, torch.log(total.clamp_min(torch.finfo(total.dtype).tiny)) + shift, float("-inf"))
