@@ -50,15 +50,18 @@ def render(name: str, markdown: str | Callable[[dict[str, Any]], str], record: d
     return path
 
 
-def median_seconds(step: Callable[[], None], repeats: int) -> float:
-    """Median wall time of `step` over `repeats` calls after one warm-up call."""
-    step()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+def interleaved_median_seconds(steps: dict[str, Callable[[], None]], repeats: int) -> dict[str, float]:
+    """Median wall time of each step over `repeats` rounds, after one warm-up call each; every round times every
+    step once, in turn, so a slow spell of the machine touches all of them alike (ratios stay comparable)."""
+    for step in steps.values():
         step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            t0 = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def result_args(ap: argparse.ArgumentParser, seeds: list[int], runs: str | None = None) -> None:

@@ -4,22 +4,24 @@
 
 Head-only forward + backward on random backbone states (B x T = 4 x 128, three layers for the multi-input
 heads; states N(0, 1) as after a LayerNorm, output embedding N(0, 0.1^2), so the logits have a trained LM's
-scale), one process, torch's default threads; median of `--repeats` timed runs after one warm-up, every head
-timed in the same process as the softmax it is divided by; heads are called as training calls them (with the
-targets where the head has a target-only path). Then the whole model, as thesis C Table 2.1 times it: a GPT-2
-Small-shaped decoder (12 layers, d=768, 12 heads, V=50,257, random weights) with each of `--model-heads`,
-training step (forward + backward) and inference (forward without gradients), B x T = 4 x 128.
+scale), one process, torch's default threads; median of `--repeats` rounds after one warm-up, each round
+timing every head once in turn (a slow spell of the machine touches all heads alike); heads are called as
+training calls them (with the targets where the head has a target-only path). Then the whole model, as
+thesis C Table 2.1 times it: a GPT-2 Small-shaped decoder (12 layers, d=768, 12 heads, V=50,257, random weights)
+with each of `--model-heads`, training step (forward + backward) and inference (forward without gradients),
+B x T = 4 x 128, interleaved the same way.
 Goals from the issue: CLR <= 1.15x softmax, MFS <= MoS(3), MoS(3) <= 1.6x.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from benchmarks.common import median_seconds, render, write_results
+from benchmarks.common import interleaved_median_seconds, render, write_results
 from genfeat.heads.config import build_head, named_head
 from genfeat.losses.nll import nll
 from genfeat.nn.outputs import BackboneOutput
@@ -31,8 +33,8 @@ MODEL_HEADS = ["softmax_facet", "mos3", "mfs", "c+mi", "clr20+mi"]
 B, T = 4, 128
 
 
-def time_head(name: str, d: int, vocab: int, repeats: int, batch: int = B, length: int = T) -> float:
-    """Median seconds of one head-only forward + backward on random states of shape (batch, length, d)."""
+def head_step(name: str, d: int, vocab: int, batch: int = B, length: int = T) -> Callable[[], None]:
+    """One head-only forward + backward on random states of shape (batch, length, d), as training calls it."""
     torch.manual_seed(0)
     emb = torch.nn.Embedding(vocab, d)
     torch.nn.init.normal_(emb.weight, std=0.1)  # logits ~ N(0, 0.01 d), as a trained LM's (std 1.6 at d=256)
@@ -41,7 +43,6 @@ def time_head(name: str, d: int, vocab: int, repeats: int, batch: int = B, lengt
     out = BackboneOutput(states[-1], all_hidden=tuple(states))
     ids = torch.randint(0, vocab, (batch, length))
     targets = torch.randint(0, vocab, (batch, length))
-
     kw = {"targets": targets} if getattr(head, "scores_targets", False) else {}  # as CausalLM calls it in training
 
     def step() -> None:
@@ -49,19 +50,27 @@ def time_head(name: str, d: int, vocab: int, repeats: int, batch: int = B, lengt
         loss.backward()
         head.zero_grad(set_to_none=True)
         emb.zero_grad(set_to_none=True)
+        for s in states:
+            s.grad = None
 
-    return median_seconds(step, repeats)
+    return step
 
 
-def time_model(name: str, repeats: int, train: bool, batch: int = B, length: int = T) -> float:
-    """Median seconds of a GPT-2 Small-shaped decoder with head `name`: a training step (forward + backward of
-    the NLL) or an inference forward (no gradients), on random ids."""
+def time_heads(names: list[str], d: int, vocab: int, repeats: int, batch: int = B,
+               length: int = T) -> dict[str, float]:
+    """Median seconds of one head-only forward + backward per head, interleaved in one process."""
+    return interleaved_median_seconds({n: head_step(n, d, vocab, batch, length) for n in names}, repeats)
+
+
+def model_step(name: str, train: bool, batch: int = B, length: int = T) -> Callable[[], None]:
+    """A GPT-2 Small-shaped decoder with head `name`: a training step (forward + backward of the NLL) or an
+    inference forward (no gradients), on random ids."""
     from genfeat.models.gpt import GPTConfig, build_gpt_lm
 
     torch.manual_seed(0)
     vocab = 50_257
     lm = build_gpt_lm(GPTConfig(vocab_size=vocab, n_layer=12, n_head=12, d_model=768, max_len=length, dropout=0.0,
-                                head=named_head(name)))
+                                head=named_head(name))).train(train)
     x = torch.randint(0, vocab, (batch, length))
     y = torch.randint(0, vocab, (batch, length))
 
@@ -73,8 +82,7 @@ def time_model(name: str, repeats: int, train: bool, batch: int = B, length: int
             with torch.no_grad():
                 nll(lm(x, targets=y)[0], y)
 
-    lm.train(train)
-    return median_seconds(step, repeats)
+    return step
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -104,8 +112,8 @@ def markdown(record: dict[str, Any]) -> str:
         mrows = "\n".join(f"| {h} | {cell('train', h)} | {cell('infer', h)} |" for h in m["train"])
         model = f"""
 Whole model, GPT-2 Small-shaped decoder (12 layers, d=768, 12 heads, V=50,257, random weights), B×T = {B}×{T},
-median of {m['repeats']} runs after a warm-up (thesis C Table 2.1 reports whole-model inference times: MoS(3) / Softmax
-1.55× on GPT-2 Small, MFS 1.64×, on a GPU):
+median of {m['repeats']} interleaved rounds after a warm-up (thesis C Table 2.1 reports whole-model inference
+times: MoS(3) / Softmax 1.55× on GPT-2 Small, MFS 1.64×, on a GPU):
 
 | head | training step (forward + backward) | inference (forward) |
 |---|---|---|
@@ -113,9 +121,9 @@ median of {m['repeats']} runs after a warm-up (thesis C Table 2.1 reports whole-
 """
     return f"""# Output-head cost relative to the softmax
 
-{{header}}Head-only forward + backward, B×T = {B}×{T}, median of {res['repeats']} runs after a warm-up, in one process;
-ratio to the softmax head with its facet layer (the thesis's GPT-2 baseline). Head names as thesis C Tables 2.1
-and 2.4 (`genfeat.heads.config.HEADS`).
+{{header}}Head-only forward + backward, B×T = {B}×{T}, median of {res['repeats']} rounds after a warm-up, in one
+process, the heads timed in turn within each round; ratio to the softmax head with its facet layer (the thesis's
+GPT-2 baseline). Head names as thesis C Tables 2.1 and 2.4 (`genfeat.heads.config.HEADS`).
 
 | head | {' | '.join(cols)} |
 |---|{'---|' * len(cols)}
@@ -144,17 +152,19 @@ def main() -> None:
     configs = []
     for d in args.hidden:
         for vocab in args.vocab:
-            secs = {}
+            secs = time_heads(HEADS, d, vocab, args.repeats)
             for name in HEADS:
-                secs[name] = time_head(name, d, vocab, args.repeats)
                 print(f"d={d} V={vocab} {name:22s} {secs[name] * 1000:8.1f} ms "
                       f"({secs[name] / secs['softmax_facet']:.2f}x)", flush=True)
             configs.append({"d": d, "vocab": vocab, "seconds": secs})
-    model = {"repeats": args.repeats, "train": {}, "infer": {}} if args.model_heads else None
-    for name in args.model_heads:
+    model = None
+    if args.model_heads:
+        model = {"repeats": args.repeats}
         for mode in ("train", "infer"):
-            model[mode][name] = time_model(name, args.repeats, train=mode == "train")
-            print(f"GPT-2 Small {mode:5s} {name:14s} {model[mode][name] * 1000:8.1f} ms", flush=True)
+            model[mode] = interleaved_median_seconds(
+                {n: model_step(n, train=mode == "train") for n in args.model_heads}, args.repeats)
+            for name, sec in model[mode].items():
+                print(f"GPT-2 Small {mode:5s} {name:14s} {sec * 1000:8.1f} ms", flush=True)
     print(write_results(NAME, {"heads": HEADS, "configs": configs, "repeats": args.repeats, "model": model,
                                "reading": args.reading}, markdown))
 

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, median_seconds, render, result_args, write_results
-from benchmarks.heads_cost import time_head
+from benchmarks.common import claim_run_dir, interleaved_median_seconds, render, result_args, write_results
+from benchmarks.heads_cost import time_heads
 from genfeat.heads.config import HEADS
 
 NAME = "heads_ptb"
@@ -83,20 +83,20 @@ def head_times(repeats: int) -> dict[str, dict[str, float]]:
         cfg = config(arch, "softmax", 0, 1)
         d = cfg.model.d_model
         seq = cfg.data.seq_len if arch == "gpt" else cfg.model.tgt_len
-        out[arch] = {h: time_head(h, d, 10_000, repeats, batch=cfg.data.batch_size, length=seq) for h in heads}
+        out[arch] = time_heads(heads, d, 10_000, repeats, batch=cfg.data.batch_size, length=seq)
         print(arch, {h: round(v * 1000, 2) for h, v in out[arch].items()}, flush=True)
     return out
 
 
 def model_times(repeats: int) -> dict[str, float]:
     """Whole-model forward + backward seconds of the quickstart GPT (8x64 tokens, V=10,000) per head, plus the
-    two-stage reranker (thesis Table 2.1 times are whole-model), median of repeats, one process."""
+    two-stage reranker (thesis Table 2.1 times are whole-model), median of interleaved rounds, one process."""
     import torch
 
     from genfeat.losses import nll
     from genfeat.models.gpt import build_gpt_lm
 
-    out = {}
+    steps = {}
     for h in [*GPT_HEADS, "softmax+rs2:20", "clr20+rs2:20+mi"]:
         torch.manual_seed(0)
         cfg = config("gpt", "softmax", 0, 1)
@@ -109,8 +109,10 @@ def model_times(repeats: int) -> dict[str, float]:
             loss.backward()
             lm.zero_grad(set_to_none=True)
 
-        out[h] = median_seconds(step, repeats)
-        print("model", h, round(out[h] * 1000, 1), flush=True)
+        steps[h] = step
+    out = interleaved_median_seconds(steps, repeats)
+    for h, sec in out.items():
+        print("model", h, round(sec * 1000, 1), flush=True)
     return out
 
 
