@@ -78,15 +78,15 @@ def test_mos_matches_the_mixture_formula():
     torch.testing.assert_close(head(out).log_probs(), p.log(), atol=1e-5, rtol=1e-5)
 
 
-def test_partitions_score_each_word_with_its_own_facet():
-    J = 4
-    head = MultiFacetSoftmax(D, V, num_partitions=J, bias=True)
+@pytest.mark.parametrize(("J", "bias"), [(4, True), (4, False), (37, False)])  # V = 37: padded blocks, or none
+def test_partitions_score_each_word_with_its_own_facet(J, bias):
+    head = MultiFacetSoftmax(D, V, num_partitions=J, bias=bias)
     scramble(head)
     out = backbone_out()
     logits = head(out).scores
     for x in range(V):  # brute force: word x uses facet x mod J
         f = head.facets[x % J](out.hidden)
-        torch.testing.assert_close(logits[..., x], f @ head.weight[x] + head.bias[x])
+        torch.testing.assert_close(logits[..., x], f @ head.weight[x] + (head.bias[x] if bias else 0))
 
 
 def test_sigsoftmax_formula():

@@ -198,23 +198,33 @@ class MultiFacetSoftmax(nn.Module):
         return F.linear(f, self.weight, self.bias)
 
     def _partitioned_logits(self, fs: list[Tensor], word_order: bool = True) -> Tensor:
-        """First softmax with J interleaved partitions: logits[..., x] = f_{x mod J} · w_x. Partition j's rows
-        W[j::J] are copied into a contiguous block (a strided weight view makes the GEMMs ~4x slower on CPU) and
-        the J products concatenated, partition-major; `word_order` puts them back in word order (one
-        index_select), otherwise word x sits at `partition_position(x)` (the loss needs only the target's)."""
-        z = torch.cat([F.linear(f, self.weight[j:: self.J].contiguous(),
-                                None if self.bias is None else self.bias[j:: self.J]) for j, f in enumerate(fs)], -1)
+        """First softmax with J interleaved partitions: logits[..., x] = f_{x mod J} · w_x. The rows of W are
+        gathered once into partition-major order, padded to J blocks of n = ceil(V / J) rows, and the J products
+        are one batched GEMM whose added bias puts -inf on the padding slots (so they carry no probability and no
+        gradient); one gather / scatter of W in backward instead of one per partition. `word_order` puts the
+        logits back in word order (one index_select); otherwise they stay (..., J·n), word x at
+        `partition_position(x)` (the loss needs only the target's)."""
+        J, V, d = self.J, self.vocab_size, self.weight.size(1)
+        n = -(-V // J)
+        slot = torch.arange(J * n, device=self.weight.device)
+        word = (slot % n) * J + slot // n  # slot j·n + r holds word r·J + j
+        pad = word >= V
+        blocks = self.weight.index_select(0, word.masked_fill(pad, 0)).view(J, n, d)
+        f = torch.stack(fs, 0).reshape(J, -1, d)  # (J, N, d)
+        if self.bias is None and not pad.any():
+            z = torch.bmm(f, blocks.transpose(1, 2))
+        else:
+            bias = (self.bias[word.masked_fill(pad, 0)] if self.bias is not None
+                    else torch.zeros(J * n, dtype=f.dtype, device=f.device))
+            z = torch.baddbmm(bias.masked_fill(pad, float("-inf")).view(J, 1, n), f, blocks.transpose(1, 2))
+        z = z.transpose(0, 1).reshape(*fs[0].shape[:-1], J * n)  # (..., J·n), partition-major
         if not word_order:
             return z
-        return z.index_select(-1, self.partition_position(torch.arange(self.vocab_size, device=z.device)))
+        return z.index_select(-1, self.partition_position(torch.arange(V, device=z.device)))
 
     def partition_position(self, x: Tensor) -> Tensor:
-        """Where word x sits in the partition-major logits: after the words of the partitions j < x mod J,
-        at rank x // J within its own."""
-        J, V = self.J, self.vocab_size
-        sizes = torch.tensor([len(range(j, V, J)) for j in range(J)], device=x.device)
-        offsets = torch.cumsum(sizes, 0) - sizes
-        return offsets[x % J] + x // J
+        """Where word x sits in the partition-major logits: block x mod J (of n = ceil(V / J) slots), rank x // J."""
+        return (x % self.J) * -(-self.vocab_size // self.J) + x // self.J
 
     def _top_ids(self, logits: Tensor, n: int) -> Tensor:
         """Ids of the n largest logits, best first, never the padding id: the top n + 1 with the padding id (if
@@ -367,7 +377,7 @@ class MultiFacetSoftmax(nn.Module):
         for i, g in enumerate(groups):  # g (B, T, k, V)
             k = g.size(-2)
             idx = self.partition_position(t) if i == 0 and self.J > 1 else t
-            lp = target_log_softmax(self._sig(upcast(g)).reshape(-1, V), idx.repeat_interleave(k))
+            lp = target_log_softmax(self._sig(upcast(g)).flatten(0, -2), idx.repeat_interleave(k))
             lps.append(lp.view(-1, k))
         lp = torch.cat(lps, -1) if len(lps) > 1 else lps[0]  # (N, K)
         if self.K == 1:
