@@ -127,7 +127,9 @@ def markdown(record: dict[str, Any]) -> str:
         def c(kind, key, runs=runs):
             v = [r["rouge"][kind][key] for r in runs]
             return f"{statistics.mean(v):.2f}" + (f" ± {statistics.stdev(v):.2f}" if len(v) > 1 else "")
-        rows.append(f"| {LABELS.get(head, head)} | {statistics.mean(r['test_ppl'] for r in runs):.1f} | "
+        ppl = [r["test_ppl"] for r in runs]
+        ppl_std = f" ± {statistics.stdev(ppl):.1f}" if len(ppl) > 1 else ""
+        rows.append(f"| {LABELS.get(head, head)} | {statistics.mean(ppl):.1f}{ppl_std} | "
                     f"{c('all', 'context_f1')} | {c('all', 'continuation_f1')} | {c('uppercase', 'context_f1')} | "
                     f"{c('uppercase', 'continuation_f1')} | {c('proper', 'context_f1')} | "
                     f"{c('proper', 'continuation_f1')} | {c('proper', 'per_prompt')} | "
@@ -138,10 +140,10 @@ def markdown(record: dict[str, Any]) -> str:
 {{header}}Austen's six novels, punctuation split off words, one paragraph per line; a 2-layer d=128 GPT-style decoder
 with a 128-token context and a 10,000-word vocabulary trained for {res['steps']} steps of 4×128 tokens per head (only
 the head differs; seeds {record['seeds']}). {res['prompts']} prompts of 64 test tokens, 32 tokens generated each with
-top-k 40 sampling (same random stream for every model). ROUGE-1 F1 ×100 of the generated tokens vs the prompt
-("context") and vs the true next 32 tokens ("cont."), over word tokens, capitalised tokens and proper nouns
-({res['n_proper_nouns']} types by the corpus statistic in the benchmark's docstring); proper nouns generated per prompt
-and how many of them are not in the prompt.
+top-k 40 sampling (within a seed, the same random stream for every model). ROUGE-1 F1 ×100 of the generated tokens
+vs the prompt ("context") and vs the true next 32 tokens ("cont."), over word tokens, capitalised tokens and proper
+nouns ({res['n_proper_nouns']} types by the corpus statistic in the benchmark's docstring); proper nouns generated per
+prompt and how many of them are not in the prompt.
 
 | head | test ppl | all: context | all: cont. | upper: context | upper: cont. | proper: context | proper: cont. \
 | proper / prompt | new proper / prompt |
