@@ -274,7 +274,7 @@ class MultiFacetSoftmax(nn.Module):
         C's value f_C · w_x is the same at every occurrence."""
         ring = self._rings(logits, f1, q) if self.reranker_sizes else None
         if self.f_context is None and self.f_local is None:
-            return logits.scatter_add_(-1, *ring)
+            return logits.scatter_add_(-1, ring[0], ring[1].to(logits.dtype))
         if input_ids is None:
             raise ValueError("context partition / local embeddings need the input ids")
         ctx, mask = context_positions(input_ids, mem_ids, self.context_includes_current, self.pad_id, positions)
@@ -284,7 +284,7 @@ class MultiFacetSoftmax(nn.Module):
             if replace:  # a context word's logit is C's: its ring change is dropped
                 delta = delta.masked_fill(((cand[..., None] == ctx[:, None, None, :]) & mask[:, :, None, :]).any(-1),
                                           0.0)
-            logits = logits.scatter_add_(-1, cand, delta)
+            logits = logits.scatter_add_(-1, cand, delta.to(logits.dtype))
         B, P, S = mask.shape
         T = input_ids.size(1)
         valid = mask.any(1)  # (B, S) positions that count for some query
