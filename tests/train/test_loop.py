@@ -105,3 +105,21 @@ def test_ctrl_c_finishes_step_checkpoints_and_says_how_to_resume(tmp_path):
         fit(lm, interrupt_during_step_3, data, TrainConfig(max_steps=10, eval_every=0), tmp_path, evaluate=evaluate)
     assert C.latest_checkpoint(tmp_path).name == "step_00000003"
     assert signal.getsignal(signal.SIGINT) is before  # handler restored
+
+
+def test_cpu_training_flushes_subnormals(tmp_path):
+    """fit turns on flush-to-zero on CPU: subnormal operands (exp of log-probabilities below about -87) count as
+    zero instead of taking the slow path."""
+    sub = torch.tensor([1e-39])
+    torch.set_flush_denormal(False)
+    assert (sub * 1.0).item() > 0
+    lm, data = make()
+    fit(lm, lm_loss, data, TrainConfig(max_steps=1, eval_every=0), tmp_path)
+    try:
+        if torch.set_flush_denormal(True):  # False where the CPU has no flush-to-zero
+            assert (sub * 1.0).item() == 0.0
+            torch.set_flush_denormal(False)
+            fit(lm, lm_loss, data, TrainConfig(max_steps=1, eval_every=0), tmp_path / "again")
+            assert (sub * 1.0).item() == 0.0
+    finally:
+        torch.set_flush_denormal(False)
