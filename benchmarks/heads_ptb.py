@@ -9,7 +9,7 @@ GPT rows: `genfeat run lm --preset quickstart` (2 layers, d=128, 3,200 steps of 
 `model.head` changed. Transformer-XL rows: `genfeat run transformer_xl --preset ptb` (4 layers, d=128, memory 64)
 with `--txl-steps` steps. Each (backbone, head, seed) is a separate run kept under `--runs` with its result.json,
 so several workers (`--train-only`, one thread each) can share the list and a stopped benchmark resumes. Head
-time: head-only forward + backward at the run's batch shape, median of repeats, all heads in one quiet process
+time: head-only forward + backward at the run's batch shape, median of interleaved rounds, one quiet process
 (`--collect`).
 """
 
@@ -161,10 +161,11 @@ backbone, same data order and budget per seed: GPT rows are `genfeat run lm --pr
 no dropout, 3,200 steps of 8×64 tokens, 1.8 epochs); Transformer-XL rows are `genfeat run transformer_xl --preset
 ptb` (4 layers, d=128, memory 64, {res['txl_steps']} steps of 16×64 tokens). Test perplexity at the best validation
 step, mean ± std over seeds {record['seeds']}. Head time: head-only forward + backward at the training batch shape,
-V = 10,000, median of {res['repeats']} repeats in one quiet process (ratio to that backbone's tied softmax); model
-time: the whole GPT's forward + backward per batch in the same process. Wall
-time: the whole run (training, evaluation, sampling) with one torch thread, sharing the 2 cores with other benchmark
-runs (up to six processes at times): indicative only; the head and model times are the cost measure.
+V = 10,000, called as training calls it, median of {res['repeats']} rounds in one quiet process, each round timing every
+head once in turn (ratio to that backbone's tied softmax); model time: the whole GPT's forward + backward per batch,
+timed the same way. Wall time: the whole run (training, evaluation, sampling) with one torch thread, sharing the 2
+cores with other benchmark runs, mean over seeds trained by different code versions: indicative only; the head and
+model times are the cost measure.
 
 | backbone | head | parameters | valid ppl | test ppl | head ms / batch | model ms / batch | wall s | seeds |
 |---|---|---|---|---|---|---|---|---|
