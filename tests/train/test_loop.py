@@ -110,8 +110,8 @@ def test_ctrl_c_finishes_step_checkpoints_and_says_how_to_resume(tmp_path):
 def test_cpu_training_flushes_subnormals(tmp_path):
     """fit turns on flush-to-zero on CPU: subnormal operands (exp of log-probabilities below about -87) count as
     zero instead of taking the slow path."""
-    sub = torch.tensor([1e-39])
-    torch.set_flush_denormal(False)
+    torch.set_flush_denormal(False)  # an earlier fit in this process may have turned it on
+    sub = torch.tensor([1e-39])  # made with flushing off (a conversion under flush-to-zero gives 0)
     assert (sub * 1.0).item() > 0
     lm, data = make()
     fit(lm, lm_loss, data, TrainConfig(max_steps=1, eval_every=0), tmp_path)
