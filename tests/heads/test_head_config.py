@@ -135,12 +135,12 @@ def test_last_only_scores_equal_the_full_output_at_the_last_position(name):
 
 
 _TARGET_PATH_CASES = [n for n, c in HEADS.items() if c.kind != "softmax" and not c.stage2_candidates] + [
-    "bias_mfs", "mp3_odd_vocab", "max_logits", "mos2+clr20", "copynet_past", "pointer_generator_past"]
+    "bias_mfs", "mp7_odd_vocab", "max_logits", "mos2+clr20", "copynet_past", "pointer_generator_past"]
 
 
 def _target_case(name: str) -> HeadConfig:
     extra = {"bias_mfs": HeadConfig(kind="multi_facet", num_softmax=3, num_partitions=4, multi_input=True, bias=True),
-             "mp3_odd_vocab": HeadConfig(kind="multi_facet", num_partitions=7, sigsoftmax=False),  # 600 % 7 != 0
+             "mp7_odd_vocab": HeadConfig(kind="multi_facet", num_partitions=7),  # 600 % 7 != 0: padded blocks
              "max_logits": HeadConfig(kind="multi_facet", num_softmax=3, mixture="max_logits", context=True),
              "mos2+clr20": HeadConfig(kind="multi_facet", num_softmax=2, context=True, local=True,
                                       reranker_sizes=(20,), bias=True),

@@ -367,12 +367,12 @@ class MultiFacetSoftmax(nn.Module):
 
     def _target_log_probs(self, out: BackboneOutput, input_ids: Tensor | None, mem_ids: Tensor | None,
                           positions: Tensor | None, targets: Tensor) -> Tensor:
-        groups, log_prior = self._components(out, input_ids, mem_ids, positions, word_order=self.max_logits)
         V = self.vocab_size
-        t = torch.where((targets >= 0) & (targets < V), targets, 0).reshape(-1)  # (N,)
-        if self.max_logits:
-            z = torch.cat(groups, -2) if len(groups) > 1 else groups[0]
-            return target_log_softmax(upcast(z.amax(-2)).reshape(-1, V), t).view(targets.shape)
+        t = targets.clamp(0, V - 1).reshape(-1)  # (N,)
+        if self.max_logits:  # one softmax of the pooled logits
+            z = self.forward(out, input_ids, mem_ids, positions).scores
+            return target_log_softmax(upcast(z).reshape(-1, V), t).view(targets.shape)
+        groups, log_prior = self._components(out, input_ids, mem_ids, positions, word_order=False)
         lps = []
         for i, g in enumerate(groups):  # g (B, T, k, V)
             k = g.size(-2)

@@ -86,7 +86,7 @@ class PointerHead(nn.Module):
             def log_copy(log_w: Tensor) -> Tensor:  # log Σ_{i∈I_t(x)} exp(log_w_i), -inf for words not in c_t
                 return masked_logsumexp(log_w, mask, index, V)
         else:
-            t = torch.where((targets >= 0) & (targets < V), targets, 0)
+            t = targets.clamp(0, V - 1)
             hit = mask & (ctx[:, None, :] == t[..., None])  # (B, T, S) context positions holding the target
             lp_t, lse = target_log_softmax(z.reshape(-1, V), t.reshape(-1), return_lse=True)
             log_softmax_z = lp_t.view(B, T, 1)  # log softmax(z)_target

@@ -173,8 +173,7 @@ def fit(
 
     On CPU this turns on flush-to-zero for subnormal floats (`torch.set_flush_denormal`, process-wide): once an
     LM's distributions sharpen, the softmax backward's exp(log p) underflows into subnormals for most of the
-    vocabulary, and arithmetic on them made a DOC head's training steps 2.2x slower (benchmarks/heads_ptb.py);
-    values below 1.2e-38 become 0, which changes no loss or gradient measurably."""
+    vocabulary, and CPU arithmetic on subnormals takes a slow path; values below 1.2e-38 become 0."""
     info = D.current()
     run_dir = Path(run_dir)
     device = next(model.parameters()).device
