@@ -9,17 +9,21 @@ timing every head once in turn (a slow spell of the machine touches all heads al
 training calls them (with the targets where the head has a target-only path). Then the whole model, as
 thesis C Table 2.1 times it: a GPT-2 Small-shaped decoder (12 layers, d=768, 12 heads, V=50,257, random weights)
 with each of `--model-heads`, training step (forward + backward) and inference (forward without gradients),
-B x T = 4 x 128, interleaved the same way.
+on the reference scripts' evaluation batch (4 chunks of 200 tokens; `--model-batch`, `--model-length`), interleaved the
+same way. Every step's matrix-product FLOPs are also counted once (torch.utils.flop_counter): the ratio a
+FLOP-bound device would show, so each time ratio can be read against the arithmetic the head adds.
 Goals from the issue: CLR <= 1.15x softmax, MFS <= MoS(3), MoS(3) <= 1.6x.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.common import interleaved_median_seconds, render, write_results
 from genfeat.heads.config import build_head, named_head
@@ -62,6 +66,13 @@ def time_heads(names: list[str], d: int, vocab: int, repeats: int, batch: int = 
     return interleaved_median_seconds({n: head_step(n, d, vocab, batch, length) for n in names}, repeats)
 
 
+def counted_flops(step: Callable[[], None]) -> int:
+    """FLOPs of the matrix products (mm, bmm, addmm, baddbmm, ...) of one call, forward and backward."""
+    with FlopCounterMode(display=False) as counter:
+        step()
+    return counter.get_total_flops()
+
+
 def model_step(name: str, train: bool, batch: int = B, length: int = T) -> Callable[[], None]:
     """A GPT-2 Small-shaped decoder with head `name`: a training step (forward + backward of the NLL) or an
     inference forward (no gradients), on random ids."""
@@ -85,6 +96,18 @@ def model_step(name: str, train: bool, batch: int = B, length: int = T) -> Calla
     return step
 
 
+def flop_ratio(entry: dict[str, Any], name: str, mode: str | None = None) -> str:
+    """", FLOPs r×" against the softmax where the entry has counted FLOPs."""
+    flops = entry.get("flops") if mode is None else entry.get("flops", {}).get(mode)
+    return f"; FLOPs {flops[name] / flops['softmax_facet']:.2f}×" if flops else ""
+
+
+def goal_ratio(config: dict[str, Any], a: str, b: str = "softmax_facet") -> str:
+    """Time ratio a / b in one head-only configuration, with the FLOP ratio where counted."""
+    t, f = config["seconds"], config.get("flops")
+    return f"{t[a] / t[b]:.2f}" + (f" (FLOPs {f[a] / f[b]:.2f})" if f else "")
+
+
 def markdown(record: dict[str, Any]) -> str:
     res = record["results"]
     cols = [f"d={c['d']}, V={c['vocab']:,}" for c in res["configs"]]
@@ -93,27 +116,27 @@ def markdown(record: dict[str, Any]) -> str:
         cells = []
         for c in res["configs"]:
             t, base = c["seconds"][name], c["seconds"]["softmax_facet"]
-            cells.append(f"{t * 1000:.0f} ms ({t / base:.2f}×)")
+            cells.append(f"{t * 1000:.0f} ms ({t / base:.2f}×{flop_ratio(c, name)})")
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     goals = []
     for c in res["configs"]:
-        s = c["seconds"]
-        r = {h: t / s["softmax_facet"] for h, t in s.items()}
-        goals.append(f"- d={c['d']}, V={c['vocab']:,}: CLR:20 / softmax = {r['clr20']:.2f}, CLR:20+Mi / Softmax+Mi = "
-                     f"{s['clr20+mi'] / s['softmax+mi']:.2f}, CLR:20+Mi / softmax = {r['clr20+mi']:.2f} (goal ≤ 1.15); "
-                     f"MFS / MoS(3) = {s['mfs'] / s['mos3']:.2f} (goal ≤ 1); MoS(3) / softmax = {r['mos3']:.2f} "
+        ratio = functools.partial(goal_ratio, c)
+        goals.append(f"- d={c['d']}, V={c['vocab']:,}: CLR:20 / softmax = {ratio('clr20')}, CLR:20+Mi / Softmax+Mi = "
+                     f"{ratio('clr20+mi', 'softmax+mi')}, CLR:20+Mi / softmax = {ratio('clr20+mi')} (goal ≤ 1.15); "
+                     f"MFS / MoS(3) = {ratio('mfs', 'mos3')} (goal ≤ 1); MoS(3) / softmax = {ratio('mos3')} "
                      f"(goal ≤ 1.6)")
     model = ""
     if res.get("model"):
         m = res["model"]
 
         def cell(mode: str, h: str) -> str:
-            return f"{m[mode][h] * 1000:.0f} ms ({m[mode][h] / m[mode]['softmax_facet']:.2f}×)"
+            return f"{m[mode][h] * 1000:.0f} ms ({m[mode][h] / m[mode]['softmax_facet']:.2f}×{flop_ratio(m, h, mode)})"
         mrows = "\n".join(f"| {h} | {cell('train', h)} | {cell('infer', h)} |" for h in m["train"])
         model = f"""
-Whole model, GPT-2 Small-shaped decoder (12 layers, d=768, 12 heads, V=50,257, random weights), B×T = {B}×{T},
-median of {m['repeats']} interleaved rounds after a warm-up (thesis C Table 2.1 reports whole-model inference
-times: MoS(3) / Softmax 1.55× on GPT-2 Small, MFS 1.64×, on a GPU):
+Whole model, GPT-2 Small-shaped decoder (12 layers, d=768, 12 heads, V=50,257, random weights),
+B×T = {m.get('batch', B)}×{m.get('length', T)}, median of {m['repeats']} interleaved rounds after a warm-up
+(thesis C Table 2.1 reports whole-model inference times of one evaluation batch, 4 × 200 tokens in the reference
+scripts: MoS(3) / Softmax 1.55× on GPT-2 Small, MFS 1.64×, hardware not stated):
 
 | head | training step (forward + backward) | inference (forward) |
 |---|---|---|
@@ -123,7 +146,8 @@ times: MoS(3) / Softmax 1.55× on GPT-2 Small, MFS 1.64×, on a GPU):
 
 {{header}}Head-only forward + backward, B×T = {B}×{T}, median of {res['repeats']} rounds after a warm-up, in one
 process, the heads timed in turn within each round; ratio to the softmax head with its facet layer (the thesis's
-GPT-2 baseline). Head names as thesis C Tables 2.1 and 2.4 (`genfeat.heads.config.HEADS`).
+GPT-2 baseline) and, where recorded, the ratio of counted matrix-product FLOPs (forward + backward). Head names
+as thesis C Tables 2.1 and 2.4 (`genfeat.heads.config.HEADS`).
 
 | head | {' | '.join(cols)} |
 |---|{'---|' * len(cols)}
@@ -143,6 +167,8 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, nargs="+", default=[256, 768])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--model-heads", nargs="*", default=MODEL_HEADS, help="whole-model timings (none: skip)")
+    ap.add_argument("--model-batch", type=int, default=4, help="whole model: sequences per batch (thesis: 4)")
+    ap.add_argument("--model-length", type=int, default=200, help="whole model: tokens per sequence (thesis: 200)")
     ap.add_argument("--reading", default="", help="an interpretation paragraph kept in the JSON")
     ap.add_argument("--render-only", action="store_true")
     args = ap.parse_args()
@@ -156,13 +182,15 @@ def main() -> None:
             for name in HEADS:
                 print(f"d={d} V={vocab} {name:22s} {secs[name] * 1000:8.1f} ms "
                       f"({secs[name] / secs['softmax_facet']:.2f}x)", flush=True)
-            configs.append({"d": d, "vocab": vocab, "seconds": secs})
+            flops = {n: counted_flops(head_step(n, d, vocab)) for n in HEADS}
+            configs.append({"d": d, "vocab": vocab, "seconds": secs, "flops": flops})
     model = None
     if args.model_heads:
-        model = {"repeats": args.repeats}
+        model = {"repeats": args.repeats, "batch": args.model_batch, "length": args.model_length, "flops": {}}
         for mode in ("train", "infer"):
-            model[mode] = interleaved_median_seconds(
-                {n: model_step(n, train=mode == "train") for n in args.model_heads}, args.repeats)
+            steps = {n: model_step(n, mode == "train", args.model_batch, args.model_length) for n in args.model_heads}
+            model[mode] = interleaved_median_seconds(steps, args.repeats)
+            model["flops"][mode] = {n: counted_flops(step) for n, step in steps.items()}
             for name, sec in model[mode].items():
                 print(f"GPT-2 Small {mode:5s} {name:14s} {sec * 1000:8.1f} ms", flush=True)
     print(write_results(NAME, {"heads": HEADS, "configs": configs, "repeats": args.repeats, "model": model,

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from genfeat.heads.multi_facet import MultiFacetSoftmax, MultiInput
+from genfeat.heads.multi_facet import MultiFacetSoftmax, MultiInput, partition_product
 from genfeat.heads.softmax import SoftmaxHead
 from genfeat.models.gpt import GPTConfig
 from genfeat.models.gpt.model import GPTDecoder
@@ -78,7 +78,7 @@ def test_mos_matches_the_mixture_formula():
     torch.testing.assert_close(head(out).log_probs(), p.log(), atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize(("J", "bias"), [(4, True), (4, False), (37, False)])  # V = 37: padded blocks, or none
+@pytest.mark.parametrize(("J", "bias"), [(4, True), (4, False), (37, False), (40, True)])  # V = 37: a last row of 1
 def test_partitions_score_each_word_with_its_own_facet(J, bias):
     head = MultiFacetSoftmax(D, V, num_partitions=J, bias=bias)
     scramble(head)
@@ -87,6 +87,21 @@ def test_partitions_score_each_word_with_its_own_facet(J, bias):
     for x in range(V):  # brute force: word x uses facet x mod J
         f = head.facets[x % J](out.hidden)
         torch.testing.assert_close(logits[..., x], f @ head.weight[x] + (head.bias[x] if bias else 0))
+
+
+@pytest.mark.parametrize(("V_", "J"), [(12, 4), (14, 4), (3, 5)])  # rows of J words: complete, 2 over, none
+def test_partition_product_values_and_gradients(V_, J):
+    """Partition-major logits of the strided GEMMs (word x < J·(V // J) at (x mod J)·n + x // J, the rest at x)
+    against a loop over words, and gradcheck of both backward products."""
+    torch.manual_seed(V_ + J)
+    f = torch.randn(J, 5, 3, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(V_, 3, dtype=torch.float64, requires_grad=True)
+    z = partition_product(f, w)
+    n = V_ // J
+    for x in range(V_):
+        col = (x % J) * n + x // J if x < J * n else x
+        torch.testing.assert_close(z[:, col], f[x % J] @ w[x])
+    assert torch.autograd.gradcheck(partition_product, (f, w))
 
 
 def test_sigsoftmax_formula():

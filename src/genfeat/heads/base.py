@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 
@@ -37,6 +38,31 @@ def target_log_softmax(logits: Tensor, target: Tensor, return_lse: bool = False)
     log-softmax backward over it (one full pass and one (N, C) allocation fewer)."""
     lp, lse = _TargetLogSoftmax.apply(logits, target)
     return (lp, lse) if return_lse else lp
+
+
+def embedding_rows(weight: Tensor, ids: Tensor) -> Tensor:
+    """weight[ids] (ids (...,) -> (..., d)) with a sparse gradient: a head's W also gets the dense gradient of its
+    logits product, into which these rows are then added in place, instead of each lookup zero-filling and adding
+    a (|V|, d) buffer of its own. Only for a W that every training step also uses densely (the output embedding)."""
+    return F.embedding(ids, weight, sparse=weight.requires_grad)
+
+
+def top_indices(x: Tensor, k: int, chunk: int = 64) -> Tensor:
+    """x.topk(k, -1).indices (largest first), exact: the top k lie in the k chunks (of `chunk` consecutive entries)
+    with the largest maxima, so when the last dimension is long against k·chunk, one max pass over x picks those
+    chunks and the full top-k runs on them (and the tail) only. Tied values may resolve differently than topk."""
+    V = x.size(-1)
+    G = V // chunk
+    if G < 16 * k:
+        return x.topk(k, -1).indices
+    blocks = x.unfold(-1, chunk, chunk)  # (..., G, chunk), a view
+    best = blocks.amax(-1).topk(k, -1).indices  # (..., k) chunks
+    vals = blocks.gather(-2, best[..., None].expand(*best.shape, chunk)).flatten(-2)
+    ids = (best[..., None] * chunk + torch.arange(chunk, device=x.device)).flatten(-2)
+    if V > G * chunk:
+        vals = torch.cat([vals, x[..., G * chunk:]], -1)
+        ids = torch.cat([ids, torch.arange(G * chunk, V, device=x.device).expand(*ids.shape[:-1], -1)], -1)
+    return ids.gather(-1, vals.topk(k, -1).indices)
 
 
 @dataclass

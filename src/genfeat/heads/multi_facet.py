@@ -42,7 +42,9 @@ Context scores are computed as (B, T, S) products, averaged over a word's occurr
 added once per context word into the vocabulary axis; the rings run on the sum of their sizes best words of the
 base logits. Both are sparse `scatter_add_`s into the fresh base logits (an "assign" adds new - base, the base
 part recomputed on those words only), so no B×T×T×D expansion, no B×T×V temporaries, and no dense gradient
-copy in backward (`_dynamic`).
+copy in backward (`_dynamic`); the candidates' and context words' rows of W are looked up with a sparse
+gradient (`embedding_rows`) and the rings' candidates found by a chunked exact top-k (`top_indices`). The J
+partition products are J GEMMs on strided views of W writing partition-major logits (`partition_product`).
 
 Output: logits (K=1: a single softmax, SigSoftmax as g(z) = z + log σ(z), whose softmax is the SigSoftmax
 distribution) or log-probabilities log Σ_k π_k softmax_k computed with logsumexp (K>1). `mixture="max_logits"`
@@ -72,7 +74,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, output_embedding, select_positions, target_log_softmax, upcast
+from genfeat.heads.base import (
+    HeadOutput,
+    embedding_rows,
+    output_embedding,
+    select_positions,
+    target_log_softmax,
+    top_indices,
+    upcast,
+)
 from genfeat.nn.outputs import BackboneOutput
 
 
@@ -105,6 +115,56 @@ def context_positions(input_ids: Tensor, mem_ids: Tensor | None = None, includes
         mask = mask & (ctx >= 0)[:, None, :]
         ctx = ctx.clamp_min(0)
     return ctx, mask
+
+
+class _PartitionProduct(torch.autograd.Function):
+    """z[:, j·n + r] = f_j · w_{r·J + j} (n = V // J), and z[:, x] = f_{x - J·n} · w_x for the last V - J·n words:
+    every product is one GEMM between the strided views W.view(n, J, d)[:, j] and the output's (N, n) column
+    block, in forward and in both backward products, so W is never gathered or padded and its gradient is
+    written in place."""
+
+    @staticmethod
+    def forward(ctx, f: Tensor, weight: Tensor) -> Tensor:
+        J, N, d = f.shape
+        V = weight.size(0)
+        n = V // J
+        z = f.new_empty(N, V)
+        w, zb = weight[: J * n].view(n, J, d), z[:, : J * n].view(N, J, n)
+        for j in range(J):
+            torch.mm(f[j], w[:, j].T, out=zb[:, j])
+        if V > J * n:  # the incomplete last row of words: word J·n + j uses facet j
+            z[:, J * n:] = torch.einsum("jnd,jd->nj", f[: V - J * n], weight[J * n:])
+        ctx.save_for_backward(f, weight)
+        return z
+
+    @staticmethod
+    def backward(ctx, g: Tensor) -> tuple[Tensor, Tensor]:
+        f, weight = ctx.saved_tensors
+        J, N, d = f.shape
+        V = weight.size(0)
+        n = V // J
+        g = g.contiguous()
+        gf, gw = torch.empty_like(f), torch.empty_like(weight)
+        w, gwb, gb = weight[: J * n].view(n, J, d), gw[: J * n].view(n, J, d), g[:, : J * n].view(N, J, n)
+        for j in range(J):
+            torch.mm(gb[:, j], w[:, j], out=gf[j])
+            torch.mm(gb[:, j].T, f[j], out=gwb[:, j])
+        if V > J * n:
+            rem, gt = V - J * n, g[:, J * n:]
+            gf[:rem] += gt.T[:, :, None] * weight[J * n:, None, :]
+            gw[J * n:] = torch.einsum("nj,jnd->jd", gt, f[:rem])
+        return gf, gw
+
+
+def partition_product(f: Tensor, weight: Tensor) -> Tensor:
+    """Logits of J interleaved partitions in partition-major order (see `_PartitionProduct`): f (J, N, d) facets,
+    weight (V, d) -> (N, V). Under autocast both run in the autocast dtype, as F.linear would."""
+    dev = f.device.type
+    if torch.is_autocast_enabled(dev):
+        dt = torch.get_autocast_dtype(dev)
+        f, weight = f.to(dt), weight.to(dt)
+    with torch.autocast(dev, enabled=False):
+        return _PartitionProduct.apply(f.contiguous(), weight.contiguous())
 
 
 class MultiInput(nn.Module):
@@ -198,41 +258,30 @@ class MultiFacetSoftmax(nn.Module):
         return F.linear(f, self.weight, self.bias)
 
     def _partitioned_logits(self, fs: list[Tensor], word_order: bool = True) -> Tensor:
-        """First softmax with J interleaved partitions: logits[..., x] = f_{x mod J} · w_x. The rows of W are
-        gathered once into partition-major order, padded to J blocks of n = ceil(V / J) rows, and the J products
-        are one batched GEMM whose added bias puts -inf on the padding slots (so they carry no probability and no
-        gradient); one gather / scatter of W in backward instead of one per partition. `word_order` puts the
-        logits back in word order (one index_select); otherwise they stay (..., J·n), word x at
-        `partition_position(x)` (the loss needs only the target's)."""
-        J, V, d = self.J, self.vocab_size, self.weight.size(1)
-        n = -(-V // J)
-        slot = torch.arange(J * n, device=self.weight.device)
-        word = (slot % n) * J + slot // n  # slot j·n + r holds word r·J + j
-        pad = word >= V
-        blocks = self.weight.index_select(0, word.masked_fill(pad, 0)).view(J, n, d)
-        f = torch.stack(fs, 0).reshape(J, -1, d)  # (J, N, d)
-        if self.bias is None and not pad.any():
-            z = torch.bmm(f, blocks.transpose(1, 2))
-        else:
-            bias = (self.bias[word.masked_fill(pad, 0)] if self.bias is not None
-                    else torch.zeros(J * n, dtype=f.dtype, device=f.device))
-            z = torch.baddbmm(bias.masked_fill(pad, float("-inf")).view(J, 1, n), f, blocks.transpose(1, 2))
-        z = z.transpose(0, 1).reshape(*fs[0].shape[:-1], J * n)  # (..., J·n), partition-major
-        if not word_order:
-            return z
-        return z.index_select(-1, self.partition_position(torch.arange(V, device=z.device)))
+        """First softmax with J interleaved partitions: logits[..., x] = f_{x mod J} · w_x (+ b_x), computed by
+        `partition_product` in partition-major order (word x at `partition_position(x)`; no copy of W, no
+        padding); `word_order` puts the logits back in word order (one index_select), which only the full
+        distribution needs (the loss reads the target's)."""
+        V = self.vocab_size
+        z = partition_product(torch.stack(fs, 0).flatten(1, -2), self.weight).view(*fs[0].shape[:-1], V)
+        pos = self.partition_position(torch.arange(V, device=z.device)) if word_order or self.bias is not None else None
+        if self.bias is not None:
+            z = z + torch.empty_like(self.bias).index_copy_(0, pos, self.bias)  # b in partition-major order
+        return z.index_select(-1, pos) if word_order else z
 
     def partition_position(self, x: Tensor) -> Tensor:
-        """Where word x sits in the partition-major logits: block x mod J (of n = ceil(V / J) slots), rank x // J."""
-        return (x % self.J) * -(-self.vocab_size // self.J) + x // self.J
+        """Where word x sits in the partition-major logits: with n = V // J, word x < J·n at (x mod J)·n + x // J
+        (partition x mod J, rank x // J), a word of the incomplete last row (x >= J·n) at x itself."""
+        n = self.vocab_size // self.J
+        return torch.where(x < self.J * n, (x % self.J) * n + x // self.J, x)
 
     def _top_ids(self, logits: Tensor, n: int) -> Tensor:
         """Ids of the n largest logits, best first, never the padding id: the top n + 1 with the padding id (if
         among them) moved last, instead of a (B, T, V) copy with the padding logit at -inf."""
         ranked = logits.detach()
         if self.pad_id is None:
-            return ranked.topk(n, dim=-1).indices
-        idx = ranked.topk(min(n + 1, ranked.size(-1)), dim=-1).indices
+            return top_indices(ranked, n)
+        idx = top_indices(ranked, min(n + 1, ranked.size(-1)))
         order = (idx == self.pad_id).to(torch.uint8).argsort(dim=-1, stable=True)  # padding last, ranks kept
         return idx.gather(-1, order[..., :n])
 
@@ -251,7 +300,7 @@ class MultiFacetSoftmax(nn.Module):
         rank = logits.detach().gather(-1, cand)
         rings = list(reversed(list(zip(self.reranker_sizes, self.f_rerank, strict=True))))
         g = torch.stack([layer(q) - f1 if assign else layer(q) for _, layer in rings], -2)  # (B, P, R, d)
-        new = g @ F.embedding(cand, self.weight).transpose(-1, -2)  # (B, P, R, m)
+        new = g @ embedding_rows(self.weight, cand).transpose(-1, -2)  # (B, P, R, m)
         if self.bias is not None and not assign:
             new = new + self.bias[cand].unsqueeze(-2)
         delta = torch.zeros_like(rank)
@@ -300,7 +349,7 @@ class MultiFacetSoftmax(nn.Module):
             value = torch.einsum("bsk,bpk->bps", same_f, local * m_local) / n.clamp_min(1)
         if self.f_context is not None:  # f_C(t) · w_x (- f_1(t) · w_x when it replaces the base logit)
             fc = self.f_context(q) - f1 if replace else self.f_context(q)
-            value = value + torch.einsum("btd,bsd->bts", fc, F.embedding(ctx, self.weight))
+            value = value + torch.einsum("btd,bsd->bts", fc, embedding_rows(self.weight, ctx))
             if self.bias is not None and not replace:
                 value = value + self.bias[ctx][:, None, :]
         value = value.masked_fill(~(mask & first[:, None, :]), 0.0)  # each context word of each query once

@@ -32,7 +32,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, select_positions
+from genfeat.heads.base import HeadOutput, select_positions, top_indices
 from genfeat.heads.multi_facet import identity_facet
 from genfeat.nn.dropout import dropout
 from genfeat.nn.outputs import BackboneOutput
@@ -98,7 +98,7 @@ class TwoStageReranker(nn.Module):
             raise ValueError("the two-stage reranker needs the decoder's layer inputs (output_all_hidden=True)")
         s1 = self.stage1(out, input_ids)
         logp1 = s1.log_probs()  # (B, T, V)
-        cand = logp1.detach().topk(self.n, dim=-1).indices  # (B, T, n)
+        cand = top_indices(logp1.detach(), self.n)  # (B, T, n)
         slot = self.A(self.facet(out.hidden))  # A f_2, (B, T, d)
         h2 = self._appended_states(out, slot, cand)
         s2 = torch.einsum("btd,btnd->btn", slot, self.B(h2))

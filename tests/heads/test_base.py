@@ -1,0 +1,67 @@
+"""Shared head helpers: the chunked exact top-k and the sparse-gradient row lookup of the output embedding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from genfeat.heads.base import embedding_rows, top_indices
+from genfeat.heads.multi_facet import MultiFacetSoftmax
+from genfeat.nn.outputs import BackboneOutput
+
+
+@pytest.mark.parametrize("V", [6400, 6437])  # no tail / a tail of 37 entries after the last full chunk
+@pytest.mark.parametrize("k", [1, 5, 6])
+def test_top_indices_equal_topk(V, k):
+    torch.manual_seed(V + k)
+    x = torch.randn(3, 7, V, dtype=torch.float64)
+    x[0, 0, :k] += 10.0  # the whole top k in the first chunk
+    x[0, 1, -1] += 10.0  # the best entry in the tail (or the last chunk)
+    x[1, 2, ::64] += 10.0  # one top entry per chunk
+    assert V // 64 >= 16 * k  # the chunked path is taken
+    torch.testing.assert_close(top_indices(x, k), x.topk(k, -1).indices, rtol=0, atol=0)
+
+
+def test_top_indices_falls_back_to_topk_for_short_rows():
+    x = torch.randn(4, 300)
+    torch.testing.assert_close(top_indices(x, 20), x.topk(20, -1).indices, rtol=0, atol=0)
+
+
+def test_embedding_rows_gradient_is_added_into_the_dense_one():
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(50, 8))
+    f, ids = torch.randn(5, 8), torch.tensor([[3, 3, 7], [0, 49, 3]])
+    dz, dr = torch.randn(5, 50), torch.randn(2, 3, 8)
+    ((f @ w.T) * dz).sum().add((embedding_rows(w, ids) * dr).sum()).backward()
+    assert w.grad.layout == torch.strided
+    assert torch.autograd.grad(embedding_rows(w, ids).sum(), w)[0].is_sparse  # no (50, 8) buffer of its own
+    want = dz.T @ f + torch.zeros(50, 8).index_add_(0, ids.flatten(), dr.flatten(0, 1))
+    torch.testing.assert_close(w.grad, want)
+    frozen = torch.randn(50, 8)
+    torch.testing.assert_close(embedding_rows(frozen, ids), F.embedding(ids, frozen))
+
+
+def test_large_vocabulary_rings_train_with_a_dense_gradient():
+    """A vocabulary long enough for the chunked top-k: the ring candidates are torch.topk's (padding id skipped)
+    and the head's training step leaves dense gradients that match the full-distribution loss's."""
+    torch.manual_seed(1)
+    V, d = 5000, 16
+    head = MultiFacetSoftmax(d, V, context=True, local=True, reranker_sizes=(3,), pad_id=0)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    logits = torch.randn(2, 4, V)
+    logits[0, 0, 0] = 100.0  # the padding id ranks first
+    want = logits.masked_fill(torch.arange(V) == 0, float("-inf")).topk(3, -1).indices
+    torch.testing.assert_close(head._top_ids(logits, 3), want, rtol=0, atol=0)
+
+    out, ids = BackboneOutput(torch.randn(2, 4, d)), torch.randint(0, V, (2, 4))
+    tgt = torch.randint(1, V, (2, 4))
+    head(out, ids, targets=tgt).target_log_probs.sum().backward()
+    got = [p.grad.clone() for p in head.parameters()]
+    head.zero_grad(set_to_none=True)
+    head(out, ids).log_probs().gather(-1, tgt[..., None]).sum().backward()
+    for g, p in zip(got, head.parameters(), strict=True):
+        assert g.layout == torch.strided
+        torch.testing.assert_close(g, p.grad, atol=1e-5, rtol=1e-4)
