@@ -5,10 +5,12 @@ docs/results/seqrec.{md,json}.
     python -m benchmarks.seqrec [--seeds 0 1 2] [--epochs 300] [--patience 10] [--device cuda]
     python -m benchmarks.seqrec --train-only --encoders sasrec --heads softmax c     # one worker's share
     python -m benchmarks.seqrec --collect                                             # table from the kept runs
+    python -m benchmarks.seqrec --stride 10 ...       # training windows (data.stride): fewer encoder passes
 
 Each run is `genfeat run seqrec --preset {sasrec,gru4rec,repeatnet}_ml100k --model.head HEAD --seed S` with the
 thesis protocol (Adam 1e-3, batch 128 / 64, validation after every epoch, early stopping on validation NDCG@10
-with patience `--patience`, at most `--epochs` epochs); runs are kept under `--runs` with their summary.json
+with patience `--patience`, at most `--epochs` epochs; `--stride k` adds `--data.stride k`, runs named -stridek);
+runs are kept under `--runs` with their summary.json
 (a claimed directory is skipped by other workers; delete a crashed run's directory to retry it).
 The table shows validation Hit@10 / NDCG@10 (Table 2.7 reports validation) and test, ×100, mean ± std.
 """
@@ -37,15 +39,23 @@ def jobs(encoders: list[str], heads: list[str]) -> list[tuple[str, str]]:
     return out + ([("repeatnet", "repeatnet")] if "repeatnet" in encoders else [])
 
 
-def config(encoder: str, head: str, seed: int, epochs: int, patience: int, device: str) -> R.SeqRecRunConfig:
+def config(encoder: str, head: str, seed: int, epochs: int, patience: int, device: str,
+           stride: int = 0) -> R.SeqRecRunConfig:
     cfg = R.PRESETS[f"{encoder}_ml100k"]()
     model = cfg.model if encoder == "repeatnet" else dataclasses.replace(cfg.model, head=head)
-    return dataclasses.replace(cfg, seed=seed, epochs=epochs, model=model,
+    data = dataclasses.replace(cfg.data, stride=stride_of(encoder, stride))
+    return dataclasses.replace(cfg, seed=seed, epochs=epochs, model=model, data=data,
                                train=dataclasses.replace(cfg.train, patience=patience, device=device))
 
 
+def stride_of(encoder: str, stride: int) -> int:
+    """RepeatNet trains on prefix examples (stride 0) whatever --stride says."""
+    return 0 if encoder == "repeatnet" else stride
+
+
 def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None:
-    run_dir = Path(args.runs) / f"{encoder}-{head}-seed{seed}"
+    stride = stride_of(encoder, args.stride)
+    run_dir = Path(args.runs) / (f"{encoder}-{head}-seed{seed}" + (f"-stride{stride}" if stride else ""))
     done = run_dir / "summary.json"
     if done.exists():
         return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
@@ -53,12 +63,21 @@ def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None
         return None
     if not claim_run_dir(run_dir):
         return None
-    s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device), run_dir)
+    s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride), run_dir)
     return s | {"encoder": encoder, "head": head, "seed": seed}
 
 
 def ms(v: list[float]) -> str:
     return f"{100 * statistics.mean(v):.2f} ± {100 * (statistics.stdev(v) if len(v) > 1 else 0.0):.2f}"
+
+
+def protocol(stride: int) -> str:
+    if not stride:
+        return "prefix augmentation (one training example per target), history ≤ 50"
+    return (f"training windows with stride {stride} (`data.stride`; every training target scored once per epoch, "
+            f"its history the ≥ {51 - stride} most recent items, ≤ 50, where the prefix example has ≥ that many; "
+            f"batches of about 128 / 64 targets, as many updates per epoch as prefix training; RepeatNet on prefix "
+            f"examples)")
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -78,7 +97,7 @@ def markdown(record: dict[str, Any]) -> str:
 
 {{header}}MovieLens-100K from the recbole 1.2.1 wheel ({ds.get('users', '?')} users, {ds.get('items', '?')} items,
 {ds.get('interactions', '?')} interactions, repeat rate of validation targets {ds.get('repeat_rate_valid', '?')});
-leave-one-out in time order, prefix augmentation, history ≤ 50; full ranking over all items, history items not
+leave-one-out in time order, {protocol(res.get('stride', 0))}; full ranking over all items, history items not
 masked, pessimistic ties; ×100, mean ± std over seeds {record['seeds']}. Training: at most {res['epochs']} epochs,
 early stopping on validation NDCG@10 with patience {res['patience']}, best validation weights; merge mode `assign`,
 read-out at the last real item.
@@ -98,6 +117,9 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--patience", type=int, default=10)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--stride", type=int, default=0,
+                    help="0: prefix examples (RecBole, the thesis); k >= 1: training windows (data.stride), about "
+                         "k-fold fewer encoder passes per epoch; RepeatNet always trains on prefixes")
     result_args(ap, [0, 1, 2], runs="runs/bench_seqrec")
     args = ap.parse_args()
     if args.render_only:
@@ -110,7 +132,8 @@ def main() -> None:
                 device = r["machine"]["device"]
                 runs.append({k: v for k, v in r.items() if k != "machine"})
     if not args.train_only:
-        print(write_results(NAME, {"epochs": args.epochs, "patience": args.patience, "runs": runs,
+        print(write_results(NAME, {"epochs": args.epochs, "patience": args.patience, "stride": args.stride,
+                                   "runs": runs,
                                    "reading": args.reading}, markdown, seeds=args.seeds, device=device))
 
 

@@ -22,6 +22,9 @@ DYNAMIC = {
     "MoS+CLR": {"context": True, "local": True, "reranker_sizes": (6,), "num_softmax": 3},
     "C add": {"context": True, "merge": "add"}, "CLR add": {"context": True, "local": True,
                                                             "reranker_sizes": (6,), "merge": "add"},
+    # m D <= R V: the ring scores its candidates' gathered rows instead of a product with every word
+    "R:2": {"reranker_sizes": (2,)}, "CLR:2 add": {"context": True, "local": True, "reranker_sizes": (2,),
+                                                   "merge": "add"},
 }
 
 
@@ -90,7 +93,7 @@ def test_matches_the_equations_position_by_position(name, current):
     torch.testing.assert_close(got, brute_force_first_softmax(head, out.hidden, ids), atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["C add", "CLR add", "L", "R:3,8,20", "CLR:4,9"])
+@pytest.mark.parametrize("name", ["C add", "CLR add", "L", "R:3,8,20", "CLR:4,9", "R:2", "CLR:2 add"])
 def test_values_and_gradients_match_the_loops(name):
     """The sparse writes (ring and context changes added, base logits recomputed on the written words) give the
     loops' values and the gradients of the loops' out-of-place assignments, for every parameter and the states;

@@ -13,6 +13,7 @@ from genfeat.data.seqrec import (
     load_ml1m_ratings,
     make_seqdata,
     repeat_rate,
+    training_windows,
 )
 from genfeat.data.seqrec_synthetic import make_world
 from genfeat.errors import DataError
@@ -36,6 +37,35 @@ def test_histories_keep_the_most_recent_items_and_augmentation_count():
     assert len(valid) == len(test) == 4  # the 2-item user has no split
     long = seqs[2]
     assert list(test.history[2]) == list(long[-6:-1]) and test.length[2] == 5 and test.target[2] == long[-1]
+
+
+def _window_examples(w):
+    """(history, target) of every scored position of the windows."""
+    return [(tuple(inp[: p + 1]), int(tg[p])) for inp, tg in zip(w.inputs, w.targets, strict=True)
+            for p in np.flatnonzero(tg)]
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3, 5, 6])
+def test_training_windows_score_every_training_target_once(stride):
+    """Items are unique per position (user offset + index), so a target names its prefix example: stride 1 gives
+    every example's history exactly, a larger stride a suffix of it of at least max_len - stride + 1 items."""
+    L = 6
+    seqs = [1000 * u + np.arange(1, n + 1) for u, n in enumerate((3, 4, 9, 12, 30, 31, 57, 2))]
+    ex = leave_one_out(seqs, L)[0]
+    truth = {int(t): tuple(h[:n]) for h, n, t in zip(ex.history, ex.length, ex.target, strict=True)}
+    w = training_windows(seqs, L, stride)
+    got = _window_examples(w)
+    assert w.n_targets == len(got) == len(ex) and sorted(t for _, t in got) == sorted(truth)
+    for hist, t in got:
+        full = truth[t]
+        assert full[len(full) - len(hist):] == hist and len(hist) >= min(len(full), L - stride + 1)
+        if stride == 1:
+            assert hist == full
+    assert (w.inputs[w.targets > 0] > 0).all()  # scored positions hold real items
+    if stride > 1:
+        assert len(w) < len(training_windows(seqs, L, 1))
+    with pytest.raises(ValueError):
+        training_windows(seqs, L, L + 1)
 
 
 def _write_inter(path, rows):

@@ -46,6 +46,24 @@ def test_every_head_is_a_distribution_over_items(encoder, head):
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
+@pytest.mark.parametrize("head", list(SEQREC_HEADS))
+@pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
+def test_every_position_scores_its_prefix(encoder, head):
+    """Window training's exactness: position t of `position_log_probs` equals `log_probs` of the history made
+    of the items up to t (context partition, local embeddings, rings and the Mi window included)."""
+    torch.manual_seed(0)
+    model = build_seqrec(_cfg(encoder, head), N).eval()
+    seq, length = _batch()
+    every = model.position_log_probs(seq)
+    assert every.shape == (4, 10, N + 1)
+    for t in range(10):
+        prefix = seq.clone()
+        prefix[:, t + 1:] = 0
+        rows = length > t  # histories that reach position t
+        want = model.log_probs(prefix, torch.full_like(length, t + 1))
+        torch.testing.assert_close(every[rows, t], want[rows], atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
 def test_last_valid_readout_ignores_the_padding_and_later_slots(encoder):
     torch.manual_seed(0)
@@ -173,3 +191,27 @@ def test_config_errors():
         SeqRecConfig(head="nope")
     with pytest.raises(ValueError, match="rings"):
         build_seqrec(SeqRecConfig(head="clr", d=8, max_len=5), 50)
+
+
+def test_window_loss_scores_only_the_target_positions():
+    """seqrec_loss on windows (inputs, targets with 0 = unscored) equals the mean NLL over the scored positions of
+    the all-position distribution, gradients included."""
+    from genfeat.recipes.seqrec import seqrec_loss
+
+    torch.manual_seed(0)
+    model = build_seqrec(_cfg("sasrec", "clr+mi"), N).eval()
+    seq, _ = _batch()
+    targets = torch.randint(1, N + 1, seq.shape)
+    targets[seq == 0] = 0
+    targets[0, :2] = 0  # rows with different numbers of scored positions
+    targets[2, :6] = 0
+    loss, n = seqrec_loss(model, (seq, targets))
+    assert n == int((targets > 0).sum())
+    got = torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)
+    logp = model.position_log_probs(seq)
+    want_loss = -logp[targets > 0].gather(1, targets[targets > 0][:, None]).mean()
+    torch.testing.assert_close(loss, want_loss)
+    want = torch.autograd.grad(want_loss, list(model.parameters()), allow_unused=True)
+    for g, w in zip(got, want, strict=True):
+        if w is not None:
+            torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-4)

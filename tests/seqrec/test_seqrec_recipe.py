@@ -24,7 +24,7 @@ def inter_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("args", [["--model.head", "c+mi"], ["--model.encoder", "gru4rec", "--model.head", "mos"],
-                                  ["--model.encoder", "repeatnet"]])
+                                  ["--model.encoder", "repeatnet"], ["--model.head", "c+mi", "--data.stride", "3"]])
 def test_seqrec_recipe_runs(inter_file, tmp_path, args):
     out = tmp_path / "run"
     assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", f"atomic:{inter_file}", "--out", str(out),
@@ -35,7 +35,22 @@ def test_seqrec_recipe_runs(inter_file, tmp_path, args):
         assert 0.0 <= s[f"{split}_ndcg@10"] <= s[f"{split}_hit@10"] <= 1.0
         assert np.isfinite(s[f"{split}_loss"])
     assert (out / "report.md").read_text().startswith("# ")
+    if "--data.stride" in args:  # windows: fewer rows than the prefix examples
+        assert s["stride"] == 3 and 0 < s["train_rows"] < sum(len(x) - 3 for x in _sequences(inter_file))
+
+
+def _sequences(path):
+    from genfeat.data.seqrec import build_sequences, load_atomic_inter
+
+    return build_sequences(load_atomic_inter(path), 3)[0]
 
 
 def test_seqrec_bad_dataset(tmp_path):
     assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", "nope", "--out", str(tmp_path / "x")]) != 0
+
+
+@pytest.mark.parametrize("args", [["--data.stride", "11"], ["--model.encoder", "repeatnet", "--data.stride", "2"],
+                                  ["--data.stride", "2", "--model.readout", "last_slot"]])
+def test_seqrec_bad_stride(inter_file, tmp_path, args):
+    assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", f"atomic:{inter_file}",
+                 "--out", str(tmp_path / "x"), *args]) != 0

@@ -14,6 +14,15 @@ order of first appearance (0 is padding, as RecBole). `leave_one_out` makes the 
 last item of each user is the test target, the second-to-last the validation target, and every earlier
 position k >= 1 (0-based) one training example (history = the up to `max_len` items before it).
 Examples are right-padded arrays: `Examples(history (N, max_len) int64, length (N,), target (N,))`.
+
+`training_windows` serves the same training targets as windows scored at many positions at once (every
+encoder and head here is causal, so a position's output depends only on the items up to it): per user, one
+window holds the first max_len items and scores every target whose whole history fits in it (exactly the
+prefix examples' histories), and windows of max_len items ending every `stride` items back from the last
+target score the rest, each its last `stride` positions. stride 1 gives every target its prefix example's
+history exactly (the first window replaces up to max_len - 1 examples); a larger stride cuts the number of
+windows about stride-fold, and a target then sees at least max_len - stride + 1 items of history (not
+max_len) when its user has more than that before it.
 """
 
 from __future__ import annotations
@@ -46,6 +55,19 @@ class Examples:
 
     def __len__(self) -> int:
         return len(self.target)
+
+
+@dataclass(frozen=True)
+class Windows:
+    inputs: np.ndarray  # (M, max_len) item ids, right-padded with 0
+    targets: np.ndarray  # (M, max_len) the next item at each scored position, 0 elsewhere
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    @property
+    def n_targets(self) -> int:
+        return int((self.targets > 0).sum())
 
 
 @dataclass(frozen=True)
@@ -165,6 +187,37 @@ def leave_one_out(seqs: list[np.ndarray], max_len: int = 50) -> tuple[Examples, 
         valid.append((s[: n - 2], int(s[n - 2])))
         test.append((s[: n - 1], int(s[n - 1])))
     return _examples(train, max_len), _examples(valid, max_len), _examples(test, max_len)
+
+
+def training_windows(seqs: list[np.ndarray], max_len: int = 50, stride: int = 1) -> Windows:
+    """The training targets of `leave_one_out` (each once) as windows; see the module docstring."""
+    if not 1 <= stride <= max_len:
+        raise ValueError(f"stride must be in [1, max_len={max_len}], got {stride}")
+    inputs, targets = [], []
+    for s in seqs:
+        u = s[: len(s) - 2]  # the items before the validation target; target k (0-based, k >= 1) has history u[:k]
+        m = len(u)
+        if len(s) < 3 or m < 2:
+            continue
+        ends = np.arange(m - 1, 0, -stride)  # window e: inputs u[e - max_len : e], targets up to u[e]
+        first = ends[ends <= max_len].max()  # the window from the start scores targets 1..first
+        row = np.zeros((1, max_len), dtype=np.int64)
+        row[0, :first] = u[:first]
+        tgt = np.zeros((1, max_len), dtype=np.int64)
+        tgt[0, :first] = u[1: first + 1]
+        inputs.append(row)
+        targets.append(tgt)
+        later = ends[ends > max_len]  # inputs u[e - max_len : e], scored: its last `stride` positions
+        if len(later):
+            win = np.lib.stride_tricks.sliding_window_view(u, max_len)
+            nxt = np.lib.stride_tricks.sliding_window_view(u[1:], max_len)
+            inputs.append(win[later - max_len])
+            tgt = np.zeros((len(later), max_len), dtype=np.int64)
+            tgt[:, max_len - stride:] = nxt[later - max_len][:, max_len - stride:]
+            targets.append(tgt)
+    if not inputs:
+        return Windows(np.zeros((0, max_len), dtype=np.int64), np.zeros((0, max_len), dtype=np.int64))
+    return Windows(np.concatenate(inputs), np.concatenate(targets))
 
 
 def repeat_rate(ex: Examples) -> float:

@@ -47,14 +47,15 @@ def embedding_rows(weight: Tensor, ids: Tensor) -> Tensor:
     return F.embedding(ids, weight, sparse=weight.requires_grad)
 
 
-def top_indices(x: Tensor, k: int, chunk: int = 64) -> Tensor:
-    """x.topk(k, -1).indices (largest first), exact: the top k lie in the k chunks (of `chunk` consecutive entries)
-    with the largest maxima, so when the last dimension is long against k·chunk, one max pass over x picks those
-    chunks and the full top-k runs on them (and the tail) only. Tied values may resolve differently than topk."""
+def top_indices(x: Tensor, k: int, chunk: int = 64, sorted: bool = True) -> Tensor:
+    """x.topk(k, -1, sorted=sorted).indices (largest first when sorted), exact: the top k lie in the k chunks (of
+    `chunk` consecutive entries) with the largest maxima, so when the last dimension is long against k·chunk, one
+    max pass over x picks those chunks and the full top-k runs on them (and the tail) only. Tied values may
+    resolve differently than topk."""
     V = x.size(-1)
     G = V // chunk
     if G < 16 * k:
-        return x.topk(k, -1).indices
+        return x.topk(k, -1, sorted=sorted).indices
     blocks = x.unfold(-1, chunk, chunk)  # (..., G, chunk), a view
     best = blocks.amax(-1).topk(k, -1).indices  # (..., k) chunks
     vals = blocks.gather(-2, best[..., None].expand(*best.shape, chunk)).flatten(-2)
@@ -62,7 +63,7 @@ def top_indices(x: Tensor, k: int, chunk: int = 64) -> Tensor:
     if V > G * chunk:
         vals = torch.cat([vals, x[..., G * chunk:]], -1)
         ids = torch.cat([ids, torch.arange(G * chunk, V, device=x.device).expand(*ids.shape[:-1], -1)], -1)
-    return ids.gather(-1, vals.topk(k, -1).indices)
+    return ids.gather(-1, vals.topk(k, -1, sorted=sorted).indices)
 
 
 @dataclass

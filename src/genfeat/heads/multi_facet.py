@@ -167,6 +167,15 @@ def partition_product(f: Tensor, weight: Tensor) -> Tensor:
         return _PartitionProduct.apply(f.contiguous(), weight.contiguous())
 
 
+def in_context(cand: Tensor, ctx: Tensor, mask: Tensor, vocab_size: int) -> Tensor:
+    """(B, P, m): is word cand[b, p, j] among the context words ctx[b, s] that count for query p (mask (B, P, S))?
+    Compared pairwise ((B, P, m, S)) or, when that is larger, through a (B, P, V) membership table."""
+    if cand.size(-1) * ctx.size(-1) <= vocab_size:
+        return ((cand[..., None] == ctx[:, None, None, :]) & mask[:, :, None, :]).any(-1)
+    table = torch.zeros(*mask.shape[:2], vocab_size, dtype=torch.bool, device=cand.device)
+    return table.scatter_reduce_(-1, ctx[:, None, :].expand_as(mask), mask, "amax").gather(-1, cand)
+
+
 class MultiInput(nn.Module):
     """q_{c_t} of Eq. 2.3 from the top `depth` layers at the last `window` positions."""
 
@@ -276,14 +285,19 @@ class MultiFacetSoftmax(nn.Module):
         return torch.where(x < self.J * n, (x % self.J) * n + x // self.J, x)
 
     def _top_ids(self, logits: Tensor, n: int) -> Tensor:
-        """Ids of the n largest logits, best first, never the padding id: the top n + 1 with the padding id (if
-        among them) moved last, instead of a (B, T, V) copy with the padding logit at -inf."""
+        """Ids of the n largest logits in no particular order, never the padding id: the top n + 1 less the
+        padding id where it is among them, else less the smallest (no (B, T, V) copy with the padding logit at
+        -inf)."""
         ranked = logits.detach()
         if self.pad_id is None:
-            return top_indices(ranked, n)
-        idx = top_indices(ranked, min(n + 1, ranked.size(-1)))
-        order = (idx == self.pad_id).to(torch.uint8).argsort(dim=-1, stable=True)  # padding last, ranks kept
-        return idx.gather(-1, order[..., :n])
+            return top_indices(ranked, n, sorted=False)
+        k = min(n + 1, ranked.size(-1))
+        idx = top_indices(ranked, k, sorted=False)
+        is_pad = idx == self.pad_id
+        drop = torch.where(is_pad.any(-1, keepdim=True), is_pad.to(torch.uint8).argmax(-1, keepdim=True),
+                           ranked.gather(-1, idx).argmin(-1, keepdim=True))
+        keep = torch.ones_like(idx, dtype=torch.bool).scatter_(-1, drop, False)
+        return idx[keep].view(*idx.shape[:-1], k - 1)[..., :n]
 
     def _rings(self, logits: Tensor, f1: Tensor, q: Tensor) -> tuple[Tensor, Tensor]:
         """Reranker rings, largest first, each taking the top n of the *current* logits (Eq. 2.8 as the
@@ -296,16 +310,19 @@ class MultiFacetSoftmax(nn.Module):
         with `scatter_add_`, whose backward passes the logits' gradient through); add: + f_R · w_x (+ b_x)."""
         assign = self.merge == "assign"
         m = min(sum(self.reranker_sizes), self.vocab_size - (self.pad_id is not None))
-        cand = self._top_ids(logits, m)  # best first, never the padding id
+        cand = self._top_ids(logits, m)  # never the padding id
         rank = logits.detach().gather(-1, cand)
         rings = list(reversed(list(zip(self.reranker_sizes, self.f_rerank, strict=True))))
         g = torch.stack([layer(q) - f1 if assign else layer(q) for _, layer in rings], -2)  # (B, P, R, d)
-        new = g @ embedding_rows(self.weight, cand).transpose(-1, -2)  # (B, P, R, m)
+        if cand.size(-1) * self.weight.size(1) > g.size(-2) * self.vocab_size:  # rows cost more than all words
+            new = F.linear(g, self.weight).gather(-1, cand.unsqueeze(-2).expand(*g.shape[:-1], cand.size(-1)))
+        else:
+            new = g @ embedding_rows(self.weight, cand).transpose(-1, -2)  # (B, P, R, m)
         if self.bias is not None and not assign:
             new = new + self.bias[cand].unsqueeze(-2)
         delta = torch.zeros_like(rank)
         for r, (n, _) in enumerate(rings):
-            best = (rank + delta.detach()).topk(min(n, m), -1).indices  # the ring's top n of the current logits
+            best = (rank + delta.detach()).topk(min(n, m), -1, sorted=False).indices  # top n of the current
             top = torch.zeros_like(rank, dtype=torch.bool).scatter_(-1, best, True)
             delta = torch.where(top, new[..., r, :], delta) if assign else delta + top * new[..., r, :]
         return cand, delta
@@ -331,8 +348,7 @@ class MultiFacetSoftmax(nn.Module):
         if ring is not None:
             cand, delta = ring
             if replace:  # a context word's logit is C's: its ring change is dropped
-                delta = delta.masked_fill(((cand[..., None] == ctx[:, None, None, :]) & mask[:, :, None, :]).any(-1),
-                                          0.0)
+                delta = delta.masked_fill(in_context(cand, ctx, mask, self.vocab_size), 0.0)
             logits = logits.scatter_add_(-1, cand, delta.to(logits.dtype))
         B, P, S = mask.shape
         T = input_ids.size(1)

@@ -14,8 +14,11 @@ better validation NDCG@10 (the issue's criterion; the reference uses MRR@10), te
 
 Data (`data.dataset`): `ml-100k` (the recbole wheel's MovieLens-100K), `atomic:PATH` (any RecBole `.inter`
 file; `data.user_field` / `item_field` / `time_field` name its columns), `ml1m:PATH` (GroupLens `ratings.dat`).
-Split: leave-one-out in time order with prefix augmentation (`genfeat.data.seqrec`). Metrics: full ranking over
-all items, history items not masked (`eval.mask_history` to mask), pessimistic ties (`genfeat.metrics.ranking`).
+Split: leave-one-out in time order with prefix augmentation (`genfeat.data.seqrec`); `data.stride k` trains on
+windows that score many targets each instead (`training_windows`: k = 1 keeps every history exact, larger k
+shortens some histories to >= max_len - k + 1 items and cuts the rows about k-fold; RepeatNet: prefixes only).
+Metrics: full ranking over all items, history items not masked (`eval.mask_history` to mask), pessimistic ties
+(`genfeat.metrics.ranking`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,16 @@ import numpy as np
 import torch
 
 from genfeat.config import atomic_write_text
-from genfeat.data.seqrec import Examples, SeqData, load_atomic_inter, load_ml1m_ratings, load_ml100k, make_seqdata
+from genfeat.data.seqrec import (
+    Examples,
+    SeqData,
+    Windows,
+    load_atomic_inter,
+    load_ml1m_ratings,
+    load_ml100k,
+    make_seqdata,
+    training_windows,
+)
 from genfeat.errors import ConfigError
 from genfeat.metrics.ranking import history_mass, ranking_metrics_from_ranks, target_ranks
 from genfeat.models.seqrec import SeqRecConfig, build_seqrec
@@ -49,8 +61,10 @@ class SeqRecDataConfig:
     item_field: str = "item_id"
     time_field: str = "timestamp"
     min_user_inter: int = 5
-    batch_size: int = 128
+    batch_size: int = 128  # targets per batch (windows: as many windows as hold this many targets on average)
     eval_batch_size: int = 1024
+    stride: int = 0  # 0: one prefix example per target (RecBole, the thesis); k >= 1: training windows
+    #                  (`genfeat.data.seqrec.training_windows`; 1 keeps every history exact, k cuts the rows ~k-fold)
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,10 @@ class SeqRecRunConfig:
     def __post_init__(self) -> None:
         if self.epochs < 1:
             raise ConfigError("epochs must be >= 1")
+        if not 0 <= self.data.stride <= self.model.max_len:
+            raise ConfigError(f"data.stride must be in [0, model.max_len={self.model.max_len}], got {self.data.stride}")
+        if self.data.stride and self.model.readout != "last_valid":
+            raise ConfigError("data.stride (training windows) needs model.readout=last_valid")
 
 
 # ----------------------------------------------------------------------------------------- presets
@@ -125,11 +143,13 @@ def load_seqdata(cfg: SeqRecDataConfig, max_len: int) -> SeqData:
 
 
 class ExampleBatches:
-    """Endless shuffled mini-batches of training examples, one permutation per epoch (seeded); its position is
-    checkpointed (`state_dict`), so a resumed run sees the same batches."""
+    """Endless shuffled mini-batches of training rows, one permutation per epoch (seeded); its position is
+    checkpointed (`state_dict`), so a resumed run sees the same batches. Rows: prefix examples (batches of
+    (history, length, target)) or windows (batches of (inputs, targets))."""
 
-    def __init__(self, ex: Examples, batch_size: int, seed: int):
-        self.ex, self.batch_size, self.seed = ex, batch_size, seed
+    def __init__(self, ex: Examples | Windows, batch_size: int, seed: int):
+        self.arrays = (ex.history, ex.length, ex.target) if isinstance(ex, Examples) else (ex.inputs, ex.targets)
+        self.n, self.batch_size, self.seed = len(ex), batch_size, seed
         self.epoch, self.pos = 0, 0
         self.steps_per_epoch = -(-len(ex) // batch_size)
         self._perm, self._perm_epoch = np.arange(0), -1
@@ -137,16 +157,15 @@ class ExampleBatches:
     def __iter__(self) -> ExampleBatches:
         return self
 
-    def __next__(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def __next__(self) -> tuple[torch.Tensor, ...]:
         if self.pos >= self.steps_per_epoch:
             self.epoch, self.pos = self.epoch + 1, 0
         if self._perm_epoch != self.epoch:
-            self._perm = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.ex))
+            self._perm = np.random.default_rng([self.seed, self.epoch]).permutation(self.n)
             self._perm_epoch = self.epoch
         idx = self._perm[self.pos * self.batch_size: (self.pos + 1) * self.batch_size]
         self.pos += 1
-        return (torch.from_numpy(self.ex.history[idx]), torch.from_numpy(self.ex.length[idx]),
-                torch.from_numpy(self.ex.target[idx]))
+        return tuple(torch.from_numpy(a[idx]) for a in self.arrays)
 
     def state_dict(self) -> dict[str, int]:
         return {"epoch": self.epoch, "pos": self.pos}
@@ -156,10 +175,20 @@ class ExampleBatches:
 
 
 def seqrec_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, int]:
+    """Mean NLL of the batch's targets: prefix examples (history, length, target), or windows (inputs,
+    targets) scored at every position whose target is not 0."""
     device = next(model.parameters()).device
-    hist, length, target = (t.to(device) for t in batch)
-    logp = model(hist, length)
-    return torch.nn.functional.nll_loss(logp, target), target.numel()
+    batch = tuple(t.to(device) for t in batch)
+    if len(batch) == 2:  # the head runs at the scored positions only (padded per row with unscored ones)
+        inputs, targets = batch
+        scored = targets > 0
+        count = scored.sum(1, keepdim=True)
+        pos = (~scored).to(torch.uint8).argsort(dim=1, stable=True)[:, : int(count.max())]  # scored ones first
+        logp = model.position_log_probs(inputs, pos)  # the padding slots' targets gather as 0: ignored
+        return torch.nn.functional.nll_loss(logp.flatten(0, 1), targets.gather(1, pos).flatten(), ignore_index=0), \
+            int(count.sum())
+    hist, length, target = batch
+    return torch.nn.functional.nll_loss(model(hist, length), target), target.numel()
 
 
 @torch.no_grad()
@@ -201,13 +230,21 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     seed_everything(cfg.seed)
     model = build_seqrec(cfg.model, data.n_items).to(info.device)
     n_params = sum(p.numel() for p in model.parameters())
-    batches = ExampleBatches(data.train, cfg.data.batch_size, cfg.seed)
+    if cfg.data.stride and cfg.model.encoder == "repeatnet":
+        raise ConfigError("data.stride: RepeatNet trains on prefix examples only (stride 0)")
+    rows = training_windows(data.sequences, cfg.model.max_len, cfg.data.stride) if cfg.data.stride else data.train
+    per_batch = cfg.data.batch_size
+    if cfg.data.stride:  # the same number of updates per epoch as prefix training, about batch_size targets each
+        per_batch = max(1, round(per_batch * len(rows) / max(rows.n_targets, 1)))
+    batches = ExampleBatches(rows, per_batch, cfg.seed)
     spe = batches.steps_per_epoch
     tc = dataclasses.replace(cfg.train, max_steps=cfg.epochs * spe, eval_every=spe * cfg.train.eval_every,
                              log_every=min(cfg.train.log_every, spe))
     name = cfg.model.encoder if cfg.model.encoder == "repeatnet" else f"{cfg.model.encoder}+{cfg.model.head}"
-    print(f"genfeat seqrec {name}: {n_params / 1e6:.3f}M parameters, {spe} steps per epoch, up to {cfg.epochs} "
-          f"epochs, early stopping on {tc.early_stop_metric} (patience {tc.patience})")
+    rows_desc = (f"{len(rows):,} windows (stride {cfg.data.stride}, {per_batch} per batch)" if cfg.data.stride
+                 else f"{len(rows):,} examples")
+    print(f"genfeat seqrec {name}: {n_params / 1e6:.3f}M parameters, {rows_desc}, {spe} steps per epoch, up to "
+          f"{cfg.epochs} epochs, early stopping on {tc.early_stop_metric} (patience {tc.patience})")
     result = fit(model, seqrec_loss, batches, tc, run_dir,
                  evaluate=lambda m: evaluate_seqrec(m, data.valid, cfg.eval, cfg.data.eval_batch_size, "valid"),
                  resume_from=resume_from, desc=name)
@@ -216,6 +253,7 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     final |= evaluate_seqrec(model, data.test, cfg.eval, cfg.data.eval_batch_size, "test")
     epochs = result.step / spe
     summary = {"model": name, "params": n_params, "dataset": data.stats() | {"name": data.name},
+               "stride": cfg.data.stride, "train_rows": len(rows), "rows_per_batch": per_batch,
                "epochs": round(epochs, 2), "best_epoch": round((result.best_step or 0) / spe, 2),
                "epoch_train_s": round(result.train_time / max(epochs, 1e-9), 2),
                "train_wall_s": round(result.wall_time, 1), "total_wall_s": round(time.perf_counter() - t0, 1),

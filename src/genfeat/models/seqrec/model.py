@@ -11,7 +11,11 @@ one state per history, and the history is the head's context (every valid positi
                           query that attends to the real items; the Mi window then reads padded slots too
 
 The padding id's score is set to -inf before the final normalisation (the reference lets it take probability
-mass in training). `log_probs` returns (B, n_items + 1) normalised log-probabilities.
+mass in training). `log_probs` returns (B, n_items + 1) normalised log-probabilities. `position_log_probs`
+scores every position of a right-padded window at once, the head in its language-model mode: position t is
+read out with the context c_t = the items at positions <= t and the Mi window ending at t, which is what
+`log_probs` gives the history ending at t (the encoders are causal), so one window trains many targets
+(`genfeat.data.seqrec.training_windows`).
 """
 
 from __future__ import annotations
@@ -52,12 +56,24 @@ class SeqRecModel(nn.Module):
     def log_probs(self, item_seq: Tensor, length: Tensor) -> Tensor:
         out = self.encoder(item_seq)
         res = self.head(out, item_seq, positions=self.readout_positions(item_seq, length))
-        scores = res.scores[:, 0].float()
-        scores = scores.masked_fill(torch.arange(scores.size(-1), device=scores.device) == 0, float("-inf"))
-        return torch.log_softmax(scores, -1)  # also renormalises a log-prob head without the padding id
+        return _without_padding_id(res.scores[:, 0])
+
+    def position_log_probs(self, item_seq: Tensor, positions: Tensor | None = None) -> Tensor:
+        """(B, L, n_items + 1): at position t, the distribution of the next item after the items up to t;
+        (B, P, n_items + 1) at `positions` (B, P) only."""
+        if self.cfg.readout != "last_valid":
+            raise ValueError("scoring every position needs readout='last_valid' (the last-slot read-out sees the "
+                             "whole window)")
+        return _without_padding_id(self.head(self.encoder(item_seq), item_seq, positions=positions).scores)
 
     def forward(self, item_seq: Tensor, length: Tensor) -> Tensor:
         return self.log_probs(item_seq, length)
+
+
+def _without_padding_id(scores: Tensor) -> Tensor:
+    """log_softmax over the items with the padding id at -inf (also renormalises a log-prob head without it)."""
+    scores = scores.float().masked_fill(torch.arange(scores.size(-1), device=scores.device) == 0, float("-inf"))
+    return torch.log_softmax(scores, -1)
 
 
 class RepeatNetModel(nn.Module):
