@@ -43,19 +43,13 @@ def config(encoder: str, head: str, seed: int, epochs: int, patience: int, devic
            stride: int = 0) -> R.SeqRecRunConfig:
     cfg = R.PRESETS[f"{encoder}_ml100k"]()
     model = cfg.model if encoder == "repeatnet" else dataclasses.replace(cfg.model, head=head)
-    data = dataclasses.replace(cfg.data, stride=stride_of(encoder, stride))
-    return dataclasses.replace(cfg, seed=seed, epochs=epochs, model=model, data=data,
+    return dataclasses.replace(cfg, seed=seed, epochs=epochs, model=model,
+                               data=dataclasses.replace(cfg.data, stride=stride),
                                train=dataclasses.replace(cfg.train, patience=patience, device=device))
 
 
-def stride_of(encoder: str, stride: int) -> int:
-    """RepeatNet trains on prefix examples (stride 0) whatever --stride says."""
-    return 0 if encoder == "repeatnet" else stride
-
-
 def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None:
-    stride = stride_of(encoder, args.stride)
-    run_dir = Path(args.runs) / (f"{encoder}-{head}-seed{seed}" + (f"-stride{stride}" if stride else ""))
+    run_dir = Path(args.runs) / (f"{encoder}-{head}-seed{seed}" + (f"-stride{args.stride}" if args.stride else ""))
     done = run_dir / "summary.json"
     if done.exists():
         return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
@@ -76,8 +70,7 @@ def protocol(stride: int) -> str:
         return "prefix augmentation (one training example per target), history ≤ 50"
     return (f"training windows with stride {stride} (`data.stride`; every training target scored once per epoch, "
             f"its history the ≥ {51 - stride} most recent items, ≤ 50, where the prefix example has ≥ that many; "
-            f"batches of about 128 / 64 targets, as many updates per epoch as prefix training; RepeatNet on prefix "
-            f"examples)")
+            f"batches of about 128 / 64 targets, as many updates per epoch as prefix training)")
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -119,7 +112,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--stride", type=int, default=0,
                     help="0: prefix examples (RecBole, the thesis); k >= 1: training windows (data.stride), about "
-                         "k-fold fewer encoder passes per epoch; RepeatNet always trains on prefixes")
+                         "k-fold fewer encoder passes per epoch")
     result_args(ap, [0, 1, 2], runs="runs/bench_seqrec")
     args = ap.parse_args()
     if args.render_only:

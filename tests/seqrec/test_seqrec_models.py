@@ -64,6 +64,18 @@ def test_every_position_scores_its_prefix(encoder, head):
         torch.testing.assert_close(every[rows, t], want[rows], atol=1e-5, rtol=1e-5)
 
 
+def test_repeatnet_every_position_scores_its_prefix():
+    torch.manual_seed(0)
+    model = build_seqrec(_cfg("repeatnet", "softmax"), N).eval()
+    seq, length = _batch()
+    every = model.position_log_probs(seq)
+    for t in range(10):
+        prefix = seq.clone()
+        prefix[:, t + 1:] = 0
+        rows = length > t
+        torch.testing.assert_close(every[rows, t], model.log_probs(prefix, torch.full_like(length, t + 1))[rows])
+
+
 @pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
 def test_last_valid_readout_ignores_the_padding_and_later_slots(encoder):
     torch.manual_seed(0)

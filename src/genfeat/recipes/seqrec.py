@@ -16,7 +16,7 @@ Data (`data.dataset`): `ml-100k` (the recbole wheel's MovieLens-100K), `atomic:P
 file; `data.user_field` / `item_field` / `time_field` name its columns), `ml1m:PATH` (GroupLens `ratings.dat`).
 Split: leave-one-out in time order with prefix augmentation (`genfeat.data.seqrec`); `data.stride k` trains on
 windows that score many targets each instead (`training_windows`: k = 1 keeps every history exact, larger k
-shortens some histories to >= max_len - k + 1 items and cuts the rows about k-fold; RepeatNet: prefixes only).
+shortens some histories to >= max_len - k + 1 items and cuts the rows about k-fold).
 Metrics: full ranking over all items, history items not masked (`eval.mask_history` to mask), pessimistic ties
 (`genfeat.metrics.ranking`).
 """
@@ -230,8 +230,6 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     seed_everything(cfg.seed)
     model = build_seqrec(cfg.model, data.n_items).to(info.device)
     n_params = sum(p.numel() for p in model.parameters())
-    if cfg.data.stride and cfg.model.encoder == "repeatnet":
-        raise ConfigError("data.stride: RepeatNet trains on prefix examples only (stride 0)")
     rows = training_windows(data.sequences, cfg.model.max_len, cfg.data.stride) if cfg.data.stride else data.train
     per_batch = cfg.data.batch_size
     if cfg.data.stride:  # the same number of updates per epoch as prefix training, about batch_size targets each

@@ -87,6 +87,11 @@ class RepeatNetModel(nn.Module):
     def log_probs(self, item_seq: Tensor, length: Tensor) -> Tensor:
         return self.net(item_seq, length)[0]
 
+    def position_log_probs(self, item_seq: Tensor, positions: Tensor | None = None) -> Tensor:
+        if positions is None:
+            positions = torch.arange(item_seq.size(1), device=item_seq.device).expand_as(item_seq)
+        return self.net.at_positions(item_seq, positions)[0]
+
     def forward(self, item_seq: Tensor, length: Tensor) -> Tensor:
         return self.log_probs(item_seq, length)
 

@@ -13,6 +13,9 @@ Every item gets exactly one of the two terms (P_r is zero off the history, P_e o
 is computed exactly in log space (the reference takes log(P + 1e-8)). Init: Xavier-normal for the embedding and
 every Linear weight, zero biases (RecBole).
 
+`at_positions` reads out several positions of one sequence at once (window training), position t attending over
+the items up to t; `forward` is its read-out at the last real item.
+
 Deviations: padding positions are masked in all three attentions (RecBole leaves them in the repeat/explore
 switch's softmax) and the padding id gets probability 0.
 """
@@ -27,7 +30,7 @@ from genfeat.nn.dropout import Dropout
 
 
 class _Attention(nn.Module):
-    """softmax_t(v · tanh(Drop(U h_t) + Drop(W h_T))) over the valid positions, (B, L)."""
+    """softmax_s(v · tanh(Drop(U h_s) + Drop(W h_T))) over the valid positions s of each query T: (B, P, L)."""
 
     def __init__(self, d: int, bias: bool, v_bias: bool, dropout: float):
         super().__init__()
@@ -36,7 +39,7 @@ class _Attention(nn.Module):
         self.drop = Dropout(dropout)
 
     def forward(self, H: Tensor, h_T: Tensor, valid: Tensor) -> Tensor:
-        e = self.v(torch.tanh(self.drop(self.U(H)) + self.drop(self.W(h_T))[:, None])).squeeze(-1)
+        e = self.v(torch.tanh(self.drop(self.U(H))[:, None] + self.drop(self.W(h_T))[:, :, None])).squeeze(-1)
         return torch.log_softmax(e.masked_fill(~valid, float("-inf")), -1)
 
 
@@ -59,23 +62,31 @@ class RepeatNet(nn.Module):
                 nn.init.zeros_(m.bias)
 
     def forward(self, item_seq: Tensor, length: Tensor) -> tuple[Tensor, Tensor]:
-        """(log P (B, n_items + 1), log [P(r), P(e)] (B, 2))."""
+        """(log P (B, n_items + 1), log [P(r), P(e)] (B, 2)) for the history of each row (read out at len - 1)."""
+        logp, log_re = self.at_positions(item_seq, (length - 1)[:, None])
+        return logp[:, 0], log_re[:, 0]
+
+    def at_positions(self, item_seq: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """(log P (B, P, n_items + 1), log [P(r), P(e)] (B, P, 2)) read out at `positions` (B, P): position t's
+        history is the items up to t (the GRU is causal; the attentions see positions <= t)."""
         H, _ = self.gru(self.item_embedding(item_seq))
-        h_T = select_positions(H, (length - 1)[:, None]).squeeze(1)
-        valid = item_seq > 0
+        h_T = select_positions(H, positions)  # (B, P, d)
+        steps = torch.arange(item_seq.size(1), device=item_seq.device)
+        valid = (item_seq > 0)[:, None, :] & (steps <= positions[..., None])  # (B, P, L)
         log_alpha = self.switch(H, h_T, valid)
-        log_re = torch.log_softmax(self.switch_out((log_alpha.exp()[..., None] * H).sum(1)), -1)  # (B, 2)
+        log_re = torch.log_softmax(self.switch_out(log_alpha.exp() @ H), -1)  # (B, P, 2)
         # repeat: log Σ_{t: i_t = x} β_t, -inf off the history
+        idx = item_seq[:, None, :].expand_as(valid)
         beta = self.repeat(H, h_T, valid).exp()
-        p_r = torch.zeros(item_seq.size(0), self.n_items + 1, dtype=H.dtype, device=H.device)
-        p_r = p_r.scatter_add(1, item_seq, beta.masked_fill(~valid, 0.0))
-        in_hist = torch.zeros_like(p_r, dtype=torch.bool).scatter_(1, item_seq, valid)
+        p_r = torch.zeros(*valid.shape[:2], self.n_items + 1, dtype=H.dtype, device=H.device)
+        p_r = p_r.scatter_add(-1, idx, beta.masked_fill(~valid, 0.0))
+        in_hist = torch.zeros_like(p_r, dtype=torch.bool).scatter_reduce_(-1, idx, valid, "amax")
         # explore over the items outside the history
-        c_e = (self.explore(H, h_T, valid).exp()[..., None] * H).sum(1)
+        c_e = self.explore(H, h_T, valid).exp() @ H
         z = self.drop(self.explore_out(torch.cat([c_e, h_T], -1)))
         z = z.masked_fill(in_hist, float("-inf"))
-        z[:, 0] = float("-inf")
+        z[..., 0] = float("-inf")
         log_pe = torch.log_softmax(z, -1)
         log_pr = torch.log(p_r.clamp_min(torch.finfo(p_r.dtype).tiny))
-        logp = torch.where(in_hist, log_re[:, :1] + log_pr, log_re[:, 1:] + log_pe)
+        logp = torch.where(in_hist, log_re[..., :1] + log_pr, log_re[..., 1:] + log_pe)
         return logp, log_re
