@@ -22,7 +22,7 @@ DYNAMIC = {
     "MoS+CLR": {"context": True, "local": True, "reranker_sizes": (6,), "num_softmax": 3},
     "C add": {"context": True, "merge": "add"}, "CLR add": {"context": True, "local": True,
                                                             "reranker_sizes": (6,), "merge": "add"},
-    # m D <= R V: the ring scores its candidates' gathered rows instead of a product with every word
+    # R V > 16 m: the ring scores its candidates' gathered rows instead of a product with every word
     "R:2": {"reranker_sizes": (2,)}, "CLR:2 add": {"context": True, "local": True, "reranker_sizes": (2,),
                                                    "merge": "add"},
 }

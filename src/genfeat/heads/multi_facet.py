@@ -314,7 +314,8 @@ class MultiFacetSoftmax(nn.Module):
         rank = logits.detach().gather(-1, cand)
         rings = list(reversed(list(zip(self.reranker_sizes, self.f_rerank, strict=True))))
         g = torch.stack([layer(q) - f1 if assign else layer(q) for _, layer in rings], -2)  # (B, P, R, d)
-        if cand.size(-1) * self.weight.size(1) > g.size(-2) * self.vocab_size:  # rows cost more than all words
+        if g.size(-2) * self.vocab_size <= 16 * cand.size(-1):  # candidates a large share of V: one product
+            # with every word costs less than gathering the candidates' rows and scattering their gradient
             new = F.linear(g, self.weight).gather(-1, cand.unsqueeze(-2).expand(*g.shape[:-1], cand.size(-1)))
         else:
             new = g @ embedding_rows(self.weight, cand).transpose(-1, -2)  # (B, P, R, m)
