@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import shlex
+import shutil
+import socket
 import statistics
 import sys
 import time
@@ -76,11 +79,44 @@ def result_args(ap: argparse.ArgumentParser, seeds: list[int], runs: str | None 
         ap.add_argument("--collect", action="store_true", help="record from the kept runs, train nothing")
 
 
-def claim_run_dir(run_dir: Path) -> bool:
-    """Create run_dir for this worker; False when another worker (or a crashed run: delete it) has it."""
+def claim_run_dir(run_dir: Path, resume: bool = False, stale_s: float = 1800.0) -> bool:
+    """Create run_dir for this worker and record it as the owner (host and pid in `.owner`); False when another
+    live worker has it. A directory whose owner is gone (same host and the pid no longer runs; another host or no
+    `.owner`: nothing written for `stale_s` seconds) is taken over by one worker (an exclusive `.takeover-*` file
+    decides): with `resume` its files stay (the caller continues from its latest checkpoint), otherwise they are
+    removed first. The caller checks for a finished run (summary.json) before claiming."""
     run_dir.parent.mkdir(parents=True, exist_ok=True)
+    me = f"{socket.gethostname()} {os.getpid()}"
     try:
         run_dir.mkdir()
     except FileExistsError:
-        return False
+        owner = (run_dir / ".owner").read_text().split() if (run_dir / ".owner").is_file() else []
+        if _owner_alive(run_dir, owner, stale_s):
+            return False
+        try:  # one taker per stale owner
+            os.close(os.open(run_dir / f".takeover-{'-'.join(owner) or 'unknown'}", os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return False
+        if not resume:
+            for f in run_dir.iterdir():
+                if not f.name.startswith(".takeover-"):
+                    shutil.rmtree(f) if f.is_dir() else f.unlink()
+        print(f"{run_dir}: its owner ({' '.join(owner) or 'unknown'}) is gone; taken over"
+              + (" (resuming)" if resume else ""), flush=True)
+    (run_dir / ".owner").write_text(me + "\n")
     return True
+
+
+def _owner_alive(run_dir: Path, owner: list[str], stale_s: float) -> bool:
+    if len(owner) == 2 and owner[0] == socket.gethostname():
+        try:
+            os.kill(int(owner[1]), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    newest = max((f.stat().st_mtime for f in run_dir.rglob("*")), default=run_dir.stat().st_mtime)
+    return time.time() - newest < stale_s
+
+

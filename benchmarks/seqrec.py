@@ -11,7 +11,8 @@ Each run is `genfeat run seqrec --preset {sasrec,gru4rec,repeatnet}_ml100k --mod
 thesis protocol (Adam 1e-3, batch 128 / 64, validation after every epoch, early stopping on validation NDCG@10
 with patience `--patience`, at most `--epochs` epochs; `--stride k` adds `--data.stride k`, runs named -stridek);
 runs are kept under `--runs` with their summary.json
-(a claimed directory is skipped by other workers; delete a crashed run's directory to retry it).
+(a directory claimed by a live worker is skipped; one whose worker is gone is taken over and resumed from its
+last checkpoint, `benchmarks.common.claim_run_dir`).
 The table shows validation Hit@10 / NDCG@10 (Table 2.7 reports validation) and test, ×100, mean ± std.
 """
 
@@ -26,6 +27,7 @@ from typing import Any
 
 from benchmarks.common import claim_run_dir, render, result_args, write_results
 from genfeat.recipes import seqrec as R
+from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "seqrec"
 HEADS = ["softmax", "softmax+mi", "mos", "c", "c+mi", "clr", "clr+mi", "mos+clr"]
@@ -55,9 +57,10 @@ def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None
         return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
     if args.collect:
         return None
-    if not claim_run_dir(run_dir):
+    if not claim_run_dir(run_dir, resume=True):
         return None
-    s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride), run_dir)
+    s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride), run_dir,
+              resume_from=latest_checkpoint(run_dir))  # a run whose worker stopped continues where it was
     return s | {"encoder": encoder, "head": head, "seed": seed}
 
 

@@ -253,7 +253,7 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     summary = {"model": name, "params": n_params, "dataset": data.stats() | {"name": data.name},
                "stride": cfg.data.stride, "train_rows": len(rows), "rows_per_batch": per_batch,
                "epochs": round(epochs, 2), "best_epoch": round((result.best_step or 0) / spe, 2),
-               "epoch_train_s": round(result.train_time / max(epochs, 1e-9), 2),
+               "epoch_train_s": round(result.train_time * spe / max(result.step - result.start_step, 1), 2),
                "train_wall_s": round(result.wall_time, 1), "total_wall_s": round(time.perf_counter() - t0, 1),
                **{k: round(v, 5) for k, v in final.items()}, "machine": machine_info(info.device)}
     atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")

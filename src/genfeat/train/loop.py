@@ -77,6 +77,7 @@ class FitResult:
     wall_time: float  # everything, including evaluation and checkpoints
     train_time: float = 0.0  # optimizer steps only (what tokens/s is measured over)
     new_tokens: int = 0  # tokens processed by this call (not counting a resumed run's earlier ones)
+    start_step: int = 0  # the step this call started from (a resumed run's checkpoint)
     best_metric: float | None = None
     best_step: int | None = None
     stopped_early: bool = False
@@ -196,7 +197,8 @@ def fit(
             rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
             (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     logger = MetricsLogger(run_dir, enabled=info.is_main)
-    result = FitResult(step=step, tokens=tokens, wall_time=0.0, best_metric=best, best_step=best_step)
+    result = FitResult(step=step, tokens=tokens, wall_time=0.0, best_metric=best, best_step=best_step,
+                       start_step=step)
 
     def checkpoint() -> Path:
         extra = {"tokens": tokens, "best": best, "best_step": best_step, "bad_evals": bad_evals}

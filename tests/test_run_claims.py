@@ -1,0 +1,48 @@
+"""Benchmark workers share run directories (`benchmarks.common.claim_run_dir`): a live owner keeps its run, a gone
+owner's run is taken over once, kept for resuming or emptied."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+from benchmarks.common import claim_run_dir
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_live_owner_keeps_its_run(tmp_path):
+    run = tmp_path / "r"
+    assert claim_run_dir(run)
+    assert (run / ".owner").read_text().split() == [socket.gethostname(), str(os.getpid())]
+    assert not claim_run_dir(run)  # this process is alive
+
+
+def test_gone_owner_is_taken_over_once(tmp_path):
+    for resume in (True, False):
+        run = tmp_path / f"r{resume}"
+        run.mkdir()
+        (run / ".owner").write_text(f"{socket.gethostname()} {_dead_pid()}\n")
+        (run / "checkpoints").mkdir()
+        (run / "metrics.jsonl").write_text("{}\n")
+        assert claim_run_dir(run, resume=resume)
+        assert (run / "metrics.jsonl").exists() == resume and (run / "checkpoints").exists() == resume
+        assert (run / ".owner").read_text().split()[1] == str(os.getpid())
+        (run / ".owner").write_text(f"{socket.gethostname()} {_dead_pid()}\n")
+        os.close(os.open(run / f".takeover-{(run / '.owner').read_text().strip().replace(' ', '-')}",
+                         os.O_CREAT | os.O_EXCL))
+        assert not claim_run_dir(run, resume=resume)  # another worker took this owner's run over first
+
+
+def test_unknown_owner_by_age(tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("{}\n")
+    assert not claim_run_dir(run, stale_s=3600)  # written just now: maybe alive elsewhere
+    assert claim_run_dir(run, stale_s=0)
