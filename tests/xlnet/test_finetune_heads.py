@@ -27,10 +27,12 @@ def test_pair_inputs_layout_and_truncation():
         pair_inputs([[1]], [[2]], 3, SEP, CLS, PAD)
 
 
-def test_classifier_is_invariant_to_left_padding():
-    """Padding is masked as keys and relative positions only see distances: more left padding, same logits."""
+@pytest.mark.parametrize("pool", ["last", "mean"])
+def test_classifier_is_invariant_to_left_padding(pool):
+    """Padding is masked as keys and relative positions only see distances (and the mean pools the real tokens
+    only): more left padding, same logits."""
     torch.manual_seed(0)
-    clf = XLNetClassifier(CFG, 3).double().eval()
+    clf = XLNetClassifier(CFG, 3, pool=pool).double().eval()
     a = pair_inputs([[10, 11, 12]], [[13, 14]], 16, SEP, CLS, PAD)
     b = pair_inputs([[10, 11, 12], list(range(10, 20))], [[13, 14], [15]], 16, SEP, CLS, PAD)
     assert b["attention_mask"][0].sum() < b["input_ids"].size(1)  # row 0 really is padded
@@ -40,6 +42,18 @@ def test_classifier_is_invariant_to_left_padding():
     loss = clf.loss(lb, torch.tensor([0, 2]))
     loss.backward()
     assert clf.transformer.word_embedding.weight.grad.abs().sum() > 0
+
+
+def test_mean_pool_is_the_mean_of_the_real_tokens():
+    torch.manual_seed(2)
+    clf = XLNetClassifier(CFG, 3, pool="mean").double().eval()
+    x = pair_inputs([[10, 11, 12], list(range(10, 16))], None, 16, SEP, CLS, PAD)
+    h = clf.transformer(x["input_ids"], token_type_ids=x["token_type_ids"], attention_mask=x["attention_mask"]).hidden
+    pooled = torch.stack([h[b, x["attention_mask"][b].bool()].mean(0) for b in range(2)])
+    want = clf.logits_proj(torch.tanh(clf.sequence_summary.summary(pooled)))
+    torch.testing.assert_close(clf(**x), want)
+    with pytest.raises(ValueError):
+        XLNetClassifier(CFG, 3, pool="max")
 
 
 def test_regression_and_multiple_choice():

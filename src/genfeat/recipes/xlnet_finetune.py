@@ -73,11 +73,14 @@ class XLNetClassifyConfig:
     split_seed: int = 0
     max_len: int = 256
     limit_docs: int = 0  # tests
+    pool: str = "last"  # the sequence summary: last (<cls>, the reference) | mean (of the real tokens)
     train: FinetuneConfig = field(default_factory=FinetuneConfig)
 
     def __post_init__(self) -> None:
         if self.init not in ("pretrained", "scratch"):
             raise ConfigError(f"init must be pretrained or scratch, got {self.init!r}")
+        if self.pool not in ("last", "mean"):
+            raise ConfigError(f"pool must be last or mean, got {self.pool!r}")
         if self.task != "bbc" and self.task not in GLUE_COLUMNS:
             raise ConfigError(f"task must be bbc or a GLUE task ({', '.join(GLUE_COLUMNS)}), got {self.task!r}")
 
@@ -274,7 +277,7 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
                                       for c in np.unique(ytr)]))
     else:
         idx = np.arange(len(ytr))
-    model, tok = build(XLNetClassifier, cfg, 1 if regression else int(ytr.max()) + 1)
+    model, tok = build(XLNetClassifier, cfg, 1 if regression else int(ytr.max()) + 1, cfg.train.dropout, cfg.pool)
     sep, cls, pad = tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"]
 
     def inputs(pairs: list) -> Batch:

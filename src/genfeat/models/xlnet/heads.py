@@ -3,7 +3,8 @@ a bidirectional Transformer-XL encoder (no perm mask, no memory, padding masked 
 
     inputs      [A, <sep>, (B, <sep>,) <cls>], left-padded so <cls> is the last token; segment ids A 0, B 1,
                 <cls> 2, padding 4 (the reference's classification layout; only equality matters)
-    summary     the last position's state -> Linear(d, d) -> tanh -> dropout   ("last", projection on)
+    summary     the last position's state -> Linear(d, d) -> tanh -> dropout   ("last", projection on);
+                `pool="mean"`: the mean of the real tokens' states instead (HF's "mean", padding excluded)
     classify    summary -> Linear(d, n_labels); n_labels = 1 is regression (STS-B)
     choice      one [passage, <sep>, question + option, <sep>, <cls>] per option -> summary -> Linear(d, 1), soft-maxed
                 across the options (RACE)
@@ -49,26 +50,36 @@ def pair_inputs(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]] | None, m
 
 
 class SequenceSummary(nn.Module):
-    """The last position (<cls>) -> Linear(d, d) -> tanh -> dropout."""
+    """The last position (<cls>) -> Linear(d, d) -> tanh -> dropout; `pool="mean"`: the mean over the real tokens
+    (attention_mask 1) instead of the last position (HF's summary_type "mean", without its padding)."""
 
-    def __init__(self, d_model: int, dropout: float = 0.1):
+    def __init__(self, d_model: int, dropout: float = 0.1, pool: str = "last"):
         super().__init__()
+        if pool not in ("last", "mean"):
+            raise ValueError(f"pool must be last or mean, got {pool!r}")
+        self.pool = pool
         self.summary = nn.Linear(d_model, d_model)
         self.drop = Dropout(dropout)
 
-    def forward(self, hidden: Tensor) -> Tensor:
-        return self.drop(torch.tanh(self.summary(hidden[:, -1])))
+    def forward(self, hidden: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        if self.pool == "last":
+            x = hidden[:, -1]
+        else:
+            m = torch.ones(hidden.shape[:2], device=hidden.device) if attention_mask is None else attention_mask
+            m = m.to(hidden.dtype)[..., None]
+            x = (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+        return self.drop(torch.tanh(self.summary(x)))
 
 
 class XLNetClassifier(nn.Module):
     """Sequence classification (n_labels > 1, cross-entropy) or regression (n_labels = 1, squared error)."""
 
-    def __init__(self, cfg: XLNetConfig, n_labels: int, dropout: float = 0.1):
+    def __init__(self, cfg: XLNetConfig, n_labels: int, dropout: float = 0.1, pool: str = "last"):
         super().__init__()
         if n_labels < 1:
             raise ValueError("n_labels must be >= 1")
         self.transformer = XLNet(cfg)
-        self.sequence_summary = SequenceSummary(cfg.d_model, dropout)
+        self.sequence_summary = SequenceSummary(cfg.d_model, dropout, pool)
         self.logits_proj = nn.Linear(cfg.d_model, n_labels)
         for lin in (self.sequence_summary.summary, self.logits_proj):
             nn.init.normal_(lin.weight, 0.0, cfg.init_std)
@@ -77,7 +88,7 @@ class XLNetClassifier(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
                 attention_mask: Tensor | None = None) -> Tensor:
         h = self.transformer(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask).hidden
-        logits = self.logits_proj(self.sequence_summary(h))
+        logits = self.logits_proj(self.sequence_summary(h, attention_mask))
         return logits[:, 0] if logits.size(1) == 1 else logits
 
     def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
