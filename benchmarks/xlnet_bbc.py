@@ -5,7 +5,8 @@ with 100 labels; records docs/results/xlnet_bbc.{md,json}.
     genfeat data fetch bbc-news
     python -m benchmarks.xlnet_bbc [--seeds 0 1 2] [--pretrain-steps 2000] [--finetune-steps 300]
                                    [--finetune-lr 1e-3] [--max-len 128]
-    python -m benchmarks.xlnet_bbc --train-only          # a worker (resumable; several may share --runs)
+    python -m benchmarks.xlnet_bbc --train-only          # a worker (resumable; several may share --runs; a
+                                                         # pretraining whose worker stopped resumes at its checkpoint)
     python -m benchmarks.xlnet_bbc --collect             # record from the kept runs
 
 Pretraining (`xlnet_pretrain --preset bbc_small`, one run per objective, seed 0): the BBC training-split articles
@@ -28,6 +29,7 @@ from benchmarks.common import claim_run_dir, render, result_args, write_results
 from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.recipes import xlnet as X
 from genfeat.recipes import xlnet_finetune as F
+from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "xlnet_bbc"
 INITS = {"plm": "permutation LM (XLNet)", "mlm": "masked LM (BERT objective, same network)",
@@ -38,13 +40,13 @@ def pretrain(objective: str, args) -> Path | None:
     run = Path(args.runs) / f"pretrain-{objective}"
     if (run / "summary.json").exists() or args.collect:
         return run
-    if not claim_run_dir(run):
+    if not claim_run_dir(run, resume=True):
         return None
     cfg = X.bbc_small()
     cfg = dataclasses.replace(cfg, objective=objective, train=dataclasses.replace(cfg.train,
                                                                                   max_steps=args.pretrain_steps))
     atomic_write_text(run / "config.yaml", dump_yaml({"recipe": "xlnet_pretrain", "config": to_dict(cfg)}))
-    X.run_pretrain(cfg, run)
+    X.run_pretrain(cfg, run, resume_from=latest_checkpoint(run))  # a run whose worker stopped continues
     return run
 
 
