@@ -110,11 +110,11 @@ def claim_run_dir(run_dir: Path, resume: bool = False, stale_s: float = 1800.0) 
 def _owner_alive(run_dir: Path, owner: list[str], stale_s: float) -> bool:
     if len(owner) == 2 and owner[0] == socket.gethostname():
         try:
-            os.kill(int(owner[1]), 0)
+            os.kill(int(owner[1]), 0)  # PermissionError: it runs, as another user
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True
+            pass
         return True
     newest = max((f.stat().st_mtime for f in run_dir.rglob("*")), default=run_dir.stat().st_mtime)
     return time.time() - newest < stale_s

@@ -72,7 +72,8 @@ def protocol(stride: int) -> str:
     if not stride:
         return "prefix augmentation (one training example per target), history ≤ 50"
     return (f"training windows with stride {stride} (`data.stride`; every training target scored once per epoch, "
-            f"its history the ≥ {51 - stride} most recent items, ≤ 50, where the prefix example has ≥ that many; "
+            f"its history the ≥ {50 - stride + 1} most recent items (max_len 50), where the prefix example has ≥ "
+            f"that many; "
             f"batches of about 128 / 64 targets, as many updates per epoch as prefix training)")
 
 
