@@ -32,6 +32,8 @@ from genfeat.recipes import xlnet_finetune as F
 from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "xlnet_bbc"
+CORPORA = {"bbc-news": "the BBC training-split articles",
+           "bbc-news+ptb": "the BBC training-split articles and PTB's WSJ text (Mikolov's training split)"}
 INITS = {"plm": "permutation LM (XLNet)", "mlm": "masked LM (BERT objective, same network)",
          "scratch": "no pretraining"}
 
@@ -43,8 +45,9 @@ def pretrain(objective: str, args) -> Path | None:
     if not claim_run_dir(run, resume=True):
         return None
     cfg = X.bbc_small()
-    cfg = dataclasses.replace(cfg, objective=objective, train=dataclasses.replace(cfg.train,
-                                                                                  max_steps=args.pretrain_steps))
+    keep = args.pretrain_steps // cfg.train.eval_every + 1 if args.probe_every else cfg.train.keep_last
+    cfg = dataclasses.replace(cfg, objective=objective, data=dataclasses.replace(cfg.data, corpus=args.corpus),
+                              train=dataclasses.replace(cfg.train, max_steps=args.pretrain_steps, keep_last=keep))
     atomic_write_text(run / "config.yaml", dump_yaml({"recipe": "xlnet_pretrain", "config": to_dict(cfg)}))
     X.run_pretrain(cfg, run, resume_from=latest_checkpoint(run))  # a run whose worker stopped continues
     return run
@@ -64,10 +67,11 @@ def finetune(init: str, seed: int, args) -> dict[str, Any] | None:
     return F.run_classify(cfg, run) | {"init_name": init, "seed": seed}
 
 
-def probes(args) -> dict[str, list[float]]:
+def probes(args) -> dict[str, Any]:
     """Diagnostics without fine-tuning, same labeled subsets (seeds): logistic regression on the frozen network's
     mean-pooled last-layer content states (PLM / MLM / random weights), and on TF-IDF word counts (what a
-    bag-of-words model gets from the same 100 labels)."""
+    bag-of-words model gets from the same 100 labels); with kept checkpoints, the PLM / MLM probe at every
+    `--probe-every` pretraining steps (`curve`: {objective: [[step, accuracies], ...]})."""
     import numpy as np
     import torch
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -75,7 +79,7 @@ def probes(args) -> dict[str, list[float]]:
 
     from genfeat.models.xlnet import XLNet
     from genfeat.models.xlnet.heads import pair_inputs
-    from genfeat.train.checkpoint import load_weights
+    from genfeat.train.checkpoint import checkpoint_dirs, load_weights
 
     data, _ = F.classification_data(F.bbc_100())
     texts = {k: [a for a, _ in v[0]] for k, v in data.items()}
@@ -94,20 +98,12 @@ def probes(args) -> dict[str, list[float]]:
             out.append(float((clf.predict(xte) == ys["test"]).mean()))
         return out
 
-    tok, cfg, weights = F.load_pretrained(Path(args.runs) / "pretrain-plm")
-    from genfeat.recipes import xlnet as X
-
-    docs = X.pretrain_documents(X.PretrainDataConfig())
-    counts = np.bincount(X.encode_documents(tok, docs["train"]), minlength=tok.vocab_size) + 0.5
-    valid = X.encode_documents(tok, docs["valid"])
-    res = {"unigram_valid_ce": [float(-np.log(counts / counts.sum())[valid].mean())]}  # the pretraining floor
-    vec = TfidfVectorizer(sublinear_tf=True, min_df=2).fit(texts["train"])
-    res["tfidf"] = fit_eval(vec.transform(texts["train"]), vec.transform(texts["test"]))
-    for init in INITS:
+    def probe(run: Path, weights: Path | None) -> list[float]:
+        tok, cfg, _ = F.load_pretrained(run)
         torch.manual_seed(0)
         net = XLNet(dataclasses.replace(cfg, mem_len=0, reuse_len=0, bi_data=False, dropout=0.0, dropatt=0.0))
-        if init != "scratch":
-            sd = load_weights(Path(args.runs) / f"pretrain-{init}" / "model.safetensors")
+        if weights is not None:
+            sd = load_weights(weights)
             net.load_state_dict({k[len("transformer."):]: v for k, v in sd.items() if k.startswith("transformer.")})
         net.eval()
         feats = {}
@@ -120,7 +116,24 @@ def probes(args) -> dict[str, list[float]]:
                                for a in range(0, len(texts[k]), 64)])
             m = x["attention_mask"][..., None].float()
             feats[k] = ((h * m).sum(1) / m.sum(1)).numpy()
-        res[f"probe_{init}"] = fit_eval(feats["train"], feats["test"])
+        return fit_eval(feats["train"], feats["test"])
+
+    from genfeat.recipes import xlnet as X
+
+    runs = {o: Path(args.runs) / f"pretrain-{o}" for o in ("plm", "mlm")}
+    tok = F.load_pretrained(runs["plm"])[0]
+    docs = X.pretrain_documents(X.PretrainDataConfig(corpus=args.corpus))
+    counts = np.bincount(X.encode_documents(tok, docs["train"]), minlength=tok.vocab_size) + 0.5
+    valid = X.encode_documents(tok, docs["valid"])
+    res: dict[str, Any] = {"unigram_valid_ce": [float(-np.log(counts / counts.sum())[valid].mean())]}
+    vec = TfidfVectorizer(sublinear_tf=True, min_df=2).fit(texts["train"])
+    res["tfidf"] = fit_eval(vec.transform(texts["train"]), vec.transform(texts["test"]))
+    for init in INITS:
+        run = runs["plm" if init == "scratch" else init]
+        res[f"probe_{init}"] = probe(run, None if init == "scratch" else run / "model.safetensors")
+    if args.probe_every:
+        res["curve"] = {o: [[int(c.name[5:]), probe(run, c / "model.safetensors")] for c in checkpoint_dirs(run)
+                            if int(c.name[5:]) % args.probe_every == 0] for o, run in runs.items()}
     return res
 
 
@@ -132,6 +145,18 @@ PROBES = {"tfidf": "TF-IDF bag of words", "probe_plm": "mean-pooled states, PLM-
 def _ms(v: list[float]) -> str:
     v = [100 * x for x in v]
     return f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
+
+
+def curve(points: dict[str, list] | None) -> str:
+    """The frozen-network probe along pretraining (test accuracy %, mean ± std over the seeds' labeled sets)."""
+    if not points:
+        return ""
+    steps = sorted({s for v in points.values() for s, _ in v})
+    acc = {o: dict((s, a) for s, a in v) for o, v in points.items()}
+    rows = [f"| {s:,} | " + " | ".join(_ms(acc[o][s]) if s in acc[o] else "–" for o in ("plm", "mlm")) + " |"
+            for s in steps]
+    return ("\nThe same probe along pretraining (kept checkpoints):\n\n| pretraining step | PLM | MLM |\n"
+            "|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -152,10 +177,10 @@ def markdown(record: dict[str, Any]) -> str:
     return f"""# XLNet pretrain -> fine-tune on BBC News with 100 labels
 
 {{header}}Pretraining: {res['pretrain_steps']} steps of 16 × 128 tokens per objective ({pre.get('params', 0) / 1e6:.2f}M
-parameters, 4 layers, d 128), on the BBC training-split articles ({pre.get('train_tokens', 0):,} SentencePiece
-tokens); fine-tuning: {res['finetune_steps']} steps of 16 articles cut to their first {res.get('max_len', 256)} pieces,
-AdamW lr {res.get('finetune_lr', 1e-4)} (chosen on the validation split of the PLM model, seed 0),
-100 labeled articles (20 per class, drawn with the seed),
+parameters, 4 layers, d 128), on {CORPORA.get(res.get('corpus', 'bbc-news'), res.get('corpus'))}
+({pre.get('train_tokens', 0):,} SentencePiece tokens); fine-tuning: {res['finetune_steps']} steps of 16 articles
+cut to their first {res.get('max_len', 256)} pieces, AdamW lr {res.get('finetune_lr', 1e-4)} (chosen on the
+validation split of the PLM model, seed 0), 100 labeled articles (20 per class, drawn with the seed),
 checkpoint chosen on the validation split, accuracy (%) on the 445 test articles, mean ± std over seeds
 {record['seeds']}. The pretraining target NLL is each objective's own (not comparable across objectives).
 
@@ -169,9 +194,9 @@ Diagnostics on the same labeled subsets, no fine-tuning: logistic regression on 
 |---|---|
 {chr(10).join(f"| {PROBES[k]} | {_ms(v)} |" for k, v in res.get('probes', {}).items() if k in PROBES)}
 
-Unigram cross-entropy of the validation articles' pieces (training-split counts):
+Unigram cross-entropy of the validation text's pieces (training-text counts):
 {res.get('probes', {}).get('unigram_valid_ce', [float('nan')])[0]:.3f} nats.
-
+{curve(res.get('probes', {}).get('curve'))}
 {res.get('reading', '')}
 """
 
@@ -183,10 +208,15 @@ def main() -> None:
     ap.add_argument("--finetune-lr", type=float, default=1e-3, help="chosen on the validation split (PLM, seed 0: "
                     "1e-4 -> 48.9%%, 5e-4 -> 59.9%%, 2e-3 -> 60.8%%)")
     ap.add_argument("--max-len", type=int, default=128, help="fine-tuning input: the article's first pieces")
+    ap.add_argument("--corpus", default="bbc-news", help="pretraining corpus (data.corpus; bbc-news+ptb adds PTB's "
+                    "WSJ text to the BBC training articles)")
+    ap.add_argument("--probe-every", type=int, default=0, help="keep every pretraining checkpoint and probe the "
+                    "frozen network at each multiple of this many steps")
+    ap.add_argument("--name", default=NAME, help="results page docs/results/NAME.{md,json}")
     result_args(ap, [0, 1, 2], runs="runs/bench_xlnet_bbc")
     args = ap.parse_args()
     if args.render_only:
-        print(render(NAME, markdown))
+        print(render(args.name, markdown))
         return
     for objective in ("plm", "mlm"):
         pretrain(objective, args)
@@ -200,12 +230,11 @@ def main() -> None:
             pre[objective] = {k: v for k, v in json.loads(f.read_text()).items() if k != "machine"}
     diag = probes(args)
     print(json.dumps(diag))
-    print(write_results(NAME, {"pretrain_steps": args.pretrain_steps, "finetune_steps": args.finetune_steps,
-                               "probes": diag,
-                               "max_len": args.max_len, "finetune_lr": args.finetune_lr,
-                               "pretrain": pre, "runs": [{k: v for k, v in r.items() if k != "machine"} for r in runs],
-                               "reading": args.reading}, markdown, seeds=args.seeds))
-
+    print(write_results(args.name, {"pretrain_steps": args.pretrain_steps, "finetune_steps": args.finetune_steps,
+                                    "corpus": args.corpus, "probes": diag, "max_len": args.max_len,
+                                    "finetune_lr": args.finetune_lr, "pretrain": pre,
+                                    "runs": [{k: v for k, v in r.items() if k != "machine"} for r in runs],
+                                    "reading": args.reading}, markdown, seeds=args.seeds))
 
 if __name__ == "__main__":
     main()

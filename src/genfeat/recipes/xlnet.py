@@ -7,7 +7,8 @@ xlnet.md §2.13). Fine-tuning is in `genfeat.recipes.xlnet_finetune`.
 
 Pretraining corpus: the articles of the BBC News training split (their labels unused; the split is fixed by
 `data.split_seed`, the same split the classifier uses, so no test article is seen), or any genfeat LM corpus
-(`data.corpus`, e.g. wiki_xml, austen). A SentencePiece unigram vocabulary is trained on it and kept in the run
+(`data.corpus`, e.g. wiki-xml, austen), or several joined with "+" (bbc-news+ptb: the BBC articles and PTB's WSJ
+text). A SentencePiece unigram vocabulary is trained on it and kept in the run
 directory (`tokenizer.json`); documents are separated by <eod>. Batches: `PretrainStream` (reuse part + A <sep>
 B <sep> <cls>, memory of the reuse part carried to the next step, about 1/6 of the tokens predicted in spans).
 Validation: the same objective on the validation articles. Distributed: `torchrun ... genfeat run
@@ -44,7 +45,7 @@ from genfeat.train.loop import TrainConfig, fit
 
 @dataclass(frozen=True)
 class PretrainDataConfig:
-    corpus: str = "bbc-news"  # bbc-news (training-split articles) | a genfeat LM corpus name (load_corpus)
+    corpus: str = "bbc-news"  # bbc-news (training-split articles) | a genfeat LM corpus name (load_corpus); "+" joins
     split_seed: int = 0  # the BBC train / valid / test split (shared with xlnet_classify)
     vocab_size: int = 8000
     seq_len: int = 128
@@ -90,18 +91,19 @@ PRETRAIN_PRESETS = {"bbc_small": bbc_small, "tiny": pretrain_tiny}
 
 # ----------------------------------------------------------------------------------------- data
 def pretrain_documents(cfg: PretrainDataConfig) -> dict[str, list[str]]:
-    """{"train", "valid"} -> documents (each a text with newlines)."""
-    if cfg.corpus == "bbc-news":
-        docs = load_bbc_news()
-        split = stratified_split(docs.labels, cfg.split_seed)
-        return {k: [docs.texts[i] for i in (split[k][: cfg.limit_docs] if cfg.limit_docs else split[k])]
-                for k in ("train", "valid")}
-    splits = load_corpus(cfg.corpus)
-    out = {}
-    for k in ("train", "valid"):  # a corpus is one document per split; chunk it into 200-line documents
-        lines = getattr(splits, k)
-        docs = ["\n".join(lines[i: i + 200]) for i in range(0, len(lines), 200)]
-        out[k] = docs[: cfg.limit_docs] if cfg.limit_docs else docs
+    """{"train", "valid"} -> documents (each a text with newlines). `cfg.corpus` may join corpora with "+"
+    (e.g. bbc-news+ptb: the BBC training-split articles, then PTB's WSJ text); `limit_docs` applies to each."""
+    out: dict[str, list[str]] = {"train": [], "valid": []}
+    for name in cfg.corpus.split("+"):
+        if name == "bbc-news":
+            docs = load_bbc_news()
+            split = stratified_split(docs.labels, cfg.split_seed)
+            part = {k: [docs.texts[i] for i in split[k]] for k in out}
+        else:  # an LM corpus is one text per split; chunk it into 200-line documents
+            splits = load_corpus(name)
+            part = {k: ["\n".join(splits[k][i: i + 200]) for i in range(0, len(splits[k]), 200)] for k in out}
+        for k in out:
+            out[k] += part[k][: cfg.limit_docs] if cfg.limit_docs else part[k]
     return out
 
 
