@@ -13,7 +13,7 @@ Pretraining (`xlnet_pretrain --preset bbc_small`, one run per objective, seed 0)
 (labels unused; the test articles are never seen), SentencePiece unigram 8k, 128-token sequences with 64 reused as
 memory, 1/6 of the tokens predicted in spans. The scratch baseline is the same network and tokenizer with random
 weights. Fine-tuning (`xlnet_classify --preset bbc_100`): 20 labeled articles per class drawn with the seed, model
-selection on the validation split, one test evaluation (445 articles).
+selection on the validation split, one test evaluation (444 articles).
 """
 
 from __future__ import annotations
@@ -174,6 +174,7 @@ def markdown(record: dict[str, Any]) -> str:
         nll = "–" if init == "scratch" else f"{pre.get('valid_loss', float('nan')):.3f}"
         rows.append(f"| {label} | {ms('test_accuracy')} | {ms('valid_accuracy')} | {nll} | {len(runs)} |")
     pre = res["pretrain"].get("plm", {})
+    n_test = res["runs"][0]["test_examples"] if res["runs"] else "held-out"
     return f"""# XLNet pretrain -> fine-tune on BBC News with 100 labels
 
 {{header}}Pretraining: {res['pretrain_steps']} steps of 16 × 128 tokens per objective ({pre.get('params', 0) / 1e6:.2f}M
@@ -181,7 +182,7 @@ parameters, 4 layers, d 128), on {CORPORA.get(res.get('corpus', 'bbc-news'), res
 ({pre.get('train_tokens', 0):,} SentencePiece tokens); fine-tuning: {res['finetune_steps']} steps of 16 articles
 cut to their first {res.get('max_len', 256)} pieces, AdamW lr {res.get('finetune_lr', 1e-4)} (chosen on the
 validation split of the PLM model, seed 0), 100 labeled articles (20 per class, drawn with the seed),
-checkpoint chosen on the validation split, accuracy (%) on the 445 test articles, mean ± std over seeds
+checkpoint chosen on the validation split, accuracy (%) on the {n_test} test articles, mean ± std over seeds
 {record['seeds']}. The pretraining target NLL is each objective's own (not comparable across objectives).
 
 | initialisation | test accuracy | validation accuracy | pretraining valid target NLL | seeds |
