@@ -44,6 +44,18 @@ def write_results(name: str, results: dict[str, Any], markdown: str | Callable[[
     return render(name, markdown, record)
 
 
+def load_result(name: str) -> dict[str, Any] | None:
+    """The recorded docs/results/<name>.json, None when it was never recorded."""
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def result_sources(names: list[str]) -> dict[str, dict[str, str]]:
+    """Command, date and CPU of each recorded result among `names` (for summary pages)."""
+    return {name: {"command": rec["command"], "date": rec["date"], "machine": rec["machine"]["cpu"]}
+            for name in names if (rec := load_result(name)) is not None}
+
+
 def render(name: str, markdown: str | Callable[[dict[str, Any]], str], record: dict[str, Any] | None = None) -> Path:
     """(Re)write docs/results/<name>.md from the recorded JSON."""
     record = record or json.loads((RESULTS / f"{name}.json").read_text())

@@ -6,43 +6,33 @@ benchmark JSONs (it measures nothing itself; each number links to the page and c
 
 from __future__ import annotations
 
-import json
 import statistics
 from typing import Any
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import load_result, result_sources, write_results
 
 NAME = "heads"
 PARTS = ["heads_synthetic", "heads_ptb", "heads_cost", "heads_entity_copy", "softmax_bottleneck_ratios"]
 
 
-def load(name: str) -> dict[str, Any] | None:
-    path = RESULTS / f"{name}.json"
-    return json.loads(path.read_text()) if path.exists() else None
-
-
 def collect() -> dict[str, Any]:
-    out: dict[str, Any] = {"sources": {}}
-    for name in PARTS:
-        rec = load(name)
-        if rec is not None:
-            out["sources"][name] = {"command": rec["command"], "date": rec["date"], "machine": rec["machine"]["cpu"]}
-    if (syn := load("heads_synthetic")) is not None:
+    out: dict[str, Any] = {"sources": result_sources(PARTS)}
+    if (syn := load_result("heads_synthetic")) is not None:
         res = syn["results"]
         out["synthetic"] = {h: round(statistics.mean(r["ce_diagonal"] for r in runs), 4)
                             for h, runs in res["runs"].items()}
         out["synthetic_bound"] = {"log4": round(res["log4"], 4), "log2": 0.6931}
-    if (ptb := load("heads_ptb")) is not None:
+    if (ptb := load_result("heads_ptb")) is not None:
         rows = {}
         for r in ptb["results"]["runs"]:
             rows.setdefault(f"{r['arch']}:{r['head']}", []).append(r["test_ppl"])
         out["ptb_test_ppl"] = {k: {"mean": round(statistics.mean(v), 2), "seeds": len(v)} for k, v in rows.items()}
-    if (cost := load("heads_cost")) is not None:
+    if (cost := load_result("heads_cost")) is not None:
         out["cost_ratio_to_softmax"] = {
             f"d={c['d']},V={c['vocab']}": {h: round(t / c["seconds"]["softmax_facet"], 2)
                                            for h, t in c["seconds"].items()}
             for c in cost["results"]["configs"]}
-    if (ent := load("heads_entity_copy")) is not None:
+    if (ent := load_result("heads_entity_copy")) is not None:
         by_head: dict[str, list[dict[str, Any]]] = {}
         for r in ent["results"]["runs"]:
             by_head.setdefault(r["head"], []).append(r["rouge"]["proper"])

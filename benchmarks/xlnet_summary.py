@@ -10,19 +10,13 @@ Parts: the dependency toy (benchmarks/xlnet_dependency), pretrain -> fine-tune o
 
 from __future__ import annotations
 
-import json
 import statistics
 from typing import Any
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, load_result, result_sources, write_results
 
 NAME = "xlnet"
 INIT_LABELS = {"plm": "permutation LM", "mlm": "masked LM", "scratch": "no pretraining"}
-
-
-def load(name: str) -> dict[str, Any] | None:
-    path = RESULTS / f"{name}.json"
-    return json.loads(path.read_text()) if path.exists() else None
 
 
 def _ms(values: list[float]) -> dict[str, float]:
@@ -32,12 +26,9 @@ def _ms(values: list[float]) -> dict[str, float]:
 
 
 def collect() -> dict[str, Any]:
-    out: dict[str, Any] = {"sources": {}}
     names = ["xlnet_dependency", "xlnet_vs_hf"] + sorted(p.stem for p in RESULTS.glob("xlnet_bbc*.json"))
-    for name in names:
-        if (rec := load(name)) is not None:
-            out["sources"][name] = {"command": rec["command"], "date": rec["date"], "machine": rec["machine"]["cpu"]}
-    if (dep := load("xlnet_dependency")) is not None:
+    out: dict[str, Any] = {"sources": result_sources(names)}
+    if (dep := load_result("xlnet_dependency")) is not None:
         runs = dep["results"]["runs"]
         keys = {"d1_plm_a_first": "D1 joint NLL, permutation LM", "d1_mlm": "D1 joint NLL, masked LM",
                 "d2_plm": "D2 fill-in NLL, permutation LM", "d2_ar": "D2 fill-in NLL, left-to-right LM"}
@@ -45,12 +36,12 @@ def collect() -> dict[str, Any]:
                              for k, label in keys.items() if all(k in r for r in runs)}
     out["bbc"] = {}
     for name in (n for n in names if n.startswith("xlnet_bbc")):
-        res = load(name)["results"]
+        res = load_result(name)["results"]
         acc = {init: _ms([r["test_accuracy"] for r in res["runs"] if r["init_name"] == init]) for init in INIT_LABELS
                if any(r["init_name"] == init for r in res["runs"])}
         out["bbc"][name] = {"pretrain_steps": res["pretrain_steps"], "corpus": res.get("corpus", "bbc-news"),
                             "test_accuracy": acc}
-    if (hf := load("xlnet_vs_hf")) is not None:
+    if (hf := load_result("xlnet_vs_hf")) is not None:
         res = hf["results"]
         out["vs_hf"] = {"dtype": res["dtype"], "device": hf["machine"].get("device", "cpu"),
                         "rows": [{k: r[k] for k in ("workload", "batch", "seq_len", "genfeat_tokens_per_s",
