@@ -152,7 +152,7 @@ def curve(points: dict[str, list] | None) -> str:
     if not points:
         return ""
     steps = sorted({s for v in points.values() for s, _ in v})
-    acc = {o: dict((s, a) for s, a in v) for o, v in points.items()}
+    acc = {o: dict(v) for o, v in points.items()}
     rows = [f"| {s:,} | " + " | ".join(_ms(acc[o][s]) if s in acc[o] else "–" for o in ("plm", "mlm")) + " |"
             for s in steps]
     return ("\nThe same probe along pretraining (kept checkpoints):\n\n| pretraining step | PLM | MLM |\n"
