@@ -112,7 +112,7 @@ def markdown(record: dict[str, Any]) -> str:
         rows.append(f"| {name} | {LABELS[head]} | {cols} | {statistics.mean(r['epochs'] for r in runs):.0f} | "
                     f"{statistics.mean(r['epoch_train_s'] for r in runs):.1f} | {len(runs)} |")
     ds = res["runs"][0]["dataset"] if res["runs"] else {}
-    threads = "/".join(str(t) for t in sorted({r.get("torch_threads", "?") for r in res["runs"]}, key=str))
+    threads = "/".join(sorted({str(r.get("torch_threads", "?")) for r in res["runs"]}))
     return f"""# Sequential recommendation on MovieLens-100K (thesis C Table 2.7 protocol)
 
 {{header}}MovieLens-100K from the recbole 1.2.1 wheel ({ds.get('users', '?')} users, {ds.get('items', '?')} items,

@@ -14,9 +14,9 @@ import statistics
 from typing import Any
 
 from benchmarks.common import RESULTS, load_result, result_sources, write_results
+from benchmarks.xlnet_bbc import INITS
 
 NAME = "xlnet"
-INIT_LABELS = {"plm": "permutation LM", "mlm": "masked LM", "scratch": "no pretraining"}
 
 
 def _ms(values: list[float]) -> dict[str, float]:
@@ -37,7 +37,7 @@ def collect() -> dict[str, Any]:
     out["bbc"] = {}
     for name in (n for n in names if n.startswith("xlnet_bbc")):
         res = load_result(name)["results"]
-        acc = {init: _ms([r["test_accuracy"] for r in res["runs"] if r["init_name"] == init]) for init in INIT_LABELS
+        acc = {init: _ms([r["test_accuracy"] for r in res["runs"] if r["init_name"] == init]) for init in INITS
                if any(r["init_name"] == init for r in res["runs"])}
         out["bbc"][name] = {"pretrain_steps": res["pretrain_steps"], "corpus": res.get("corpus", "bbc-news"),
                             "test_accuracy": acc}
@@ -60,9 +60,9 @@ def markdown(record: dict[str, Any]) -> str:
                      f"left-to-right LM.\n\n| quantity | NLL |\n|---|---|\n{rows}")
     for name, b in res.get("bbc", {}).items():
         acc = b["test_accuracy"]
-        rows = "\n".join(f"| {INIT_LABELS[i]} | {a['mean']:.1f} ± {a['std']:.1f} | {a['n']} |" for i, a in acc.items())
+        rows = "\n".join(f"| {INITS[i]} | {a['mean']:.1f} ± {a['std']:.1f} | {a['n']} |" for i, a in acc.items())
         verdict = ""
-        if set(acc) == set(INIT_LABELS):
+        if set(acc) == set(INITS):
             m = {i: a["mean"] for i, a in acc.items()}
             verdict = (f"\n\nThesis direction, on the means: pretraining helps (PLM > no pretraining): "
                        f"**{'yes' if m['plm'] > m['scratch'] else 'no'}**; permutation LM ≥ masked LM: "
