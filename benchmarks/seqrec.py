@@ -4,7 +4,7 @@ docs/results/seqrec.{md,json}.
     genfeat data fetch ml-100k
     python -m benchmarks.seqrec [--seeds 0 1 2] [--epochs 300] [--patience 10] [--device cuda]
     python -m benchmarks.seqrec --train-only --encoders sasrec --heads softmax c     # one worker's share
-    python -m benchmarks.seqrec --collect                                             # table from the kept runs
+    python -m benchmarks.seqrec --collect [--keep-recorded]                           # table from the kept runs
     python -m benchmarks.seqrec --stride 10 ...       # training windows (data.stride): fewer encoder passes
 
 Each run is `genfeat run seqrec --preset {sasrec,gru4rec,repeatnet}_ml100k --model.head HEAD --seed S` with the
@@ -25,7 +25,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, render, result_args, write_results
+from benchmarks.common import claim_run_dir, recorded_run, render, result_args, write_results
 from genfeat.recipes import seqrec as R
 from genfeat.train.checkpoint import latest_checkpoint
 
@@ -59,8 +59,9 @@ def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None
     done = run_dir / "summary.json"
     if done.exists():
         return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
-    if args.collect:
-        return None
+    if args.collect:  # a run kept only in the record (its directory went with an earlier machine), or none
+        return recorded_run(NAME, encoder=encoder, head=head, seed=seed, stride=args.stride) if args.keep_recorded \
+            else None
     if not claim_run_dir(run_dir, resume=True):
         return None
     s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride), run_dir,
@@ -113,6 +114,10 @@ def markdown(record: dict[str, Any]) -> str:
                     f"{statistics.mean(r['epoch_train_s'] for r in runs):.1f} | {len(runs)} |")
     ds = res["runs"][0]["dataset"] if res["runs"] else {}
     threads = "/".join(sorted({str(r.get("torch_threads", "?")) for r in res["runs"]}))
+    kept = sorted({r["recorded"] for r in res["runs"] if "recorded" in r})
+    kept = (f" {sum('recorded' in r for r in res['runs'])} of the {len(res['runs'])} runs were taken from the record "
+            f"of {', '.join(kept)} (`--keep-recorded`: their run directories went with an earlier machine; each "
+            "carries `recorded` in the JSON)." if kept else "")
     return f"""# Sequential recommendation on MovieLens-100K (thesis C Table 2.7 protocol)
 
 {{header}}MovieLens-100K from the recbole 1.2.1 wheel ({ds.get('users', '?')} users, {ds.get('items', '?')} items,
@@ -122,7 +127,7 @@ masked, pessimistic ties; ×100, mean ± std over seeds {record['seeds']}. Train
 early stopping on validation NDCG@10 with patience {res['patience']}, best validation weights; merge mode `assign`,
 read-out at the last real item. Hist. mass: the probability (×100) the model puts on the user's already-seen
 items at the validation step (ML-100K users never rate a movie twice). s/epoch: training seconds per epoch,
-{threads} torch thread(s) per run.
+{threads} torch thread(s) per run.{kept}
 
 | {' | '.join(COLUMNS)} |
 |{'---|' * len(COLUMNS)}
@@ -148,6 +153,9 @@ def main() -> None:
                     help="0: prefix examples (RecBole, the thesis); k >= 1: training windows (data.stride), about "
                          "k-fold fewer encoder passes per epoch")
     result_args(ap, [0, 1, 2], runs="runs/bench_seqrec")
+    ap.add_argument("--keep-recorded", action="store_true",
+                    help="with --collect: a run with no directory under --runs is taken from the recorded "
+                         "docs/results/seqrec.json (marked with its date in `recorded`)")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
@@ -155,10 +163,12 @@ def main() -> None:
     runs, device = [], "cpu"
     for seed in args.seeds:
         for enc, head in jobs(args.encoders, args.heads):
-            if (r := train_one(enc, head, seed, args)) is not None:
+            if (r := train_one(enc, head, seed, args)) is None:
+                continue
+            if "machine" in r:  # a fresh run (a recorded one carries torch_threads already)
                 device = r["machine"]["device"]
-                runs.append({k: v for k, v in r.items() if k != "machine"} |
-                            {"torch_threads": r["machine"]["torch_threads"]})
+                r = {k: v for k, v in r.items() if k != "machine"} | {"torch_threads": r["machine"]["torch_threads"]}
+            runs.append(r)
     if not args.train_only:
         print(write_results(NAME, {"epochs": args.epochs, "patience": args.patience, "stride": args.stride,
                                    "runs": runs,

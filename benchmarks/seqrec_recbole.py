@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from benchmarks.common import render, result_args, write_results
@@ -58,10 +59,12 @@ def recbole_config(seed: int, epochs: int, patience: int, out: str) -> dict[str,
 
 
 def run_one(python: str, seed: int, args) -> dict[str, Any]:
-    cfg = recbole_config(seed, args.epochs, args.patience, f"/tmp/recbole_saved_seed{seed}")
+    out = Path(f"/tmp/recbole_saved_seed{seed}")
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = recbole_config(seed, args.epochs, args.patience, str(out))
     t0 = time.perf_counter()
-    proc = subprocess.run([python, "-c", RUNNER, json.dumps(cfg)], capture_output=True, text=True,
-                          env={"OMP_NUM_THREADS": str(args.threads), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run([python, "-c", RUNNER, json.dumps(cfg)], capture_output=True, text=True, cwd=out,
+                          env={"OMP_NUM_THREADS": str(args.threads), "PATH": "/usr/bin:/bin"})  # its log/ go to out
     wall = time.perf_counter() - t0
     log = proc.stdout + proc.stderr
     line = next((x for x in log.splitlines() if x.startswith("RESULT_JSON ")), None)
