@@ -6,9 +6,12 @@ RecBole is never installed into genfeat's environment (its pins conflict); it ru
     python -m venv /tmp/venv-recbole && /tmp/venv-recbole/bin/pip install torch==2.13.0 recbole==1.2.1 \\
         "numpy<2" "pandas<2.3" "scipy<1.15" "setuptools<81"
     python -m benchmarks.seqrec_recbole --python /tmp/venv-recbole/bin/python [--seeds 0] [--epochs 300]
+    python -m benchmarks.seqrec_recbole --python ... --evaluate-saved   # test a finished run's saved best model
 
 Why the pins (recbole 1.2.1 with the newest wheels, 2026-11-21): `ray` (imported by recbole.quick_start) needs
-`pkg_resources` (setuptools < 81) and uses `np.bool8` (numpy < 2); pandas 3 / scipy 1.15 need numpy 2.
+`pkg_resources` (setuptools < 81) and uses `np.bool8` (numpy < 2); pandas 3 / scipy 1.15 need numpy 2. RecBole
+pickles its config into checkpoints, which torch >= 2.6 refuses to load by default (weights only): the runner loads
+them with `weights_only=False` (RecBole's own files only).
 
 Configuration (the thesis's RecBole settings, spec sequential-recommendation.md §7): the wheel's ml-100k atomic
 files, user/item/timestamp columns, leave-one-out in time order (`LS: valid_and_test`, `TO`), full ranking
@@ -28,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +41,26 @@ NAME = "seqrec_recbole"
 EPOCH = re.compile(r"epoch \d+ training \[time: ([\d.]+)s")  # RecBole's log line per epoch, colours stripped
 
 RUNNER = r"""
-import json, os, sys, recbole
-from recbole.quick_start import run_recbole
-cfg = json.loads(sys.argv[1])
-cfg["data_path"] = os.path.join(os.path.dirname(recbole.__file__), "dataset_example")
-res = run_recbole(model="SASRec", dataset="ml-100k", config_dict=cfg)
+import functools, json, os, sys, recbole, torch
+torch.load = functools.partial(torch.load, weights_only=False)  # RecBole 1.2.1 pickles its config in checkpoints
+arg = json.loads(sys.argv[1])
+if "model_file" in arg:  # a saved best checkpoint, evaluated on the validation and test splits
+    from recbole.quick_start import load_data_and_model
+    from recbole.utils import get_trainer
+    import numpy as np
+    np.float = np.float_  # what recbole's Config sets when it is built; one unpickled from a checkpoint is not
+    config, model, _, _, valid, test = load_data_and_model(arg["model_file"])
+    trainer = get_trainer(config["MODEL_TYPE"], config["model"])(config, model)
+    res = {split: trainer.evaluate(data, load_best_model=True, model_file=arg["model_file"])
+           for split, data in (("best_valid_result", valid), ("test_result", test))}
+else:
+    from recbole.quick_start import run_recbole
+    arg["data_path"] = os.path.join(os.path.dirname(recbole.__file__), "dataset_example")
+    res = run_recbole(model="SASRec", dataset="ml-100k", config_dict=arg)
 print("RESULT_JSON " + json.dumps({"version": recbole.__version__, **{k: (dict(v) if hasattr(v, "items") else v)
                                                                       for k, v in res.items()}}))
 """
+STAMP = re.compile(r"\w{3} (\d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2})")  # the time stamp of a RecBole log-file line
 
 
 def recbole_config(seed: int, epochs: int, patience: int, out: str) -> dict[str, Any]:
@@ -58,12 +74,29 @@ def recbole_config(seed: int, epochs: int, patience: int, out: str) -> dict[str,
             "reproducibility": True, "show_progress": False, "checkpoint_dir": out, "log_wandb": False}
 
 
+def newest(pattern: str, where: Path) -> Path:
+    found = sorted(where.glob(pattern), key=lambda f: f.stat().st_mtime)
+    if not found:
+        sys.exit(f"no {pattern} under {where}")
+    return found[-1]
+
+
+def training_log(out: Path) -> str:
+    """The newest RecBole log file under `out` that records training epochs (an evaluation writes one too)."""
+    logs = sorted(out.glob("log/SASRec/*.log"), key=lambda f: f.stat().st_mtime)
+    texts = [re.sub(r"\x1b\[[0-9;]*m", "", f.read_text()) for f in logs]
+    return next((t for t in reversed(texts) if EPOCH.search(t)), "")
+
+
 def run_one(python: str, seed: int, args) -> dict[str, Any]:
+    """Train and test RecBole's SASRec with this seed; with --evaluate-saved, test the best checkpoint an earlier
+    run left under its output folder instead (its epochs and training time read from that run's log file)."""
     out = Path(f"/tmp/recbole_saved_seed{seed}")
     out.mkdir(parents=True, exist_ok=True)
-    cfg = recbole_config(seed, args.epochs, args.patience, str(out))
+    arg = ({"model_file": str(newest("*.pth", out))} if args.evaluate_saved
+           else recbole_config(seed, args.epochs, args.patience, str(out)))
     t0 = time.perf_counter()
-    proc = subprocess.run([python, "-c", RUNNER, json.dumps(cfg)], capture_output=True, text=True, cwd=out,
+    proc = subprocess.run([python, "-c", RUNNER, json.dumps(arg)], capture_output=True, text=True, cwd=out,
                           env={"OMP_NUM_THREADS": str(args.threads), "PATH": "/usr/bin:/bin"})  # its log/ go to out
     wall = time.perf_counter() - t0
     log = proc.stdout + proc.stderr
@@ -71,10 +104,15 @@ def run_one(python: str, seed: int, args) -> dict[str, Any]:
     if proc.returncode or line is None:
         sys.exit(f"RecBole run failed (exit {proc.returncode}):\n{log[-3000:]}")
     res = json.loads(line[len("RESULT_JSON "):])
-    times = [float(m.group(1)) for m in EPOCH.finditer(re.sub(r"\x1b\[[0-9;]*m", "", log))]
+    train_log = training_log(out)
+    times = [float(m.group(1)) for m in EPOCH.finditer(train_log)]
+    if args.evaluate_saved:  # the training run's wall time: its log file's first to last line
+        stamps = [datetime.strptime(m.group(1), "%d %b %Y %H:%M:%S") for m in STAMP.finditer(train_log)]
+        wall = (stamps[-1] - stamps[0]).total_seconds() if stamps else float("nan")
     return {"seed": seed, "version": res["version"], "epochs": len(times),
             "epoch_train_s": round(statistics.mean(times), 2) if times else None, "wall_s": round(wall, 1),
-            "valid": res["best_valid_result"], "test": res["test_result"]}
+            "valid": res["best_valid_result"], "test": res["test_result"],
+            **({"evaluated_from": arg["model_file"]} if args.evaluate_saved else {})}
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -82,6 +120,9 @@ def markdown(record: dict[str, Any]) -> str:
     rows = "\n".join(f"| {r['seed']} | {100 * r['valid']['hit@10']:.2f} | {100 * r['valid']['ndcg@10']:.2f} | "
                      f"{100 * r['test']['hit@10']:.2f} | {100 * r['test']['ndcg@10']:.2f} | {r['epochs']} | "
                      f"{r['epoch_train_s']} | {r['wall_s']:.0f} |" for r in res["runs"])
+    saved = "".join(f"\nSeed {r['seed']}: tested from the best checkpoint its training run saved "
+                    f"(`--evaluate-saved`, `{r['evaluated_from']}`); epochs, s / epoch and wall s from that run's "
+                    "log file.\n" for r in res["runs"] if "evaluated_from" in r)
     return f"""# RecBole's SASRec on MovieLens-100K (side by side with docs/results/seqrec.md)
 
 {{header}}RecBole {res['runs'][0]['version'] if res['runs'] else '?'} in a throwaway venv (pins in
@@ -93,7 +134,7 @@ tied softmax (genfeat's "plain" head). ×100.
 | seed | valid Hit@10 | valid NDCG@10 | test Hit@10 | test NDCG@10 | epochs | s / epoch | wall s |
 |---|---|---|---|---|---|---|---|
 {rows}
-
+{saved}
 {res.get('reading', '')}
 """
 
@@ -104,6 +145,9 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--patience", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--evaluate-saved", action="store_true",
+                    help="test the best checkpoint an earlier run saved under /tmp/recbole_saved_seedS (for a run "
+                         "whose own test step failed), epochs and times from its log file")
     result_args(ap, [0])
     args = ap.parse_args()
     if args.render_only:
