@@ -12,7 +12,9 @@ with 100 labels; records docs/results/xlnet_bbc.{md,json}.
 Pretraining (`xlnet_pretrain --preset bbc_small`, one run per objective, seed 0): the BBC training-split articles
 (labels unused; the test articles are never seen), SentencePiece unigram 8k, 128-token sequences with 64 reused as
 memory, 1/6 of the tokens predicted in spans. The scratch baseline is the same network and tokenizer with random
-weights. Fine-tuning (`xlnet_classify --preset bbc_100`): 20 labeled articles per class drawn with the seed, model
+weights; the body diagnostic (`init=body`) keeps the PLM network's layers but not its tied word embeddings, and
+the probes report how far those embeddings have collapsed together (mean pairwise cosine by piece frequency).
+Fine-tuning (`xlnet_classify --preset bbc_100`): 20 labeled articles per class drawn with the seed, model
 selection on the validation split, one test evaluation (444 articles).
 """
 
@@ -35,7 +37,9 @@ NAME = "xlnet_bbc"
 CORPORA = {"bbc-news": "the BBC training-split articles",
            "bbc-news+ptb": "the BBC training-split articles and PTB's WSJ text (Mikolov's training split)"}
 INITS = {"plm": "permutation LM (XLNet)", "mlm": "masked LM (BERT objective, same network)",
-         "scratch": "no pretraining"}
+         "scratch": "no pretraining",
+         "body": "permutation LM layers, fresh word embeddings (diagnostic)"}  # init=body of xlnet_classify
+SOURCE = {"plm": "plm", "mlm": "mlm", "scratch": "plm", "body": "plm"}  # the pretraining run each init reads
 
 
 def pretrain(objective: str, args) -> Path | None:
@@ -57,12 +61,12 @@ def finetune(init: str, seed: int, args) -> dict[str, Any] | None:
     run = Path(args.runs) / f"finetune-{init}-seed{seed}"
     if (run / "summary.json").exists():
         return json.loads((run / "summary.json").read_text()) | {"init_name": init, "seed": seed}
-    source = Path(args.runs) / f"pretrain-{'plm' if init == 'scratch' else init}"
+    source = Path(args.runs) / f"pretrain-{SOURCE[init]}"
     if args.collect or not (source / "summary.json").exists() or not claim_run_dir(run):
         return None
     base = F.bbc_100()
     cfg = dataclasses.replace(base, seed=seed, pretrained=str(source),
-                              init="scratch" if init == "scratch" else "pretrained", max_len=args.max_len,
+                              init=init if init in ("scratch", "body") else "pretrained", max_len=args.max_len,
                               train=dataclasses.replace(base.train, steps=args.finetune_steps, lr=args.finetune_lr))
     return F.run_classify(cfg, run) | {"init_name": init, "seed": seed}
 
@@ -98,14 +102,24 @@ def probes(args) -> dict[str, Any]:
             out.append(float((clf.predict(xte) == ys["test"]).mean()))
         return out
 
-    def probe(run: Path, weights: Path | None) -> list[float]:
-        tok, cfg, _ = F.load_pretrained(run)
+    def network(run: Path, weights: Path | None) -> XLNet:
+        cfg = F.load_pretrained(run)[1]
         torch.manual_seed(0)
         net = XLNet(dataclasses.replace(cfg, mem_len=0, reuse_len=0, bi_data=False, dropout=0.0, dropatt=0.0))
         if weights is not None:
             sd = load_weights(weights)
             net.load_state_dict({k[len("transformer."):]: v for k, v in sd.items() if k.startswith("transformer.")})
-        net.eval()
+        return net.eval()
+
+    def mean_cos(unit: torch.Tensor) -> float:
+        """Mean cosine over the distinct pairs of these unit-norm rows: 0 for random directions, 1 for one
+        direction (tied embeddings of rarely seen pieces drift together early in training: they are mostly softmax
+        negatives, all pushed away from the same average context)."""
+        n = len(unit)
+        return float(((unit.sum(0) @ unit.sum(0)) - n) / (n * n - n))
+
+    def probe(run: Path, weights: Path | None) -> list[float]:
+        tok, net = F.load_pretrained(run)[0], network(run, weights)
         feats = {}
         for k in ("train", "test"):
             x = pair_inputs([tok.encode(" ".join(t.split())) for t in texts[k]], None, args.max_len,
@@ -128,13 +142,22 @@ def probes(args) -> dict[str, Any]:
     res: dict[str, Any] = {"unigram_valid_ce": [float(-np.log(counts / counts.sum())[valid].mean())]}
     vec = TfidfVectorizer(sublinear_tf=True, min_df=2).fit(texts["train"])
     res["tfidf"] = fit_eval(vec.transform(texts["train"]), vec.transform(texts["test"]))
-    for init in INITS:
-        run = runs["plm" if init == "scratch" else init]
-        res[f"probe_{init}"] = probe(run, None if init == "scratch" else run / "model.safetensors")
+    by_freq = np.argsort(-counts)
+    res["embedding_cos"] = {}
+    for init in ("plm", "mlm", "scratch"):
+        run = runs[SOURCE[init]]
+        weights = None if init == "scratch" else run / "model.safetensors"
+        res[f"probe_{init}"] = probe(run, weights)
+        emb = torch.nn.functional.normalize(network(run, weights).word_embedding.weight.detach(), dim=1)
+        res["embedding_cos"][init] = {band: mean_cos(emb[by_freq[a:b]]) for band, (a, b) in COS_BANDS.items()}
     if args.probe_every:
         res["curve"] = {o: [[int(c.name[5:]), probe(run, c / "model.safetensors")] for c in checkpoint_dirs(run)
                             if int(c.name[5:]) % args.probe_every == 0] for o, run in runs.items()}
     return res
+
+
+COS_BANDS = {"500 most frequent pieces": (0, 500), "frequency ranks 500-2000": (500, 2000),
+             "the rarer pieces (rank > 2000)": (2000, None)}
 
 
 PROBES = {"tfidf": "TF-IDF bag of words", "probe_plm": "mean-pooled states, PLM-pretrained network",
@@ -159,6 +182,16 @@ def curve(points: dict[str, list] | None) -> str:
             "|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
+def cos_table(cos: dict[str, dict[str, float]] | None) -> str:
+    """Mean pairwise cosine of the tied word embeddings by training frequency (pieces ranked by their count)."""
+    if not cos:
+        return ""
+    head = "| word embeddings | " + " | ".join(COS_BANDS) + " |\n|---|" + "---|" * len(COS_BANDS) + "\n"
+    rows = [f"| {INITS[i]} | " + " | ".join(f"{v[b]:.3f}" for b in COS_BANDS) + " |" for i, v in cos.items()]
+    return ("\nMean pairwise cosine of the word embeddings, pieces grouped by their frequency in the pretraining text "
+            "(0 for random directions):\n\n" + head + "\n".join(rows) + "\n")
+
+
 def markdown(record: dict[str, Any]) -> str:
     res = record["results"]
     rows = []
@@ -170,8 +203,8 @@ def markdown(record: dict[str, Any]) -> str:
         def ms(k, runs=runs):
             v = [100 * r[k] for r in runs]
             return f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
-        pre = res["pretrain"].get("plm" if init == "scratch" else init, {})
-        nll = "–" if init == "scratch" else f"{pre.get('valid_loss', float('nan')):.3f}"
+        pre = res["pretrain"].get(init, {})
+        nll = f"{pre['valid_loss']:.3f}" if "valid_loss" in pre else "–"
         rows.append(f"| {label} | {ms('test_accuracy')} | {ms('valid_accuracy')} | {nll} | {len(runs)} |")
     pre = res["pretrain"].get("plm", {})
     n_test = res["runs"][0]["test_examples"] if res["runs"] else "held-out"
@@ -194,7 +227,7 @@ Diagnostics on the same labeled subsets, no fine-tuning: logistic regression on 
 | features | test accuracy |
 |---|---|
 {chr(10).join(f"| {PROBES[k]} | {_ms(v)} |" for k, v in res.get('probes', {}).items() if k in PROBES)}
-
+{cos_table(res.get('probes', {}).get('embedding_cos'))}
 Unigram cross-entropy of the validation text's pieces (training-text counts):
 {res.get('probes', {}).get('unigram_valid_ce', [float('nan')])[0]:.3f} nats.
 {curve(res.get('probes', {}).get('curve'))}

@@ -88,6 +88,26 @@ def test_pretrain_then_classify(bbc_corpus, tmp_path, objective):
         assert s["labels"] == 10 and 0.0 <= s["test_accuracy"] <= 1.0 and s["init"] == init
 
 
+def test_classify_body_init_keeps_fresh_embeddings(bbc_corpus, tmp_path):
+    from genfeat.models.xlnet.heads import XLNetClassifier
+    from genfeat.train.checkpoint import load_weights
+
+    pre = tmp_path / "pre"
+    main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(pre)])
+    sd = load_weights(pre / "model.safetensors")
+    models = {}
+    for init in ("pretrained", "body", "scratch"):
+        torch.manual_seed(0)
+        models[init] = F.build(XLNetClassifier, F.XLNetClassifyConfig(pretrained=str(pre), init=init), 5)[0].transformer
+    emb = {k: m.word_embedding.weight for k, m in models.items()}
+    assert torch.equal(emb["pretrained"], sd["transformer.word_embedding.weight"])
+    assert torch.equal(emb["body"], emb["scratch"]) and not torch.equal(emb["body"], emb["pretrained"])
+    body, pretrained = models["body"].state_dict(), models["pretrained"].state_dict()
+    assert all(torch.equal(v, pretrained[k]) for k, v in body.items() if k != "word_embedding.weight")
+    with pytest.raises(ConfigError, match="init must be"):
+        F.XLNetClassifyConfig(init="embeddings")
+
+
 def test_classify_needs_a_pretrained_run(bbc_corpus, tmp_path):
     with pytest.raises(ConfigError, match="pretrained"):
         F.run_classify(F.classify_tiny(), tmp_path)

@@ -66,7 +66,7 @@ class FinetuneConfig:
 class XLNetClassifyConfig:
     seed: int = 0
     pretrained: str = ""  # an xlnet_pretrain run directory
-    init: str = "pretrained"  # pretrained | scratch
+    init: str = "pretrained"  # pretrained | scratch | body (the pretrained layers, fresh word embeddings)
     task: str = "bbc"  # bbc | a GLUE task (SST-2, MRPC, STS-B, ...; data_dir holds train.tsv and dev.tsv)
     data_dir: str = ""
     labels_per_class: int = 20  # labeled training examples per class (0: all); BBC: 20 x 5 classes = 100 labels
@@ -77,8 +77,8 @@ class XLNetClassifyConfig:
     train: FinetuneConfig = field(default_factory=FinetuneConfig)
 
     def __post_init__(self) -> None:
-        if self.init not in ("pretrained", "scratch"):
-            raise ConfigError(f"init must be pretrained or scratch, got {self.init!r}")
+        if self.init not in ("pretrained", "scratch", "body"):
+            raise ConfigError(f"init must be pretrained, scratch or body, got {self.init!r}")
         if self.pool not in ("last", "mean"):
             raise ConfigError(f"pool must be last or mean, got {self.pool!r}")
         if self.task != "bbc" and self.task not in GLUE_COLUMNS:
@@ -143,13 +143,16 @@ def load_pretrained(run: str | Path) -> tuple[SentencePieceTokenizer, XLNetConfi
 
 def build(cls: Callable[..., nn.Module], cfg: Any, *args) -> tuple[nn.Module, SentencePieceTokenizer]:
     """The task model on the pretrained run's network (fine-tuning mode: no memory, bi attention), its weights
-    loaded unless init=scratch."""
+    loaded unless init=scratch (init=body: all but the word embeddings, which keep their fresh initialisation --
+    a diagnostic separating what the pretrained layers and the pretrained tied embeddings contribute)."""
     tok, model_cfg, weights = load_pretrained(cfg.pretrained)
     ft = dataclasses.replace(model_cfg, dropout=cfg.train.dropout, dropatt=cfg.train.dropout, mem_len=0,
                              reuse_len=0, bi_data=False, attn_type="bi")
     model = cls(ft, *args)
-    if cfg.init == "pretrained":
+    if cfg.init in ("pretrained", "body"):
         state = {k[len("transformer."):]: v for k, v in load_weights(weights).items() if k.startswith("transformer.")}
+        if cfg.init == "body":  # keep this model's freshly initialised (tied) word embeddings
+            state["word_embedding.weight"] = model.transformer.word_embedding.weight.detach().clone()
         model.transformer.load_state_dict(state)
     return model, tok
 
