@@ -118,9 +118,8 @@ def probes(args) -> dict[str, Any]:
         n = len(unit)
         return float(((unit.sum(0) @ unit.sum(0)) - n) / (n * n - n))
 
-    def probe(run: Path, weights: Path | None) -> list[float]:
-        tok, net = F.load_pretrained(run)[0], network(run, weights)
-        feats = {}
+    def probe(run: Path, net: XLNet) -> list[float]:
+        tok, feats = F.load_pretrained(run)[0], {}
         for k in ("train", "test"):
             x = pair_inputs([tok.encode(" ".join(t.split())) for t in texts[k]], None, args.max_len,
                               tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"])
@@ -147,12 +146,14 @@ def probes(args) -> dict[str, Any]:
     for init in ("plm", "mlm", "scratch"):
         run = runs[SOURCE[init]]
         weights = None if init == "scratch" else run / "model.safetensors"
-        res[f"probe_{init}"] = probe(run, weights)
-        emb = torch.nn.functional.normalize(network(run, weights).word_embedding.weight.detach(), dim=1)
+        net = network(run, weights)
+        res[f"probe_{init}"] = probe(run, net)
+        emb = torch.nn.functional.normalize(net.word_embedding.weight.detach(), dim=1)
         res["embedding_cos"][init] = {band: mean_cos(emb[by_freq[a:b]]) for band, (a, b) in COS_BANDS.items()}
     if args.probe_every:
-        res["curve"] = {o: [[int(c.name[5:]), probe(run, c / "model.safetensors")] for c in checkpoint_dirs(run)
-                            if int(c.name[5:]) % args.probe_every == 0] for o, run in runs.items()}
+        res["curve"] = {o: [[int(c.name[5:]), probe(run, network(run, c / "model.safetensors"))]
+                            for c in checkpoint_dirs(run) if int(c.name[5:]) % args.probe_every == 0]
+                        for o, run in runs.items()}
     return res
 
 
