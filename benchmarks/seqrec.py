@@ -59,9 +59,10 @@ def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None
     done = run_dir / "summary.json"
     if done.exists():
         return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
+    if args.collect and not args.keep_recorded:
+        return None
     if args.collect:  # a run kept only in the record (its directory went with an earlier machine), or none
-        return recorded_run(NAME, encoder=encoder, head=head, seed=seed, stride=args.stride) if args.keep_recorded \
-            else None
+        return recorded_run(NAME, encoder=encoder, head=head, seed=seed, stride=args.stride)
     if not claim_run_dir(run_dir, resume=True):
         return None
     s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride), run_dir,

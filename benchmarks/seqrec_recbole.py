@@ -74,18 +74,14 @@ def recbole_config(seed: int, epochs: int, patience: int, out: str) -> dict[str,
             "reproducibility": True, "show_progress": False, "checkpoint_dir": out, "log_wandb": False}
 
 
-def newest(pattern: str, where: Path) -> Path:
-    found = sorted(where.glob(pattern), key=lambda f: f.stat().st_mtime)
-    if not found:
-        sys.exit(f"no {pattern} under {where}")
-    return found[-1]
+def newest_first(where: Path, pattern: str) -> list[Path]:
+    return sorted(where.glob(pattern), key=lambda f: f.stat().st_mtime, reverse=True)
 
 
 def training_log(out: Path) -> str:
     """The newest RecBole log file under `out` that records training epochs (an evaluation writes one too)."""
-    logs = sorted(out.glob("log/SASRec/*.log"), key=lambda f: f.stat().st_mtime)
-    texts = [re.sub(r"\x1b\[[0-9;]*m", "", f.read_text()) for f in logs]
-    return next((t for t in reversed(texts) if EPOCH.search(t)), "")
+    texts = (re.sub(r"\x1b\[[0-9;]*m", "", f.read_text()) for f in newest_first(out, "log/SASRec/*.log"))
+    return next((t for t in texts if EPOCH.search(t)), "")
 
 
 def run_one(python: str, seed: int, args) -> dict[str, Any]:
@@ -93,8 +89,12 @@ def run_one(python: str, seed: int, args) -> dict[str, Any]:
     run left under its output folder instead (its epochs and training time read from that run's log file)."""
     out = Path(f"/tmp/recbole_saved_seed{seed}")
     out.mkdir(parents=True, exist_ok=True)
-    arg = ({"model_file": str(newest("*.pth", out))} if args.evaluate_saved
-           else recbole_config(seed, args.epochs, args.patience, str(out)))
+    if args.evaluate_saved:
+        if not (saved := newest_first(out, "*.pth")):
+            sys.exit(f"--evaluate-saved: no saved RecBole model (*.pth) under {out}")
+        arg = {"model_file": str(saved[0])}
+    else:
+        arg = recbole_config(seed, args.epochs, args.patience, str(out))
     t0 = time.perf_counter()
     proc = subprocess.run([python, "-c", RUNNER, json.dumps(arg)], capture_output=True, text=True, cwd=out,
                           env={"OMP_NUM_THREADS": str(args.threads), "PATH": "/usr/bin:/bin"})  # its log/ go to out

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import statistics
 from pathlib import Path
@@ -112,17 +113,20 @@ def probes(args) -> dict[str, Any]:
         return net.eval()
 
     def mean_cos(unit: torch.Tensor) -> float:
-        """Mean cosine over the distinct pairs of these unit-norm rows: 0 for random directions, 1 for one
-        direction (tied embeddings of rarely seen pieces drift together early in training: they are mostly softmax
-        negatives, all pushed away from the same average context)."""
+        """Mean cosine over the distinct pairs of these unit-norm rows: 0 for random directions, 1 for one."""
         n = len(unit)
         return float(((unit.sum(0) @ unit.sum(0)) - n) / (n * n - n))
 
+    @functools.cache
+    def inputs(run: Path) -> dict[str, dict[str, torch.Tensor]]:
+        """The labeled articles in this run's tokenizer, encoded once for every probe of the run."""
+        tok = F.load_pretrained(run)[0]
+        return {k: pair_inputs([tok.encode(" ".join(t.split())) for t in texts[k]], None, args.max_len,
+                               tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"]) for k in ("train", "test")}
+
     def probe(run: Path, net: XLNet) -> list[float]:
-        tok, feats = F.load_pretrained(run)[0], {}
-        for k in ("train", "test"):
-            x = pair_inputs([tok.encode(" ".join(t.split())) for t in texts[k]], None, args.max_len,
-                              tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"])
+        feats = {}
+        for k, x in inputs(run).items():
             with torch.no_grad():
                 h = torch.cat([net(x["input_ids"][a: a + 64], token_type_ids=x["token_type_ids"][a: a + 64],
                                    attention_mask=x["attention_mask"][a: a + 64]).hidden
