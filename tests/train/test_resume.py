@@ -5,6 +5,7 @@ import shutil
 import pytest
 import torch
 
+from genfeat.errors import CheckpointError
 from genfeat.train import checkpoint as C
 from genfeat.train.loop import TrainConfig, fit
 from tests.train.helpers import evaluate, lm_loss, make
@@ -47,3 +48,34 @@ def test_resume_without_the_rng_state_differs(tmp_path):
     finally:
         C.set_rng_state = original
     assert not all(torch.equal(p, q) for p, q in zip(lm_a.parameters(), lm_b.parameters(), strict=True))
+
+
+def _with_unused_parameter(seed: int = 0):
+    lm, data = make(seed=seed)
+    lm.unused = torch.nn.Parameter(torch.ones(3))  # trainable, never reached by the loss: no optimizer state
+    return lm, data
+
+
+def test_resume_with_a_parameter_that_never_had_a_gradient(tmp_path):
+    """XLNet under masked-LM never uses its query-stream vector; its run must still resume, exactly."""
+    cfg = TrainConfig(max_steps=6, lr=3e-3, warmup_steps=1, eval_every=3, keep_last=10)
+    lm_a, data_a = _with_unused_parameter()
+    fit(lm_a, lm_loss, data_a, cfg, tmp_path / "a", evaluate=evaluate)
+    assert "unused" not in C.load_trainer_state(tmp_path / "a/checkpoints/step_00000003")["optimizer"]["state"]
+    lm_b, data_b = _with_unused_parameter(seed=99)
+    res = fit(lm_b, lm_loss, data_b, cfg, tmp_path / "a", evaluate=evaluate,
+              resume_from=tmp_path / "a/checkpoints/step_00000003")
+    assert res.step == 6 and torch.equal(lm_b.unused, torch.ones(3))
+    for (name, pa), pb in zip(lm_a.state_dict().items(), lm_b.state_dict().values(), strict=True):
+        assert torch.equal(pa, pb), name
+
+
+def test_resume_into_an_optimizer_over_other_parameters_is_refused(tmp_path):
+    cfg = TrainConfig(max_steps=3, lr=3e-3, warmup_steps=1, eval_every=3, keep_last=10)
+    lm, data = make()
+    fit(lm, lm_loss, data, cfg, tmp_path / "a", evaluate=evaluate)
+    lm_b, _ = make()
+    opt = torch.optim.AdamW(list(lm_b.parameters())[1:])  # one parameter left out of the optimizer
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    with pytest.raises(CheckpointError, match="parameter groups differ"):
+        C.restore_checkpoint(tmp_path / "a/checkpoints/step_00000003", lm_b, opt, sched)

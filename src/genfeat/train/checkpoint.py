@@ -100,6 +100,18 @@ def _check_keys(model: nn.Module, sd: dict[str, torch.Tensor]) -> None:
             raise RuntimeError(f"{k} has shape {tuple(sd[k].shape)} in the file, {tuple(t.shape)} in the model")
 
 
+def _check_optimizer_params(model: nn.Module, optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
+    names: dict[nn.Parameter, set[str]] = {}
+    for n, p in D.unwrap(model).named_parameters(remove_duplicate=False):
+        names.setdefault(p, set()).add(n)  # a tied weight has several names; the file may list any of them
+    own = [[names[p] for p in g["params"]] for g in optimizer.param_groups]
+    theirs = [set(g["params"]) for g in saved["param_groups"]]
+    if len(own) != len(theirs) or any(any(not n & t for n in o) or not t <= set().union(*o)
+                                      for o, t in zip(own, theirs, strict=True)):
+        raise RuntimeError(f"the optimizer's parameter groups differ: {[len(g) for g in theirs]} parameters "
+                           f"in the file, {[len(g) for g in own]} in this optimizer")
+
+
 def save_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
     """Full weights of a plain, DDP or FSDP2 model to one safetensors file. Collective (every rank calls
     it, so FSDP shards can be gathered); rank 0 writes."""
@@ -194,8 +206,12 @@ def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizer: tor
     sd = load_weights(ckpt / WEIGHTS)
     try:
         _check_keys(model, sd)
+        _check_optimizer_params(model, optimizer, state["optimizer"])
+        # strict=False: a parameter that never had a gradient (an input the loss does not use, such as
+        # XLNet's query-stream vector under masked-LM) has no optimizer state yet, which is not a mismatch;
+        # the weights and the optimizer's parameters were both compared by name just above
         set_state_dict(model, optimizer, model_state_dict=sd, optim_state_dict=state["optimizer"],
-                       options=StateDictOptions(full_state_dict=True, strict=True))
+                       options=StateDictOptions(full_state_dict=True, strict=False))
         scheduler.load_state_dict(state["scheduler"])
     except (RuntimeError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint {ckpt} does not match this model/optimizer: "
