@@ -7,7 +7,7 @@ import torch
 
 from genfeat.errors import CheckpointError
 from genfeat.train import checkpoint as C
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import TrainConfig, build_optimizer, fit
 from tests.train.helpers import evaluate, lm_loss, make
 
 
@@ -70,12 +70,17 @@ def test_resume_with_a_parameter_that_never_had_a_gradient(tmp_path):
         assert torch.equal(pa, pb), name
 
 
-def test_resume_into_an_optimizer_over_other_parameters_is_refused(tmp_path):
+@pytest.mark.parametrize("change", ["one parameter frozen", "groups swapped"])
+def test_resume_into_an_optimizer_over_other_parameters_is_refused(tmp_path, change):
     cfg = TrainConfig(max_steps=3, lr=3e-3, warmup_steps=1, eval_every=3, keep_last=10)
     lm, data = make()
     fit(lm, lm_loss, data, cfg, tmp_path / "a", evaluate=evaluate)
     lm_b, _ = make()
-    opt = torch.optim.AdamW(list(lm_b.parameters())[1:])  # one parameter left out of the optimizer
+    if change == "one parameter frozen":  # same two groups, one parameter fewer in the second
+        next(p for p in lm_b.parameters() if p.dim() == 1).requires_grad_(False)
+    opt = build_optimizer(lm_b, cfg)
+    if change == "groups swapped":  # the same parameters, each in the other group
+        opt.param_groups.reverse()
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
     with pytest.raises(CheckpointError, match="parameter groups differ"):
         C.restore_checkpoint(tmp_path / "a/checkpoints/step_00000003", lm_b, opt, sched)

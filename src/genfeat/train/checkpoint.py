@@ -101,6 +101,7 @@ def _check_keys(model: nn.Module, sd: dict[str, torch.Tensor]) -> None:
 
 
 def _check_optimizer_params(model: nn.Module, optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
+    """Group by group, every parameter of this optimizer is named in the file and the file names no other."""
     names: dict[nn.Parameter, set[str]] = {}
     for n, p in D.unwrap(model).named_parameters(remove_duplicate=False):
         names.setdefault(p, set()).add(n)  # a tied weight has several names; the file may list any of them
