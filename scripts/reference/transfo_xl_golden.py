@@ -1,19 +1,19 @@
-"""Golden inputs/outputs of Hugging Face TransfoXL for genfeat's parity test (tests/models/test_transfo_xl_hf.py).
+"""Golden directories of Hugging Face TransfoXL for genfeat's parity tests (tests/models/test_transfo_xl_hf.py).
 
 TransfoXL exists only in transformers <= 4.35 (deprecated, then removed in v5), so this runs in a separate
 venv and its outputs are stored, small, in tests/assets/transfo_xl/:
 
     python3 -m venv .venv-ref
-    .venv-ref/bin/pip install torch==2.13.0 transformers==4.35.0 'numpy<2.3'
+    .venv-ref/bin/pip install torch==2.13.0 transformers==4.35.0 'numpy<2.3' sentencepiece
     .venv-ref/bin/python scripts/reference/transfo_xl_golden.py tests/assets/transfo_xl
 
 For each configuration: random weights (every parameter perturbed so no bias is zero), two consecutive
-segments through `TransfoXLLMHeadModel` in eval mode (HF starts from mem_len rows of zero memory), and
-<name>.safetensors holding `w.<hf key>` weights, `ids1`/`ids2`, `logp1`/`logp2` (B, L, V) and
-`mems1.<i>`/`mems2.<i>` (HF layout (M, B, d)); <name>.json holds the HF config.
+segments through `TransfoXLLMHeadModel` in eval mode (HF starts from mem_len rows of zero memory). Each case is
+a directory `<name>/` holding what `save_pretrained` wrote (`config.json`, `model.safetensors`: tied weights are
+stored once, as HF stores them) and `golden.safetensors` with `ids1`/`ids2`, `logp1`/`logp2` (B, L, V) and
+`mems1.<i>`/`mems2.<i>` (HF layout (M, B, d)).
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -30,6 +30,10 @@ CONFIGS = {
     "div4_cutoffs_clamp": {"cutoffs": [20, 50], "div_val": 4, "d_embed": 32, "clamp_len": 3},
     "div1_proj_same_length_clamp": {"cutoffs": [30], "d_embed": 8, "same_length": True, "clamp_len": 4,
                                     "proj_share_all_but_first": False},
+    # output embeddings untied, projections still shared (HF's tie_weights ties them independently)
+    "div4_untied_weights_tied_projs": {"cutoffs": [20, 50], "div_val": 4, "d_embed": 32,
+                                       "tie_word_embeddings": False},
+    "div1_proj_untied_weights_tied_projs": {"cutoffs": [30], "d_embed": 8, "tie_word_embeddings": False},
 }
 
 
@@ -51,22 +55,13 @@ def main(out_dir: str) -> None:
         with torch.no_grad():
             o1 = model(input_ids=ids1)
             o2 = model(input_ids=ids2, mems=o1.mems)
-        tensors = {f"w.{k}": v.contiguous() for k, v in model.state_dict().items()}
-        tensors |= {"ids1": ids1, "ids2": ids2, "logp1": o1.prediction_scores, "logp2": o2.prediction_scores}
+        case = out / name
+        model.save_pretrained(str(case), safe_serialization=True)
+        tensors = {"ids1": ids1, "ids2": ids2, "logp1": o1.prediction_scores, "logp2": o2.prediction_scores}
         tensors |= {f"mems1.{i}": m.contiguous() for i, m in enumerate(o1.mems)}
         tensors |= {f"mems2.{i}": m.contiguous() for i, m in enumerate(o2.mems)}
-        # tied weights appear under several keys: store each once (safetensors refuses shared storage)
-        seen, unique = {}, {}
-        for k, v in tensors.items():
-            key = (v.data_ptr(), tuple(v.shape))
-            if key in seen:
-                unique[k] = v.clone()
-            else:
-                seen[key] = k
-                unique[k] = v
-        save_file(unique, str(out / f"{name}.safetensors"))
-        (out / f"{name}.json").write_text(json.dumps(cfg.to_dict(), indent=1, default=str))
-        print(name, sum(v.numel() for v in unique.values()), "numbers")
+        save_file(tensors, str(case / "golden.safetensors"))
+        print(name, sorted(p.name for p in case.iterdir()))
 
 
 if __name__ == "__main__":

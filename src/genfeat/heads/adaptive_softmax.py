@@ -6,7 +6,9 @@ log p(w) = log softmax_head(cluster c) + log softmax_c(E_c P_c^T h)[w].
 
 Returns full-vocabulary log-probabilities, in vocabulary order (so per-token losses keep input order,
 spec pitfall 16), as `HeadOutput(log_probs, is_log_prob=True)`. Weights can be tied to an
-`AdaptiveEmbedding` (cluster embeddings always, projections per `tie_projs`). Parameter names
+`AdaptiveEmbedding` independently: the cluster embeddings when `tie_weight`, each cluster's projection when
+its `tie_projs` entry is set, whatever `tie_weight` says (as the reference and HF, whose `tie_weights()` shares
+projections under `tie_word_embeddings=False` too). Parameter names
 (`out_layers`, `out_projs`, `cluster_weight`, `cluster_bias`) follow the reference / HF. Tail cluster c's
 logit sits at head index shortlist + c - 1 (natural order), as in the TF reference and HF (whose converted
 WT103 checkpoint comes from TF); the authors' PyTorch code reads it at index -c (reverse order), so its
@@ -26,7 +28,7 @@ from genfeat.nn.outputs import BackboneOutput
 
 class ProjectedAdaptiveLogSoftmax(nn.Module):
     def __init__(self, n_token: int, d_embed: int, d_proj: int, cutoffs: tuple[int, ...] = (), div_val: int = 1,
-                 tie_to: AdaptiveEmbedding | None = None, tie_projs: tuple[bool, ...] = ()):
+                 tie_to: AdaptiveEmbedding | None = None, tie_projs: tuple[bool, ...] = (), tie_weight: bool = True):
         super().__init__()
         self.n_token, self.d_embed, self.d_proj, self.div_val = n_token, d_embed, d_proj, div_val
         self.bounds = cluster_bounds(n_token, cutoffs)
@@ -43,7 +45,7 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
             d_i = d_embed // div_val**i
             size = self.bounds[i + 1] - self.bounds[i] if div_val > 1 else n_token
             layer = nn.Linear(d_i, size)
-            if tie_to is not None:
+            if tie_to is not None and tie_weight:
                 layer.weight = tie_to.emb_layers[i].weight
             self.out_layers.append(layer)
         if div_val > 1 or d_embed != d_proj:

@@ -2,9 +2,16 @@
 deprecated and then removed in transformers v5, so genfeat reads and writes its state dicts directly and
 needs no transformers install).
 
-    cfg = config_from_hf(json.load(open("config.json")))
+    lm = from_pretrained("path/to/hf-dir")      # config.json + model.safetensors (or pytorch_model.bin)
+    save_pretrained(lm, "out/")                 # what TransfoXLLMHeadModel.from_pretrained reads
+
+    cfg = config_from_hf(hf_config_dict)        # the state-dict level, for in-memory HF models
     lm = build_txl_lm(cfg); lm.load_state_dict(from_hf_state_dict(hf_state_dict, cfg))
     hf_state_dict = to_hf_state_dict(lm.state_dict(), cfg)
+
+`save_pretrained` stores tied weights once, as HF does (the output embeddings when `tie_word_embeddings`, the
+projections that `tie_projs` shares, the per-layer u / v copies when `untie_r=False`); `from_pretrained`
+re-ties them (`hf_tied_keys`).
 
 Parameter names already follow the reference code, so the mapping is a prefix change
 (`transformer.` <-> `backbone.`, `crit.` <-> `head.`), per-layer `u`/`v` moving out of `dec_attn`
@@ -17,12 +24,16 @@ Behavioural difference to keep in mind (spec §8): HF starts from `mem_len` rows
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from genfeat.models.hf_files import read_hf_dir, write_hf_dir
+from genfeat.models.lm import CausalLM
 from genfeat.models.transformer_xl.config import TXLConfig
+from genfeat.models.transformer_xl.model import build_txl_lm
 
 
 def config_from_hf(hf: dict[str, Any]) -> TXLConfig:
@@ -64,6 +75,48 @@ def config_to_hf(cfg: TXLConfig) -> dict[str, Any]:
         "untie_r": cfg.untie_r, "init_std": cfg.init_std, "proj_init_std": cfg.proj_init_std,
         "layer_norm_epsilon": 1e-5, "tie_word_embeddings": cfg.tie_weight,
     }
+
+
+def hf_tied_keys(cfg: TXLConfig) -> dict[str, str]:
+    """{HF key that HF ties to another: that key}, exactly the keys `save_pretrained` leaves out
+    (TransfoXLLMHeadModel.tie_weights)."""
+    tied: dict[str, str] = {}
+    n_out = len(cfg.cutoffs) + 1 if cfg.div_val > 1 else 1
+    if cfg.tie_weight:
+        for i in range(n_out):
+            tied[f"crit.out_layers.{i}.weight"] = f"transformer.word_emb.emb_layers.{i}.weight"
+    for i, tie in enumerate(cfg.tie_projs):
+        if tie and cfg.div_val == 1 and cfg.d_model != cfg.embed_dim:
+            tied[f"crit.out_projs.{i}"] = "transformer.word_emb.emb_projs.0"
+        elif tie and cfg.div_val > 1:
+            tied[f"crit.out_projs.{i}"] = f"transformer.word_emb.emb_projs.{i}"
+    if not cfg.untie_r:
+        for n in range(cfg.n_layer):
+            for name in ("r_w_bias", "r_r_bias"):
+                tied[f"transformer.layers.{n}.dec_attn.{name}"] = f"transformer.{name}"
+    return tied
+
+
+def from_pretrained(directory: str | Path) -> CausalLM:
+    """A Transformer-XL LM from an HF `TransfoXLLMHeadModel` directory (config.json + model.safetensors or
+    pytorch_model.bin), tied weights re-tied; loaded strictly."""
+    hf_cfg, sd = read_hf_dir(directory, ("transfo-xl",))
+    cfg = config_from_hf(hf_cfg)
+    for key, src in hf_tied_keys(cfg).items():
+        sd.setdefault(key, sd[src])
+    lm = build_txl_lm(cfg)
+    lm.load_state_dict(from_hf_state_dict(sd, cfg))
+    return lm
+
+
+def save_pretrained(lm: CausalLM, directory: str | Path) -> None:
+    """Write `lm` as HF writes a TransfoXLLMHeadModel: config.json + model.safetensors with HF's key names,
+    each tied weight stored once."""
+    cfg = lm.backbone.cfg
+    sd = to_hf_state_dict(lm.state_dict(), cfg)
+    for key in hf_tied_keys(cfg):
+        sd.pop(key, None)
+    write_hf_dir(directory, config_to_hf(cfg), sd)
 
 
 def _plain_head(cfg: TXLConfig) -> bool:

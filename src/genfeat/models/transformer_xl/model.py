@@ -156,12 +156,13 @@ class TransformerXL(nn.Module):
 
 
 def build_txl_lm(cfg: TXLConfig) -> CausalLM:
-    """Transformer-XL + tied softmax (no cutoffs) or tied projected adaptive softmax."""
+    """Transformer-XL + softmax (no cutoffs) or projected adaptive softmax; the output embeddings are tied to the
+    input ones when `cfg.tie_weight`, the projections wherever `cfg.tie_projs` says (independently)."""
     backbone = TransformerXL(cfg)
     if cfg.cutoffs or cfg.div_val > 1 or cfg.embed_dim != cfg.d_model:
-        tie = backbone.word_emb if cfg.tie_weight else None
         head = ProjectedAdaptiveLogSoftmax(cfg.vocab_size, cfg.embed_dim, cfg.d_model, cfg.cutoffs, cfg.div_val,
-                                           tie_to=tie, tie_projs=cfg.tie_projs)
+                                           tie_to=backbone.word_emb, tie_projs=cfg.tie_projs,
+                                           tie_weight=cfg.tie_weight)
         shared = {id(q) for q in backbone.parameters()}
         for name, p in head.named_parameters():  # reference init for the head's own (untied) parameters
             if id(p) in shared:
