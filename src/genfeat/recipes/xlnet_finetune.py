@@ -43,6 +43,7 @@ from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMult
 from genfeat.recipes.lm import seed_everything
 from genfeat.train.checkpoint import load_weights, save_model_weights
 from genfeat.train.logging import MetricsLogger, machine_info
+from genfeat.train.optim import finetune_optimizer
 
 Batch = dict[str, torch.Tensor]
 
@@ -53,13 +54,17 @@ class FinetuneConfig:
     batch_size: int = 16
     lr: float = 1e-4
     warmup: int = 40
-    weight_decay: float = 0.01
+    weight_decay: float = 0.01  # not on LayerNorm parameters and biases (the reference's exclusion)
+    layer_decay: float = 1.0  # layer l trains at lr * layer_decay ** (N - 1 - l) (reference: 0.75 for SQuAD)
+    adam_eps: float = 1e-8
     dropout: float = 0.1  # dropout and attention dropout (the reference's fine-tuning values)
     eval_every: int = 50
 
     def __post_init__(self) -> None:
         if min(self.steps, self.batch_size, self.eval_every) < 1 or self.lr <= 0:
             raise ConfigError("train.steps, batch_size and eval_every must be >= 1 and lr > 0")
+        if not 0.0 < self.layer_decay <= 1.0:
+            raise ConfigError(f"train.layer_decay must be in (0, 1], got {self.layer_decay}")
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,8 @@ class XLNetRaceConfig:
     max_len: int = 512
     max_qa: int = 128
     train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=8, lr=2e-5, steps=12000,
-                                                                         warmup=1000, eval_every=1000))
+                                                                         warmup=1000, eval_every=1000,
+                                                                         weight_decay=0.0, adam_eps=1e-6))
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,8 @@ class XLNetSquadConfig:
     max_query: int = 64
     max_answer: int = 64
     train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=48, lr=3e-5, steps=8000,
-                                                                         warmup=1000, eval_every=8000))
+                                                                         warmup=1000, eval_every=8000,
+                                                                         layer_decay=0.75, adam_eps=1e-6))
 
 
 def bbc_100() -> XLNetClassifyConfig:
@@ -164,7 +171,7 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
     `evaluate` score (the last ones when evaluate is None). Returns (best score or nan, its step)."""
     rng = np.random.default_rng(seed)
     n = next(iter(train.values())).size(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=ft.lr, weight_decay=ft.weight_decay)
+    opt = finetune_optimizer(model, ft.lr, ft.weight_decay, ft.layer_decay, ft.adam_eps)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / max(1, ft.warmup), max(0.0, (ft.steps - s) / max(1, ft.steps - ft.warmup))))
     logger = MetricsLogger(run_dir, enabled=True, tensorboard=False)

@@ -226,11 +226,9 @@ class XLNet(nn.Module):
         K = mlen + T
         forbid = self.forbidden(B, T, mlen, attention_mask, perm_mask, h.device)
         mask_h = mask_g = seg_h = seg_g = None
-        if forbid is not None and perm_mask is None and cfg.attn_type == "bi":  # padding keys only (fine-tuning)
-            mask_h = forbid  # padded rows attend to the real tokens instead of themselves (HF); their outputs are junk
-        elif forbid is not None:
+        if forbid is not None:  # every content row sees itself, padded rows too (reference, HF): their states enter
             diag = F.pad(torch.eye(T, dtype=torch.bool, device=h.device), (mlen, 0), value=False)  # (T, K)
-            mask_h = forbid & ~diag  # the content stream sees itself
+            mask_h = forbid & ~diag  # the memory, so later segments depend on them
         if token_type_ids is not None:
             cat_ids = F.pad(token_type_ids, (mlen, 0), value=0)  # memory = segment 0
             seg_h = (token_type_ids[:, :, None] != cat_ids[:, None, :])[:, None].to(h.dtype)  # (B, 1, T, K)
