@@ -111,10 +111,15 @@ def test_max_logits_mixture_is_one_softmax_of_the_facet_maximum():
     torch.manual_seed(0)
     head = build_head(HeadConfig(kind="multi_facet", num_softmax=3, mixture="max_logits"), 8, 20, None)
     out = BackboneOutput(torch.randn(2, 5, 8))
+    with torch.no_grad():  # facets start identical (every head starts as the softmax): move them apart
+        for f in head.facets:
+            f.weight.add_(torch.randn_like(f.weight))
     res = head(out)
     zs, prior = head.facet_logits(out)
     assert prior is None and not res.is_log_prob and head.prior is None
-    torch.testing.assert_close(res.scores, torch.stack(zs, -1).amax(-1))
+    z = torch.stack(zs, -1)
+    assert not torch.allclose(z.amax(-1), z.mean(-1))
+    torch.testing.assert_close(res.scores, z.amax(-1))
     for f in head.facets[1:]:  # identical facets: the single softmax
         f.load_state_dict(head.facets[0].state_dict())
     torch.testing.assert_close(head(out).scores, torch.nn.functional.linear(head.facets[0](out.hidden), head.weight))

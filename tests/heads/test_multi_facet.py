@@ -78,6 +78,22 @@ def test_mos_matches_the_mixture_formula():
     torch.testing.assert_close(head(out).log_probs(), p.log(), atol=1e-5, rtol=1e-5)
 
 
+def test_mos_with_multiple_input_states_matches_eq_2_3():
+    """MoS + Mi: q (Eq. 2.3) = h^M ⊕ GELU(L^h(window x layers)); every facet and the prior read q (spec §3.3)."""
+    head = MultiFacetSoftmax(D, V, num_softmax=3, multi_input=True)
+    scramble(head)
+    out = backbone_out()
+    layers = [out.hidden, out.all_hidden[-2], out.all_hidden[-3]]
+    pad = [F.pad(h, (0, 0, 2, 0)) for h in layers]  # zeros before the start
+    x = torch.cat([h[:, 2 - i: 2 - i + T] for h in pad for i in range(3)], -1)  # (B, T, 9D)
+    q = torch.cat([out.hidden, F.gelu(head.multi_input.proj(x), approximate="tanh")], -1)  # (B, T, 2D)
+    pi = torch.softmax(q @ head.prior.weight.T + head.prior.bias, -1)
+    _, log_prior = head.facet_logits(out)
+    torch.testing.assert_close(log_prior, pi.log(), atol=1e-5, rtol=1e-5)
+    p = sum(pi[..., k:k + 1] * torch.softmax(head.facets[k](q) @ head.weight.T, -1) for k in range(3))
+    torch.testing.assert_close(head(out).log_probs(), p.log(), atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize(("J", "bias"), [(4, True), (4, False), (37, False), (40, True)])  # V = 37: a last row of 1
 def test_partitions_score_each_word_with_its_own_facet(J, bias):
     head = MultiFacetSoftmax(D, V, num_partitions=J, bias=bias)

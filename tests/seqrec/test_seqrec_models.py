@@ -227,3 +227,63 @@ def test_window_loss_scores_only_the_target_positions():
     for g, w in zip(got, want, strict=True):
         if w is not None:
             torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
+def test_multi_softmax_recommender_max_pools_distinct_facets(encoder):
+    """The recommenders' Multi-Softmax (thesis C §2.5): one softmax of max_k of the facet logits, with facets that
+    differ (they start identical, where max, mean and any facet agree)."""
+    torch.manual_seed(0)
+    model = build_seqrec(_cfg(encoder, "mos"), N).eval()
+    with torch.no_grad():
+        for f in model.head.facets:
+            f.weight.add_(torch.randn_like(f.weight))
+    seq, length = _batch()
+    zs, _ = model.head.facet_logits(model.encoder(seq), seq, positions=(length - 1)[:, None])
+    z = torch.stack(zs, -1)[:, 0, 1:]  # (B, items, K), item 0 is padding
+    assert not torch.allclose(z.amax(-1), z.mean(-1), atol=1e-3)
+    torch.testing.assert_close(model(seq, length)[:, 1:], torch.log_softmax(z.amax(-1), -1), atol=1e-5, rtol=1e-5)
+
+
+def test_sasrec_feed_forward_has_recbole_dropouts_only():
+    """RecBole's SASRec block: x = LN(x + Drop(W_O·MHA(x))); x = LN(x + Drop(W_2 GELU(W_1 x))), no dropout after
+    the GELU. Replays the block with the same dropout stream and compares in training mode."""
+    from genfeat.models.seqrec.sasrec import SASRecBlock
+
+    torch.manual_seed(0)
+    blk = SASRecBlock(16, 2, 32, dropout=0.5, attn_dropout=0.0).train()
+    x = torch.randn(3, 5, 16)
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()[None, None]
+    torch.manual_seed(7)
+    got = blk(x, mask)
+    torch.manual_seed(7)
+    q, k, v = blk.qkv(x).view(3, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)
+    a = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    h = blk.ln1(x + blk.drop(blk.out(a.transpose(1, 2).reshape(3, 5, 16))))
+    want = blk.ln2(h + blk.drop(blk.ff2(torch.nn.functional.gelu(blk.ff1(h)))))
+    torch.testing.assert_close(got, want)
+
+
+def test_evaluation_keeps_history_items_as_candidates():
+    """The thesis's and RecBole's protocol (mask_history=False): an already-seen item scored above the target
+    costs the target a rank."""
+    import numpy as np
+
+    from genfeat.data.seqrec import Examples
+    from genfeat.recipes.seqrec import SeqRecEvalConfig, evaluate_seqrec
+
+    class Fixed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, hist, length):
+            z = torch.zeros(hist.size(0), 8)
+            z[:, 3], z[:, 5] = 2.0, 1.0  # item 3 (in the history) above the target 5
+            return torch.log_softmax(z, -1)
+
+    ex = Examples(history=np.array([[3, 1, 0]]), length=np.array([2]), target=np.array([5]))
+    res = evaluate_seqrec(Fixed(), ex, SeqRecEvalConfig(ks=(1, 2)), 4, "valid")
+    assert res["valid_hit@1"] == 0.0 and res["valid_hit@2"] == 1.0
+    masked = evaluate_seqrec(Fixed(), ex, SeqRecEvalConfig(ks=(1,), mask_history=True), 4, "valid")
+    assert masked["valid_hit@1"] == 1.0

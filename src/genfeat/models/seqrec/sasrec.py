@@ -11,7 +11,7 @@ output, block 1, ..., block n))`, the layers Mi reads (H = n_layers). Init: N(0,
 and Embedding weight (the padding row included, as RecBole's `_init_weights`), zero biases, LayerNorm 1/0.
 Attention runs on `F.scaled_dot_product_attention`.
 
-Deviations: none (GELU is the exact erf form, as RecBole).
+Deviations: none (GELU is the exact erf form; dropout after the attention output and after W_2 only, as RecBole).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class SASRecBlock(nn.Module):
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                            dropout_p=self.attn_dropout if self.training else 0.0)
         x = self.ln1(x + self.drop(self.out(a.transpose(1, 2).reshape(B, L, D))))
-        return self.ln2(x + self.drop(self.ff2(self.drop(F.gelu(self.ff1(x))))))
+        return self.ln2(x + self.drop(self.ff2(F.gelu(self.ff1(x)))))  # no dropout after GELU (RecBole)
 
 
 class SASRecEncoder(nn.Module):
