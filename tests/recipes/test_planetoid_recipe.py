@@ -69,3 +69,10 @@ def test_kernel_docs_graph_from_the_real_package(tmp_path):
     assert g.edge_homophily() > 0.5 and g.num_edges > g.num_nodes
     rebuilt = K.build_graph(K.read_docs(K.require("linux-doc") / K.SOURCES_DIR))
     assert rebuilt.num_edges == g.num_edges  # the files hold the same graph as a fresh build
+
+
+def test_a_root_with_other_planetoid_files_suggests_the_name(tmp_path):
+    (tmp_path / "ind.mygraph.graph").write_bytes(b"")
+    with pytest.raises(ConfigError, match="--data.name mygraph"):
+        P.load_graph(P.GraphDataConfig(name="cora", root=str(tmp_path)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ind.mygraph.graph"]  # nothing downloaded into it

@@ -146,6 +146,10 @@ def _load_graph(cfg: GraphDataConfig) -> GraphData:
         return load_kernel_docs()
     root = Path(cfg.root) if cfg.root else data_home() / "planetoid" / cfg.name
     if not (root / f"ind.{cfg.name}.graph").exists():
+        others = sorted(p.name[len("ind."):-len(".graph")] for p in root.glob("ind.*.graph"))
+        if others:
+            raise ConfigError(f"no ind.{cfg.name}.* files in {root}, but it holds the Planetoid graph(s) "
+                              f"{', '.join(others)}: add --data.name {others[0]}")
         if cfg.name in PLANETOID_NAMES and cfg.download:
             download_planetoid(cfg.name, root)
         else:
