@@ -79,3 +79,14 @@ def test_model_selection_never_sees_test_labels(method):
     res2 = run(scrambled, method, short)
     assert res2["best_round"] == res["best_round"] and res2["val_acc"] == res["val_acc"]
     assert [h["val_acc"] for h in res2["history"]] == [h["val_acc"] for h in res["history"]]
+
+
+def test_context_budget_scales_with_the_graph_and_warns_when_thin(capsys):
+    from genfeat.models.planetoid.train import context_budget
+
+    default = P.PlanetoidTrainConfig()
+    assert context_budget(default, 2149) == (2000, 3000)  # the kernel-docs graph: the thesis's budget
+    assert context_budget(default, 57000) == (38000, 57000)  # x19
+    assert capsys.readouterr().err == ""
+    assert context_budget(P.PlanetoidTrainConfig(warmup_steps=10, rounds=20), 57000) == (10, 20)
+    assert "triples per node" in capsys.readouterr().err
