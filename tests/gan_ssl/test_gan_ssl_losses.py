@@ -54,17 +54,17 @@ def test_proposition_1_construction():
     torch.testing.assert_close(torch.softmax(star, -1), torch.softmax(l, -1))
 
 
-@pytest.mark.parametrize("lambda_ent", [0.0, 0.3])
-def test_discriminator_loss_equals_naive_eq_3_6(lambda_ent):
+@pytest.mark.parametrize(("lambda_ent", "over"), [(0.0, "k"), (0.3, "k"), (0.3, "k+1")])
+def test_discriminator_loss_equals_naive_eq_3_6(lambda_ent, over):
     torch.manual_seed(1)
     ll, lu, lg = (torch.randn(n, 4, dtype=torch.float64) for n in (6, 8, 8))
     y = torch.randint(0, 4, (6,))
-    loss, _ = discriminator_loss(ll, y, lu, lg, 0.5, lambda_ent)
+    loss, _ = discriminator_loss(ll, y, lu, lg, 0.5, lambda_ent, over)
     pu = torch.softmax(F.pad(lu, (0, 1)), -1)
     pg = torch.softmax(F.pad(lg, (0, 1)), -1)
     naive = (-torch.log(torch.softmax(ll, -1)[torch.arange(6), y]).mean()
              - 0.5 * torch.log(pu[:, :4].sum(-1)).mean() - 0.5 * torch.log(pg[:, 4]).mean())
-    pk = torch.softmax(lu, -1)
+    pk = torch.softmax(lu, -1) if over == "k" else pu[:, :4]  # K+1: the real classes' probabilities of K+1
     naive = naive + lambda_ent * (-(pk * pk.log()).sum(-1)).mean()
     torch.testing.assert_close(loss, naive)
 

@@ -98,7 +98,12 @@ def load_svhn_mat(path: str | Path) -> ImageSplit:
     """An SVHN cropped-digits .mat file: X (32, 32, 3, N) uint8, y (N, 1) in 1..10 with 10 meaning digit 0."""
     from scipy.io import loadmat
 
-    m = loadmat(str(path))
+    if not Path(path).is_file():
+        raise DataError(f"{path}: missing (SVHN cropped digits: train_32x32.mat, test_32x32.mat)")
+    try:
+        m = loadmat(str(path))
+    except (ValueError, OSError) as e:
+        raise DataError(f"{path}: not a readable .mat file ({e})") from None
     if "X" not in m or "y" not in m:
         raise DataError(f"{path}: expected variables X and y")
     x = np.transpose(m["X"], (3, 2, 0, 1)).astype(np.float32) / 255.0

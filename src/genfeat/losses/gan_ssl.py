@@ -48,15 +48,17 @@ def conditional_entropy(logits: Tensor, over: str = "k") -> Tensor:
 
 
 def discriminator_loss(logits_lab: Tensor, labels: Tensor, logits_unl: Tensor, logits_gen: Tensor,
-                       lambda_u: float = 0.5, lambda_ent: float = 0.0) -> tuple[Tensor, dict[str, float]]:
-    """L_D of §2.7.6 (the generated samples' logits must come from detached samples) and its parts."""
+                       lambda_u: float = 0.5, lambda_ent: float = 0.0,
+                       ent_over: str = "k") -> tuple[Tensor, dict[str, float]]:
+    """L_D of §2.7.6 (the generated samples' logits must come from detached samples) and its parts; the
+    entropy term normalised over the K classes or the K+1 (`conditional_entropy`'s `over`)."""
     sup = F.cross_entropy(logits_lab, labels)
     unl = -log_real(logits_unl).mean()
     gen = -log_fake(logits_gen).mean()
     loss = sup + lambda_u * (unl + gen)
     parts = {"d_sup": sup.item(), "d_unl": unl.item(), "d_gen": gen.item()}
     if lambda_ent:
-        ent = conditional_entropy(logits_unl)
+        ent = conditional_entropy(logits_unl, ent_over)
         loss = loss + lambda_ent * ent
         parts["d_ent"] = ent.item()
     return loss, parts

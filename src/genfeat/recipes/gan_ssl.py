@@ -8,12 +8,17 @@
     genfeat run gan_ssl --preset mnist_100 --train.lambda_pt 0.8 --train.lambda_ent 0.1   # FM + PT + Ent
     genfeat data fetch fashion-mnist
     genfeat run gan_ssl --preset fashion_mnist_1000                # 100 labels per class
+    genfeat run gan_ssl --preset svhn_1000 --data.root DIR         # FM + PT + Ent; DIR holds {train,test}_32x32.mat
+    genfeat run gan_ssl --preset cifar10_4000 --data.root DIR      # FM + VI; DIR holds the python batches
 
 Framework (specs/framework.md §4.3): `Alternating(D: L_D, G: L_G)` per mini-batch. Data: MNIST's 50k training
 images (all of them unlabeled, the labeled subset class-balanced with `train.seed`), its 10k validation images
 for checkpoint selection, the 10k test images for the reported error count; Fashion-MNIST: 55k / 5k / 10k
-(the last 5k training images held out for validation). Pixels in [0, 1] (the MNIST pickle stores k/256; they are
-rescaled to k/255 so the density model sees its 256-level grid); the density model reads 2x - 1.
+(the last 5k training images held out for validation); SVHN (`train_32x32.mat`, `test_32x32.mat`; no "extra")
+68,257 / 5k / 26,032 and CIFAR-10 (`data_batch_1..5`, `test_batch`) 45k / 5k / 10k, read from `data.root` (neither
+can be fetched offline). MNIST-shaped images: pixels in [0, 1] for the MLPs (the MNIST pickle stores k/256; they
+are rescaled to k/255 so the density model sees its 256-level grid; the density model reads 2x - 1); 32x32
+colour images: [-1, 1] for the conv networks of `models/gan_ssl/conv32.py`, as the reference.
 Outputs: `summary.json` (test errors of the validation-selected discriminator, Assumption-1 ratios, the max
 log-p of generated samples under the density model when one is given, seconds per epoch), `report.md`,
 `samples.png`, the weights.
@@ -32,9 +37,10 @@ import numpy as np
 import torch
 
 from genfeat.config import atomic_write_text, dump_yaml, load_yaml, to_dict
-from genfeat.data.images import load_fashion_mnist, load_mnist
+from genfeat.data.images import load_cifar10, load_fashion_mnist, load_mnist, load_svhn_mat
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import uniform_noise
+from genfeat.models.gan_ssl.conv32 import Conv32Discriminator, Conv32Encoder, Conv32Generator
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNISTGenerator
 from genfeat.models.gan_ssl.pixelcnn import PixelCNN
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
@@ -42,12 +48,15 @@ from genfeat.recipes.lm import seed_everything
 from genfeat.train.checkpoint import load_model_weights, save_model_weights
 from genfeat.train.logging import MetricsLogger, machine_info
 
-DATASETS = ("mnist", "fashion_mnist")
+DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
+COLOUR32 = ("svhn", "cifar10")  # 32x32x3, the conv networks, pixels in [-1, 1]
+CONV_WIDTHS = {"svhn": (64, 128), "cifar10": (96, 192)}  # (n1, n2) of the reference (spec §2.8)
 
 
 @dataclass(frozen=True)
 class ImageDataConfig:
-    dataset: str = "mnist"  # mnist | fashion_mnist
+    dataset: str = "mnist"  # mnist | fashion_mnist | svhn | cifar10
+    root: str = ""  # svhn / cifar10: the directory holding the standard files (they cannot be fetched offline)
     limit_train: int = 0  # > 0: use only the first N training images (tests, quick looks)
 
     def __post_init__(self) -> None:
@@ -63,8 +72,9 @@ class DensityConfig:
 @dataclass(frozen=True)
 class GanNetConfig:
     d_z: int = 100
-    disc_sizes: tuple[int, ...] = (1000, 500, 250, 250, 250)
+    disc_sizes: tuple[int, ...] = (1000, 500, 250, 250, 250)  # MNIST-shaped images: the MLP discriminator
     gen_hidden: int = 500
+    conv_widths: tuple[int, ...] = ()  # 32x32 images: (n1, n2) of the conv discriminator; () = the dataset's
     sigma_max: float = 1.0  # VI encoder's σ bound
 
 
@@ -108,6 +118,22 @@ def fashion_mnist_1000() -> GanSSLRunConfig:
                            train=GanSSLConfig(epochs=20, labeled_per_class=100))
 
 
+def svhn_1000() -> GanSSLRunConfig:
+    """SVHN, 100 labels per class, FM + PT + Ent (the thesis's best SVHN setting, Table 3.1: 4.25% error); the
+    reference's optimiser, L1 feature matching and 1e-4 learning-rate floor (spec §3.2), 20 epochs (it trains 900)."""
+    return GanSSLRunConfig(data=ImageDataConfig(dataset="svhn"), train=GanSSLConfig(
+        epochs=20, labeled_per_class=100, batch_labeled=64, batch_unlabeled=64, lr_d=1e-3, betas_d=(0.5, 0.999),
+        lr_g=1e-3, betas_g=(0.0, 0.999), lr_floor=0.1, fm_distance="l1_mean", lambda_pt=0.8, lambda_ent=0.1))
+
+
+def cifar10_4000() -> GanSSLRunConfig:
+    """CIFAR-10, 400 labels per class, FM + VI (the thesis's best CIFAR-10 setting, Table 3.1: 14.41% error); the
+    reference's optimiser and L1 feature matching (spec §3.2), 20 epochs (it trains 1,200)."""
+    return GanSSLRunConfig(data=ImageDataConfig(dataset="cifar10"), train=GanSSLConfig(
+        epochs=20, labeled_per_class=400, lr_d=6e-4, betas_d=(0.5, 0.999), lr_g=3e-4, betas_g=(0.0, 0.999),
+        fm_distance="l1_mean", lambda_vi=0.01))
+
+
 def tiny() -> GanSSLRunConfig:
     """Seconds, for tests."""
     return GanSSLRunConfig(data=ImageDataConfig(limit_train=300),
@@ -117,7 +143,7 @@ def tiny() -> GanSSLRunConfig:
 
 
 PRESETS = {"mnist_100": mnist_100, "mnist_100_ld": mnist_100_ld, "fashion_mnist_1000": fashion_mnist_1000,
-           "tiny": tiny}
+           "svhn_1000": svhn_1000, "cifar10_4000": cifar10_4000, "tiny": tiny}
 
 
 def pixelcnn_mnist() -> PixelCNNRunConfig:
@@ -138,20 +164,55 @@ PIXELCNN_PRESETS = {"mnist": pixelcnn_mnist, "fashion_mnist": pixelcnn_fashion, 
 
 # ----------------------------------------------------------------------------------------- data
 def load_images(cfg: ImageDataConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """{"train", "valid", "test"} -> (x (N, 1, 28, 28) in [0, 1] on the k/255 grid, y)."""
+    """{"train", "valid", "test"} -> (x, y): MNIST-shaped x (N, 1, 28, 28) in [0, 1] on the k/255 grid; SVHN and
+    CIFAR-10 x (N, 3, 32, 32) in [-1, 1]. Where the files have no validation split, the last 5,000 training
+    images are held out."""
+    if cfg.dataset in COLOUR32 and not cfg.root:
+        files = "train_32x32.mat and test_32x32.mat" if cfg.dataset == "svhn" else \
+            "the CIFAR-10 python batches (data_batch_1..5, test_batch)"
+        raise ConfigError(f"data.dataset={cfg.dataset} needs --data.root DIR, a directory holding {files}")
     if cfg.dataset == "mnist":
         d = load_mnist()
         splits = {k: (np.round(v.x * 256) / 255, v.y) for k, v in d.items()}  # k/256 -> k/255
     else:
-        d = load_fashion_mnist()
+        if cfg.dataset == "fashion_mnist":
+            d = load_fashion_mnist()
+        elif cfg.dataset == "svhn":
+            root = Path(cfg.root)
+            d = {"train": load_svhn_mat(root / "train_32x32.mat"), "test": load_svhn_mat(root / "test_32x32.mat")}
+        else:
+            root = Path(cfg.root)
+            d = load_cifar10(root / "cifar-10-batches-py" if (root / "cifar-10-batches-py").is_dir() else root)
         n = len(d["train"]) - 5000
+        if n < 1:
+            raise ConfigError(f"{cfg.dataset}: {len(d['train'])} training images, need more than the 5,000 held out "
+                              "for validation")
         splits = {"train": (d["train"].x[:n], d["train"].y[:n]), "valid": (d["train"].x[n:], d["train"].y[n:]),
                   "test": (d["test"].x, d["test"].y)}
+        if cfg.dataset in COLOUR32:
+            splits = {k: (2.0 * x - 1.0, y) for k, (x, y) in splits.items()}
     out = {k: (torch.from_numpy(np.ascontiguousarray(x, np.float32)), torch.from_numpy(y)) for k, (x, y) in
            splits.items()}
     if cfg.limit_train:
         out["train"] = (out["train"][0][: cfg.limit_train], out["train"][1][: cfg.limit_train])
     return out
+
+
+def build_networks(cfg: GanSSLRunConfig) -> tuple[torch.nn.Module, torch.nn.Module | None, torch.nn.Module | None]:
+    """(discriminator, generator or None, VI encoder or None) for the dataset's image shape: the MLPs of
+    `models/gan_ssl/mnist.py` for 28x28, the conv networks of `conv32.py` for SVHN / CIFAR-10."""
+    m, t = cfg.model, cfg.train
+    if cfg.data.dataset in COLOUR32:
+        n1, n2 = m.conv_widths or CONV_WIDTHS[cfg.data.dataset]
+        svhn = cfg.data.dataset == "svhn"
+        disc = Conv32Discriminator(10, n1, n2, in_dropout=0.15 if svhn else 0.2, spatial_dropout=svhn)
+        gen = Conv32Generator(m.d_z) if t.method == "gan" else None
+        enc = Conv32Encoder(m.d_z, sigma_max=m.sigma_max) if t.lambda_vi else None
+        return disc, gen, enc
+    disc = MNISTDiscriminator(10, 784, m.disc_sizes)
+    gen = MNISTGenerator(m.d_z, m.gen_hidden) if t.method == "gan" else None
+    enc = MNISTEncoder(m.d_z, 784, m.gen_hidden, m.sigma_max) if t.lambda_vi else None
+    return disc, gen, enc
 
 
 def load_density(run: str | Path) -> PixelCNN:
@@ -173,21 +234,25 @@ def _save_grid(images: torch.Tensor, path: Path, nrow: int = 10) -> None:
     import matplotlib.pyplot as plt
 
     n = (len(images) // nrow) * nrow
-    grid = images[:n, 0].reshape(-1, nrow, 28, 28).permute(0, 2, 1, 3).reshape(-1, nrow * 28).numpy()
-    plt.imsave(path, grid, cmap="gray", vmin=0, vmax=1)
+    _, C, H, W = images.shape  # pixels in [0, 1]
+    grid = images[:n].reshape(-1, nrow, C, H, W).permute(0, 3, 1, 4, 2).reshape(-1, nrow * W, C).clamp(0, 1).numpy()
+    if C == 1:
+        plt.imsave(path, grid[..., 0], cmap="gray", vmin=0, vmax=1)
+    else:
+        plt.imsave(path, grid)
 
 
 # ----------------------------------------------------------------------------------------- runs
 def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     if resume_from is not None:
         raise ConfigError("gan_ssl runs do not checkpoint mid-training; start a new run")
+    if cfg.train.lambda_ld and cfg.data.dataset in COLOUR32:
+        raise ConfigError("train.lambda_ld: the LD density model is the MNIST-shaped PixelCNN; SVHN / CIFAR-10 runs "
+                          "use PT, Ent or VI (the thesis's best settings: svhn_1000, cifar10_4000)")
     seed_everything(cfg.seed)
     data = load_images(cfg.data)
     (xt, yt), (xv, yv), (xs, ys) = data["train"], data["valid"], data["test"]
-    m = cfg.model
-    disc = MNISTDiscriminator(10, 784, m.disc_sizes)
-    gen = MNISTGenerator(m.d_z, m.gen_hidden) if cfg.train.method == "gan" else None
-    enc = MNISTEncoder(m.d_z, 784, m.gen_hidden, m.sigma_max) if cfg.train.lambda_vi else None
+    disc, gen, enc = build_networks(cfg)
     density = load_density(cfg.density.run) if cfg.density.run else None
     if cfg.train.lambda_ld and density is None:
         raise ConfigError("train.lambda_ld > 0 needs density.run (a `genfeat run pixelcnn` directory)")
@@ -221,10 +286,11 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
             summary |= {"max_logp_generated": round(float(lp.max()), 1), "epsilon": round(res.epsilon, 1),
                         "share_above_epsilon": round(float((lp > res.epsilon).float().mean()), 4)}
         save_model_weights(gen, run_dir / "generator.safetensors")
-        _save_grid(samples[:100], run_dir / "samples.png")
+        _save_grid(samples[:100] if cfg.data.dataset not in COLOUR32 else (samples[:100] + 1) / 2,
+                   run_dir / "samples.png")
     atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
     lines = [f"# gan_ssl {train.method} on {cfg.data.dataset} ({summary['labels']} labels)", "",
-             f"Test errors (of 10,000) with the validation-selected discriminator (epoch {res.best['epoch']}): "
+             f"Test errors (of {len(ys):,}) with the validation-selected discriminator (epoch {res.best['epoch']}): "
              f"**{res.best['test_errors']}**; validation errors {res.best['valid_errors']}.", ""]
     if "r_real" in summary:
         lines.append(f"Assumption 1: r_real = {summary['r_real']:.3f} (test images with max l > 0), r_gen = "

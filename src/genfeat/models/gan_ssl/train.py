@@ -59,6 +59,7 @@ class GanSSLConfig:
     lambda_pt: float = 0.0  # pull-away (PT)
     lambda_vi: float = 0.0  # variational entropy (VI), needs an encoder
     lambda_ent: float = 0.0  # conditional entropy (Ent)
+    ent_over: str = "k"  # its normalisation: k (softmax over the K classes, the reference) | k+1 (Eq. 3.6 literally)
     lambda_ld: float = 0.0  # low density (LD), needs a density model
     ld_form: str = "hinge"  # hinge (the reference) | indicator (Eq. 3.4)
     ld_quantile: float = 10.0  # ε = this percentile of the training images' log-densities
@@ -71,6 +72,8 @@ class GanSSLConfig:
     def __post_init__(self) -> None:
         if self.method not in ("gan", "supervised"):
             raise ConfigError(f"gan_ssl method must be gan or supervised, got {self.method!r}")
+        if self.ent_over not in ("k", "k+1"):
+            raise ConfigError(f"ent_over must be k or k+1, got {self.ent_over!r}")
         if self.epochs < 1 or self.labeled_per_class < 1:
             raise ConfigError("epochs and labeled_per_class must be >= 1")
 
@@ -174,7 +177,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
                 with torch.no_grad():
                     xg = gen(uniform_noise(cfg.batch_unlabeled, gen.d_z))
                 loss_d, parts = discriminator_loss(disc(xl), yl, disc(x_train[perm_u[sl]]), disc(xg),
-                                                   cfg.lambda_u, cfg.lambda_ent)
+                                                   cfg.lambda_u, cfg.lambda_ent, cfg.ent_over)
             opt_d.zero_grad(set_to_none=True)
             loss_d.backward()
             opt_d.step()
