@@ -153,3 +153,66 @@ def test_console_script_and_exit_code(tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip() == \
         "genfeat: error: model.n_head: expected an integer, got 'x'"
     assert not (tmp_path / "runs").exists()
+
+
+def test_refused_resume_leaves_the_run_directory_untouched(capsys, trained, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    code, _, err = run_cli(capsys, "run", "--resume", run, "--model.d_model", "64")
+    assert code == 1 and "does not match this model" in err
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    code, _, _ = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "8")  # still resumable
+    assert code == 0
+    assert yaml.safe_load((run / "config.yaml").read_text())["config"]["train"]["max_steps"] == 8
+
+
+def _cli_process(args, cwd):
+    exe = Path(sys.executable).with_name("genfeat")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "genfeat"]
+    return subprocess.Popen([*cmd, *map(str, args)], cwd=cwd, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_lines(path: Path, n: int, proc, timeout: float = 120.0) -> None:
+    import time
+
+    t0 = time.time()
+    while time.time() - t0 < timeout and proc.poll() is None:
+        if path.is_file() and len(path.read_text().splitlines()) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} did not reach {n} lines")
+
+
+def test_sigterm_checkpoints_and_the_run_resumes(ptb_dir, tmp_path):
+    import signal
+
+    run = tmp_path / "run"
+    proc = _cli_process(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--train.max_steps",
+                         "100000", "--train.log_every", "1", "--train.eval_every", "0", "--out", run], tmp_path)
+    _wait_for_lines(run / "metrics.jsonl", 3, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "checkpoint written" in err and f"--resume {run}" in err
+    from genfeat.train.checkpoint import latest_checkpoint
+
+    step = int(latest_checkpoint(run).name[5:])
+    assert step >= 3
+    assert main(["run", "--resume", str(run), "--train.max_steps", str(step + 2)]) == 0
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupt_keeps_a_run_without_checkpoints_that_has_trained(tmp_path, sig):
+    """Recipes without mid-training checkpoints (planetoid here) keep what an interrupted run logged."""
+    import signal
+
+    run = tmp_path / "run"
+    proc = _cli_process(["run", "planetoid", "--preset", "tiny", "--train.rounds", "100000",
+                         "--train.eval_every", "5", "--out", run], tmp_path)
+    _wait_for_lines(run / "metrics.jsonl", 2, proc)
+    proc.send_signal(getattr(signal, sig))
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0 and (run / "metrics.jsonl").is_file() and (run / "config.yaml").is_file()

@@ -15,8 +15,10 @@ input) or 1 (data, checkpoint, divergence).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -79,6 +81,10 @@ def _new_run_dir(out: str | None, recipe: str, preset: str) -> Path:
     return path
 
 
+def _nonempty(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0
+
+
 def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     from genfeat.train import checkpoint as C
 
@@ -116,15 +122,25 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     from genfeat.train import distributed as D
 
     info = D.setup(getattr(getattr(cfg, "train", None), "device", "auto"))
+    def write_config(_: Path | None = None) -> None:
+        if info.is_main:
+            atomic_write_text(run_dir / "config.yaml", dump_yaml(record))
+
     try:
         if info.is_main:
             run_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(run_dir / "config.yaml", dump_yaml(record))
+        if resume_from is None:
+            write_config()
         D.barrier()
-        recipe.run(cfg, run_dir, resume_from=resume_from)
-    except BaseException:
-        # nothing half-written: a run that failed before its first checkpoint leaves no directory
-        if info.is_main and created and C.latest_checkpoint(run_dir) is None:
+        # a resumed run's config.yaml changes only once its checkpoint has been restored into the new config
+        with C.on_restored(write_config) if resume_from is not None else contextlib.nullcontext():
+            recipe.run(cfg, run_dir, resume_from=resume_from)
+    except BaseException as e:
+        # nothing half-written: a run that failed before its first checkpoint leaves no directory, but an
+        # interrupted one (Ctrl-C, SIGTERM) that has trained keeps what it logged
+        trained = C.latest_checkpoint(run_dir) is not None or (
+            isinstance(e, KeyboardInterrupt) and _nonempty(run_dir / "metrics.jsonl"))
+        if info.is_main and created and not trained:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     finally:
@@ -277,8 +293,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sigterm_as_interrupt(*_) -> None:
+    raise KeyboardInterrupt  # SIGTERM (timeout, SLURM, Kubernetes) is handled like Ctrl-C
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    try:
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        return _main(parser, argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         overrides: dict[str, str] = {}

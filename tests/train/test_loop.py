@@ -85,26 +85,29 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
             TrainConfig(max_steps=3, eval_every=0), tmp_path / "other")
 
 
-def test_ctrl_c_finishes_step_checkpoints_and_says_how_to_resume(tmp_path):
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_finishes_step_checkpoints_and_says_how_to_resume(tmp_path, sig):
+    """Ctrl-C and SIGTERM (timeout, SLURM, Kubernetes) alike: finish the step, checkpoint, say how to resume."""
     import os
     import signal
 
     from genfeat.errors import GenfeatError
 
+    sig = getattr(signal, sig)
     lm, data = make()
     calls = {"n": 0}
-    before = signal.getsignal(signal.SIGINT)  # SIG_IGN when the suite runs as a background job
+    before = signal.getsignal(sig)  # SIG_IGN when the suite runs as a background job
 
     def interrupt_during_step_3(model, batch):
         calls["n"] += 1
         if calls["n"] == 3:
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), sig)
         return lm_loss(model, batch)
 
     with pytest.raises(GenfeatError, match=f"interrupted at step 3; .*--resume {tmp_path}"):
         fit(lm, interrupt_during_step_3, data, TrainConfig(max_steps=10, eval_every=0), tmp_path, evaluate=evaluate)
     assert C.latest_checkpoint(tmp_path).name == "step_00000003"
-    assert signal.getsignal(signal.SIGINT) is before  # handler restored
+    assert signal.getsignal(sig) is before  # handler restored
 
 
 def test_cpu_training_flushes_subnormals(tmp_path):

@@ -17,11 +17,14 @@ Any unreadable, truncated or mismatched file raises `CheckpointError` naming the
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import random
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -199,9 +202,26 @@ def load_trainer_state(ckpt: str | os.PathLike) -> dict[str, Any]:
     return state
 
 
+_ON_RESTORED: contextvars.ContextVar[tuple[Callable[[Path], None], ...]] = contextvars.ContextVar(
+    "on_restored", default=())
+
+
+@contextlib.contextmanager
+def on_restored(callback: Callable[[Path], None]):
+    """Within the block, `callback(checkpoint_dir)` runs after each successful `restore_checkpoint`: the CLI
+    rewrites a resumed run's config.yaml only once the checkpoint is known to fit the (possibly overridden)
+    config, so a refused resume leaves the run directory as it was."""
+    token = _ON_RESTORED.set(_ON_RESTORED.get() + (callback,))
+    try:
+        yield
+    finally:
+        _ON_RESTORED.reset(token)
+
+
 def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
                        scheduler: Any) -> dict[str, Any]:
-    """Load weights, optimizer, scheduler and this rank's RNG state; return the trainer state dict."""
+    """Load weights, optimizer, scheduler and this rank's RNG state; return the trainer state dict. Runs the
+    `on_restored` callbacks once everything matched."""
     ckpt = Path(ckpt)
     state = load_trainer_state(ckpt)
     sd = load_weights(ckpt / WEIGHTS)
@@ -222,4 +242,6 @@ def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizer: tor
         raise CheckpointError(f"checkpoint {ckpt} was written by {len(state['rng'])} ranks; "
                               f"resuming with {info.world_size} would not continue exactly")
     set_rng_state(state["rng"][info.rank])
+    for callback in _ON_RESTORED.get():
+        callback(ckpt)
     return state

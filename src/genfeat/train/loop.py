@@ -137,16 +137,20 @@ def _grad_sync(model: nn.Module, sync: bool):
 
 
 class _StopFlag:
-    """First Ctrl-C: finish the current step, checkpoint, stop. Second: abort at once."""
+    """First Ctrl-C (SIGINT) or SIGTERM (what `timeout`, SLURM and Kubernetes send): finish the current step,
+    checkpoint, stop. A second one: abort at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
-        self.set, self._old = False, None
+        self.set, self._old = False, {}
 
     def __enter__(self):
-        try:
-            self._old = signal.signal(signal.SIGINT, self._handle)
-        except ValueError:  # not the main thread
-            self._old = None
+        for sig in self.SIGNALS:
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
         return self
 
     def _handle(self, *_):
@@ -155,8 +159,8 @@ class _StopFlag:
         self.set = True
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
 
 
 def fit(
