@@ -185,6 +185,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # on disk before the rename makes it visible
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

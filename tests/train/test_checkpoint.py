@@ -56,3 +56,61 @@ def test_mismatched_model_gives_clear_error(run):
     other = build_gpt_lm(GPTConfig(vocab_size=40, n_layer=3, n_head=2, d_model=32, max_len=16))
     with pytest.raises(CheckpointError, match="does not match the model"):
         C.load_model_weights(other, run / "model.safetensors")
+
+
+def test_files_are_flushed_before_they_are_renamed_into_place(tmp_path, monkeypatch):
+    """A power loss after the rename must not leave a complete-looking empty file: fsync comes first."""
+    import os
+
+    events = []
+    real_fsync, real_replace = C.fsync, os.replace
+    monkeypatch.setattr(C, "fsync", lambda p: (events.append(("fsync", str(p))), real_fsync(p))[1])
+    monkeypatch.setattr(os, "replace", lambda a, b: (events.append(("replace", str(a))), real_replace(a, b))[1])
+    lm, data = make()
+    fit(lm, lm_loss, data, TrainConfig(max_steps=2, eval_every=0, ckpt_every=2), tmp_path)
+    for kind, path in events:
+        if kind == "replace" and "checkpoints" in path:
+            assert ("fsync", path) in events[: events.index((kind, path))], path
+    renamed = [p for k, p in events if k == "replace" and ".tmp-step_" in p]
+    assert renamed, events  # the checkpoint directory itself was flushed and renamed
+
+
+def test_stale_temporary_and_incomplete_checkpoints(tmp_path, capsys):
+    """A killed writer's .tmp-step_* is removed at the next save; an incomplete step_* (killed during rotation or
+    a copy) is never picked: resume takes the newest complete one and says which."""
+    lm, data = make()
+    fit(lm, lm_loss, data, TrainConfig(max_steps=2, eval_every=0, ckpt_every=2), tmp_path)
+    root = tmp_path / "checkpoints"
+    stale = root / ".tmp-step_00000004-99999"
+    stale.mkdir()
+    (stale / C.WEIGHTS).write_bytes(b"half")
+    broken = root / "step_00000009"
+    broken.mkdir()
+    (broken / C.STATE).write_bytes(b"")  # the weights file is missing
+    assert C.latest_checkpoint(tmp_path).name == "step_00000002"
+    lm, data = make()
+    fit(lm, lm_loss, data, TrainConfig(max_steps=4, eval_every=0, ckpt_every=2), tmp_path,
+        resume_from=C.latest_checkpoint(tmp_path))
+    assert sorted(p.name for p in root.iterdir()) == ["step_00000002", "step_00000004"]
+
+
+def test_a_partial_last_metrics_line_does_not_block_resume(tmp_path):
+    """A kill while metrics.jsonl was being written leaves half a line; the resume drops it."""
+    import json
+
+    from genfeat.errors import GenfeatError
+    from genfeat.train.logging import read_metrics
+
+    lm, data = make()
+    fit(lm, lm_loss, data, TrainConfig(max_steps=2, eval_every=0, ckpt_every=2, log_every=1), tmp_path)
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('{"step": 3, "lo')
+    lm, data = make()
+    fit(lm, lm_loss, data, TrainConfig(max_steps=4, eval_every=0, ckpt_every=2, log_every=1), tmp_path,
+        resume_from=C.latest_checkpoint(tmp_path))
+    assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3, 4]
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert all(json.loads(line) for line in lines)
+    (tmp_path / "metrics.jsonl").write_text(lines[0] + "\n{oops\n" + lines[1] + "\n")
+    with pytest.raises(GenfeatError, match="metrics.jsonl, line 2"):
+        read_metrics(tmp_path)

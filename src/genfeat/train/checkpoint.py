@@ -7,10 +7,13 @@ Layout of a run directory:
     checkpoints/step_00001000/trainer_state.pt   optimizer, scheduler, RNG states (every rank),
                                                  data position, step, early-stopping state
 
-A checkpoint is written into a temporary directory and renamed into place, so a crash never leaves a
-half-written checkpoint; only the last `keep_last` are kept. Weights that share storage (tied
-embeddings) are stored once, with the alias recorded in the safetensors metadata. Works for plain,
-DDP and FSDP2 models through `torch.distributed.checkpoint.state_dict` (full state dict on rank 0).
+A checkpoint is written into a temporary directory, its files and the directory flushed to disk (fsync), and
+renamed into place, so neither a crash nor a power loss leaves a half-written checkpoint under a `step_*` name;
+leftovers of a killed writer (temporary or incomplete directories) are removed at the next save. Only the last `keep_last` are
+kept: an old one is first renamed out of the `step_*` namespace, then deleted, so a kill during rotation never
+leaves an incomplete `step_*`. `latest_checkpoint` returns the newest *complete* one (both files present).
+Weights that share storage (tied embeddings) are stored once, with the alias recorded in the safetensors
+metadata. Works for plain, DDP and FSDP2 models through `torch.distributed.checkpoint.state_dict` (full state dict on rank 0).
 
 Any unreadable, truncated or mismatched file raises `CheckpointError` naming the file.
 """
@@ -60,9 +63,21 @@ def save_weights(state_dict: dict[str, torch.Tensor], path: str | os.PathLike) -
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         save_file(kept, str(tmp), metadata={"genfeat_aliases": json.dumps(aliases)})
+        fsync(tmp)
         os.replace(tmp, path)
+        fsync(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def fsync(path: str | os.PathLike) -> None:
+    """Flush a file's (or a directory's entries') data to disk, so a rename that follows cannot survive a power
+    loss that its contents do not."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def load_weights(path: str | os.PathLike) -> dict[str, torch.Tensor]:
@@ -156,9 +171,21 @@ def checkpoint_dirs(run_dir: str | os.PathLike) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and _STEP_DIR.match(p.name))
 
 
+def is_complete(ckpt: Path) -> bool:
+    return (ckpt / WEIGHTS).is_file() and (ckpt / STATE).is_file()
+
+
 def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
-    dirs = checkpoint_dirs(run_dir)
+    """The newest complete checkpoint directory (None if there is none)."""
+    dirs = [d for d in checkpoint_dirs(run_dir) if is_complete(d)]
     return dirs[-1] if dirs else None
+
+
+def _remove(path: Path) -> None:
+    """Delete a checkpoint directory: renamed out of the step_* namespace first (atomic), then removed."""
+    trash = path.with_name(f".trash-{path.name}-{os.getpid()}")
+    os.replace(path, trash)
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module, optimizer: torch.optim.Optimizer,
@@ -170,20 +197,28 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module, opt
     final = root / f"step_{step:08d}"
     if D.current().is_main:
         root.mkdir(parents=True, exist_ok=True)
+        for stale in root.glob(".tmp-step_*"):  # a writer killed mid-save (rank 0 is the only writer)
+            shutil.rmtree(stale, ignore_errors=True)
+        for stale in root.glob(".trash-step_*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        for broken in (d for d in checkpoint_dirs(run_dir) if not is_complete(d)):
+            _remove(broken)
         tmp = root / f".tmp-{final.name}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         try:
             save_weights(msd, tmp / WEIGHTS)
             state = {"step": step, "optimizer": osd, "scheduler": scheduler.state_dict(), "rng": rngs, **extra}
             torch.save(state, tmp / STATE)
+            fsync(tmp / STATE)
+            fsync(tmp)
             if final.exists():
-                shutil.rmtree(final)
+                _remove(final)
             os.replace(tmp, final)
+            fsync(root)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        for old in checkpoint_dirs(run_dir)[: -max(1, keep_last)]:
-            shutil.rmtree(old, ignore_errors=True)
+        for old in [d for d in checkpoint_dirs(run_dir) if is_complete(d)][: -max(1, keep_last)]:
+            _remove(old)
     D.barrier()
     return final
 

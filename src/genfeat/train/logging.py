@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from genfeat.errors import GenfeatError
+
 
 def machine_info(device: torch.device | str = "cpu") -> dict[str, Any]:
     """What produced a number: CPU model, cores, torch threads, device (GPU name), versions."""
@@ -60,10 +62,23 @@ class MetricsLogger:
 
 
 def read_metrics(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """The rows of metrics.jsonl. A last line cut short (the process was killed while writing it) is dropped; an
+    unreadable line before it is an error naming the file and line."""
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    rows = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break
+            raise GenfeatError(f"{path}, line {i + 1}: not a JSON record; the file is corrupt") from None
+    return rows
 
 
 def plot_loss_curve(run_dir: str | os.PathLike, out_name: str = "loss_curve.png") -> Path | None:

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from genfeat.config import ConfigError
+from genfeat.config import ConfigError, atomic_write_text
 from genfeat.errors import DivergenceError, GenfeatError
 from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
@@ -199,7 +199,7 @@ def fit(
                 obj.load_state_dict(state[name][info.rank])
         if info.is_main:  # forget what the interrupted run logged after this checkpoint
             rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
-            (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     logger = MetricsLogger(run_dir, enabled=info.is_main)
     result = FitResult(step=step, tokens=tokens, wall_time=0.0, best_metric=best, best_step=best_step,
                        start_step=step)
