@@ -99,8 +99,7 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         if resume_from is None:
             raise C.CheckpointError(f"{run_dir} has no checkpoint to resume from (looked in {run_dir}/checkpoints)")
         skipped = [d.name for d in C.checkpoint_dirs(run_dir) if d.name > resume_from.name]
-        print(f"resuming from {resume_from}" + (f" (skipping incomplete {', '.join(skipped)})" if skipped else ""),
-              file=sys.stderr)
+        print(f"resuming from {resume_from}" + (f" (skipping incomplete {', '.join(skipped)})" if skipped else ""))
     elif args.config:
         saved = load_yaml(args.config)
         if "recipe" not in saved or "config" not in saved:

@@ -9,11 +9,12 @@ Layout of a run directory:
 
 A checkpoint is written into a temporary directory, its files and the directory flushed to disk (fsync), and
 renamed into place, so neither a crash nor a power loss leaves a half-written checkpoint under a `step_*` name;
-leftovers of a killed writer (temporary or incomplete directories) are removed at the next save. Only the last `keep_last` are
-kept: an old one is first renamed out of the `step_*` namespace, then deleted, so a kill during rotation never
-leaves an incomplete `step_*`. `latest_checkpoint` returns the newest *complete* one (both files present).
-Weights that share storage (tied embeddings) are stored once, with the alias recorded in the safetensors
-metadata. Works for plain, DDP and FSDP2 models through `torch.distributed.checkpoint.state_dict` (full state dict on rank 0).
+leftovers of a killed writer (temporary or incomplete directories) are removed at the next save. Only the last
+`keep_last` are kept: an old one is first renamed out of the `step_*` namespace, then deleted, so a kill during
+rotation never leaves an incomplete `step_*`. `latest_checkpoint` returns the newest *complete* one (both files
+present). Weights that share storage (tied embeddings) are stored once, with the alias recorded in the
+safetensors metadata. Works for plain, DDP and FSDP2 models through `torch.distributed.checkpoint.state_dict`
+(full state dict on rank 0).
 
 Any unreadable, truncated or mismatched file raises `CheckpointError` naming the file.
 """
