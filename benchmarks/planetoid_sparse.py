@@ -85,17 +85,17 @@ READING = """\
 At an expected degree of 1 the free embeddings of the test nodes stay untrained: about a third of the nodes are
 isolated and the rest sit in small components, so the random-walk context rarely links a test node to anything the
 labels reach, and the embedding branch predicts test nodes at about chance (0.25-0.30). The labelled nodes'
-embeddings, in contrast, are pulled together by label (the label context of Algorithm 2 and the supervised loss):
-on the 80 labelled nodes the embedding branch is as accurate as the feature branch (1.000), and the output layer,
-fitted on those nodes only, puts more weight on it (mean |w| 1.10-1.26 against 0.69-0.85). On test nodes that
-weight adds noise: the combined output falls below feature-only logistic regression on every seed and below its own
-feature branch on two of three. At degree 2 the embedding branch reaches 0.37-0.38 on test nodes, and the combined
-output is above its feature branch but still at or below logistic regression; at degree 4 it reaches 0.64-0.66 and
-the combined output beats both on every seed (+0.045 to +0.064 over logistic regression). So the weakness is the
-method's, not a bug, and the per-branch losses already limit it: without them the combined output is lower at
-every degree (0.42-0.47 at degree 1; last column). The thesis's graphs are denser (average degree about 4.0 for Cora, 2.8 for Citeseer, 4.5
-for Pubmed, from their edge counts). On sparser graphs prefer Planetoid-I, whose embedding is a function of the
-features, or a feature-only model."""
+embeddings, in contrast, are pulled together by label (the label context of Algorithm 2 and the supervised loss): on
+the 80 labelled nodes the embedding branch is as accurate as the feature branch (1.000), and the output layer,
+fitted on those nodes only, puts more weight on it (mean |w| 1.10-1.26 against 0.69-0.85). On test nodes that weight
+adds noise: the combined output falls below feature-only logistic regression on every seed and below its own feature
+branch on two of three. At degree 2 the embedding branch reaches 0.37-0.38 on test nodes, and the combined output is
+above its feature branch but still at or below logistic regression; at degree 4 it reaches 0.64-0.66 and the
+combined output beats both on every seed (+0.045 to +0.064 over logistic regression). So the weakness is the
+method's, not a bug, and the per-branch losses already limit it: without them the combined output is lower at every
+degree (0.42-0.47 at degree 1; last column). The thesis's graphs are denser (average degree about 4.0 for Cora, 2.8
+for Citeseer, 4.5 for Pubmed, from their edge counts). On sparser graphs prefer Planetoid-I, whose embedding is a
+function of the features, or a feature-only model."""
 
 
 def main() -> None:
