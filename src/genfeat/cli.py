@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import shutil
 import signal
 import sys
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from genfeat import __version__
 from genfeat.config import ConfigError, atomic_write_text, dump_yaml, from_dict, load_yaml, override, to_dict
-from genfeat.errors import GenfeatError
+from genfeat.errors import GenfeatError, Interrupted
 from genfeat.registry import ALIASES, RECIPES, get_preset, get_recipe
 
 RUN_OPTIONS = {"--preset", "--config", "--resume", "--out", "--print-config", "--help"}
@@ -68,6 +69,8 @@ def cmd_ls(_: argparse.Namespace) -> int:
 def _new_run_dir(out: str | None, recipe: str, preset: str) -> Path:
     if out:
         path = Path(out)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--out {path} is a file; give a directory for the run")
         if path.exists() and any(path.iterdir()):
             raise ConfigError(f"run directory {path} already exists and is not empty; "
                               "use --resume to continue it or choose another --out")
@@ -130,7 +133,14 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
 
     try:
         if info.is_main:
-            run_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+                probe = run_dir / f".write-test-{os.getpid()}"
+                probe.write_text("")
+                probe.unlink()
+            except OSError as e:
+                raise ConfigError(f"cannot write to the run directory {run_dir} ({e.strerror}); choose another "
+                                  "--out") from None
         if resume_from is None:
             write_config()
         D.barrier()
@@ -184,9 +194,22 @@ def _load_lm_run(run_dir: Path, device_name: str):
     return lm_model, tok, cfg
 
 
+GENERATE_CHUNK = 64  # samples per batch: memory stays bounded however large -n is
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
+    import math
+
     import torch
 
+    if args.n < 1:
+        raise ConfigError(f"-n must be >= 1, got {args.n}")
+    if args.top_k is not None and args.top_k < 1:
+        raise ConfigError(f"--top-k must be >= 1, got {args.top_k}")
+    if args.temperature is not None and not (math.isfinite(args.temperature) and args.temperature > 0):
+        raise ConfigError(f"--temperature must be a number > 0, got {args.temperature}")
+    if args.max_new_tokens is not None and args.max_new_tokens < 1:
+        raise ConfigError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
     lm_model, tok, cfg = _load_lm_run(Path(args.run_dir), args.device)
     sc = dataclasses.replace(cfg.sample, prompt=args.prompt if args.prompt is not None else cfg.sample.prompt)
     for field_name in ("max_new_tokens", "top_k", "temperature"):
@@ -194,11 +217,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
             sc = dataclasses.replace(sc, **{field_name: getattr(args, field_name)})
     from genfeat.recipes.lm import generate_text
 
-    with torch.no_grad():
-        texts = generate_text(lm_model, tok, sc, n=args.n, seed=args.seed)
-    for text in texts:
-        print(text)
-        print("---")
+    option = "--prompt" if args.prompt is not None else "sample.prompt (in the run's config; or give --prompt)"
+    for start in range(0, args.n, GENERATE_CHUNK):  # printed as they come, chunk by chunk
+        with torch.no_grad():
+            texts = generate_text(lm_model, tok, sc, n=min(GENERATE_CHUNK, args.n - start),
+                                  seed=args.seed + start, prompt_option=option)
+        for text in texts:
+            print(text)
+            print("---", flush=True)
     return 0
 
 
@@ -208,6 +234,12 @@ def cmd_recl(args: argparse.Namespace) -> int:
     from genfeat.analysis.recl import context_losses, recl
     from genfeat.data.lm_data import prepare_lm_data
 
+    if min(args.start, args.step, args.positions) < 1:
+        raise ConfigError("--start, --step and --positions must be >= 1")
+    if args.stop < args.start:
+        raise ConfigError(f"--stop ({args.stop}) must be >= --start ({args.start})")
+    if any(not 0 < r <= 1 for r in args.r):
+        raise ConfigError(f"--r ratios must be in (0, 1], got {args.r}")
     losses, streams = {}, None
     contexts = list(range(args.start, args.stop + 1, args.step))
     for run in args.run_dirs:
@@ -333,6 +365,9 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     except ConfigError as e:
         print(f"genfeat: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        print(f"genfeat: {e}", file=sys.stderr)
+        return 130
     except GenfeatError as e:
         print(f"genfeat: error: {e}", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ wrong type fails at once with a message naming the field.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import tempfile
 import types
@@ -148,33 +149,41 @@ def to_dict(obj: Any) -> Any:
 
 
 def override(cfg: T, overrides: dict[str, Any]) -> T:
-    """Return a copy of `cfg` with dotted-path fields replaced, e.g. {"train.lr": "3e-4"}."""
+    """Return a copy of `cfg` with dotted-path fields replaced, e.g. {"train.lr": "3e-4"}. Every override is
+    checked for its name and type first; the whole config is then validated once, so the order of overrides
+    does not matter (`--model.n_head 3 --model.d_model 48` is as good as the reverse)."""
+    if not overrides:
+        return cfg
+    data = to_dict(cfg)
     for path, raw in overrides.items():
-        cfg = _set(cfg, path.split("."), raw, path)
-    return cfg
+        _put(type(cfg), data, path.split("."), raw, path)
+    return from_dict(type(cfg), data)
 
 
-def _set(obj: Any, parts: list[str], raw: Any, full: str) -> Any:
-    if not dataclasses.is_dataclass(obj):
-        raise ConfigError(f"unknown field {full}: {'.'.join(parts)} is not inside a config section")
-    names = [f.name for f in dataclasses.fields(obj)]
+def _unknown(name: str, full: str, names: list[str], parent: str) -> ConfigError:
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean {(parent + '.' if parent else '') + close[0]}?" if close else ""
+    where = f" of {parent}" if parent else ""
+    return ConfigError(f"unknown field {full}{hint} (valid fields{where}: {', '.join(names)})")
+
+
+def _put(cls: type, data: dict[str, Any], parts: list[str], raw: Any, full: str) -> None:
+    names = [f.name for f in dataclasses.fields(cls)]
     head = parts[0]
+    parent = full[: len(full) - len(".".join(parts))].rstrip(".")
     if head not in names:
-        parent = full[: len(full) - len(".".join(parts))].rstrip(".")
-        where = f" of {parent}" if parent else ""
-        raise ConfigError(f"unknown field {full}; valid fields{where}: {', '.join(names)}")
+        raise _unknown(head, full, names, parent)
+    tp = _hints(cls)[head]
     if len(parts) == 1:
-        value = coerce(raw, _hints(type(obj))[head], full)
-    else:
-        current = getattr(obj, head)
-        if current is None:  # an optional section left at None: start from its defaults
-            options = [a for a in get_args(_hints(type(obj))[head]) if dataclasses.is_dataclass(a)]
-            current = options[0]() if options else None
-        value = _set(current, parts[1:], raw, full)
-    try:
-        return dataclasses.replace(obj, **{head: value})
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{full}: {e}") from None
+        data[head] = to_dict(coerce(raw, tp, full))  # the type is checked here, so the message names the field
+        return
+    sub = tp if dataclasses.is_dataclass(tp) else next(
+        (a for a in get_args(tp) if dataclasses.is_dataclass(a)), None)
+    if sub is None:
+        raise ConfigError(f"unknown field {full}: {parent + '.' if parent else ''}{head} is not a config section")
+    if data.get(head) is None:  # an optional section left at None: start from its defaults
+        data[head] = to_dict(sub())
+    _put(sub, data[head], parts[1:], raw, full)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -199,10 +208,16 @@ def dump_yaml(data: dict[str, Any]) -> str:
 
 def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
+    if path.is_dir():
+        hint = f"pass {path / 'config.yaml'}" + (f", or continue the run with --resume {path}"
+                                                  if (path / "config.yaml").is_file() else "")
+        raise ConfigError(f"config file {path} is a directory; {hint}")
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not a text (UTF-8 YAML) file") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"config file {path} is not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):

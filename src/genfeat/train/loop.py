@@ -31,7 +31,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from genfeat.config import ConfigError, atomic_write_text
-from genfeat.errors import DivergenceError, GenfeatError
+from genfeat.errors import DivergenceError, Interrupted
 from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
 from genfeat.train.logging import MetricsLogger, plot_loss_curve, read_metrics
@@ -66,8 +66,8 @@ class TrainConfig:
         for name in ("warmup_steps", "eval_every", "ckpt_every", "patience"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        if self.lr <= 0:
-            raise ValueError("lr must be > 0")
+        if not math.isfinite(self.lr) or self.lr <= 0:
+            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
 
 
 @dataclass
@@ -262,7 +262,8 @@ def fit(
                     keep = f"last good checkpoint: {last} (step {int(last.name[5:])})" if last else \
                         "no checkpoint was written yet (set train.eval_every / train.ckpt_every lower)"
                     raise DivergenceError(f"loss became {total.item()} at step {step + 1}; training stopped, "
-                                          f"{keep}. Lower train.lr or enable train.clip_norm")
+                                          f"{keep}. Lower train.lr" + (" or enable train.clip_norm"
+                                                                        if cfg.clip_norm <= 0 else ""))
                 if scaler:
                     scaler.unscale_(optimizer)
                 if cfg.clip_norm > 0:
@@ -319,6 +320,6 @@ def fit(
     if info.is_main:
         plot_loss_curve(run_dir)
     if result.interrupted:
-        raise GenfeatError(f"interrupted at step {step}; checkpoint written. Continue with "
+        raise Interrupted(f"interrupted at step {step}; checkpoint written. Continue with "
                            f"`genfeat run --resume {run_dir}`")
     return result
