@@ -256,3 +256,24 @@ def test_corpus_folder_with_an_empty_split(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{tmp_path}", "--out",
                            tmp_path / "out")
     assert code == 1 and "valid.txt holds no text" in err and not (tmp_path / "out").exists()
+
+
+def test_run_files_follow_the_umask(trained):
+    """0644 files / 0755 directories under the usual umask 022 (tempfile alone would give 0600 / 0700)."""
+    import stat
+
+    for p in [trained, *trained.rglob("*")]:
+        mode = stat.S_IMODE(p.stat().st_mode)
+        assert mode == (0o755 if p.is_dir() else 0o644), (p, oct(mode))
+
+
+def test_version_does_not_import_torch():
+    code = "import sys; from genfeat.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n" \
+           "assert 'torch' not in sys.modules, 'torch imported'"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_data_verify_without_names_checks_what_is_fetched(capsys):
+    code, out, _ = run_cli(capsys, "data", "verify")
+    assert code == 0 and "nothing fetched" in out

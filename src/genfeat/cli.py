@@ -4,7 +4,7 @@
     genfeat run <recipe> [--preset P] [--a.b value ...] [--print-config] [--out DIR]
     genfeat run --config RUN_DIR/config.yaml [--a.b value ...]     re-run a recorded config
     genfeat run --resume RUN_DIR [--a.b value ...]                 continue from the last checkpoint
-    genfeat data ls | fetch NAME... [--force] | verify NAME...
+    genfeat data ls | fetch NAME... [--force] | verify [NAME...]
     genfeat generate RUN_DIR [--prompt TEXT] [-n N] [--max-new-tokens N] [--top-k K] [--temperature T]
     genfeat recl RUN_DIR... [--start 16 --step 16 --stop 128] [--r 0.1 1.0]   relative effective context length
 
@@ -27,7 +27,6 @@ from pathlib import Path
 from genfeat import __version__
 from genfeat.config import ConfigError, atomic_write_text, dump_yaml, from_dict, load_yaml, override, to_dict
 from genfeat.errors import GenfeatError, Interrupted
-from genfeat.registry import ALIASES, RECIPES, get_preset, get_recipe
 
 RUN_OPTIONS = {"--preset", "--config", "--resume", "--out", "--print-config", "--help"}
 
@@ -55,6 +54,8 @@ def split_overrides(argv: list[str]) -> tuple[list[str], dict[str, str]]:
 
 
 def cmd_ls(_: argparse.Namespace) -> int:
+    from genfeat.registry import ALIASES, RECIPES
+
     for r in RECIPES.values():
         print(f"{r.name:12s} {r.description}")
         for p in r.presets:
@@ -89,6 +90,7 @@ def _nonempty(path: Path) -> bool:
 
 
 def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+    from genfeat.registry import get_preset, get_recipe
     from genfeat.train import checkpoint as C
 
     resume_from = None
@@ -169,7 +171,12 @@ def cmd_data(args: argparse.Namespace) -> int:
             mark = "fetched" if S.is_fetched(s.name) else "-"
             print(f"{s.name:16s} {mark:8s} {s.method:10s} {s.spec:32s} {s.description}")
         return 0
-    names = list(S.SOURCES) if args.names == ["all"] else args.names
+    if args.data_cmd == "verify" and not args.names:  # everything fetched; what is not is skipped
+        names = [n for n in S.SOURCES if S.is_fetched(n)]
+        if not names:
+            print(f"nothing fetched under {S.data_home()}")
+    else:
+        names = list(S.SOURCES) if args.names == ["all"] else args.names
     for name in names:
         if args.data_cmd == "fetch":
             t = time.perf_counter()
@@ -183,6 +190,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def _load_lm_run(run_dir: Path, device_name: str):
     """(model, tokenizer, config) of a language-model run directory."""
+    from genfeat.registry import get_recipe
     from genfeat.train import distributed as D
 
     saved = load_yaml(run_dir / "config.yaml")
@@ -300,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("names", nargs="+", help="dataset names, or `all`")
     f.add_argument("--force", action="store_true", help="fetch again even if present")
     v = dsub.add_parser("verify")
-    v.add_argument("names", nargs="+")
+    v.add_argument("names", nargs="*", help="dataset names; none: every fetched dataset")
     g = sub.add_parser("generate", help="sample text from a trained language model run")
     g.add_argument("run_dir")
     g.add_argument("--prompt")

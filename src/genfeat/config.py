@@ -186,12 +186,26 @@ def _put(cls: type, data: dict[str, Any], parts: list[str], raw: Any, full: str)
     _put(sub, data[head], parts[1:], raw, full)
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def default_mode(directory: bool = False) -> int:
+    """The mode a plain open() / mkdir() would give under the user's umask (0644 / 0755 by default): for files
+    made through tempfile, which creates them 0600 / 0700."""
+    return (0o777 if directory else 0o666) & ~_umask()
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write a text file via a temp file in the same directory + rename (never half-written)."""
+    """Write a text file via a temp file in the same directory + rename (never half-written), with the mode
+    the user's umask gives."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, default_mode())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

@@ -12,6 +12,7 @@ from typing import Literal
 
 import numpy as np
 
+from genfeat.config import default_mode
 from genfeat.data.corpora import SPLITS, load_corpus
 from genfeat.data.sources import data_home, require
 from genfeat.data.streams import read_stream, write_stream
@@ -71,6 +72,7 @@ def prepare_lm_data(cfg: LMDataConfig) -> tuple[Tokenizer, dict[str, np.memmap]]
         tok = build_tokenizer(cfg, splits["train"])
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=cache.parent, prefix=f".{cache.name}."))
+        tmp.chmod(default_mode(directory=True))  # mkdtemp makes it 0700
         try:
             for split in SPLITS:
                 write_stream(tmp / f"{split}.bin", tok.encode_lines(splits[split]), tok.vocab_size)

@@ -15,6 +15,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
+from genfeat.config import atomic_write_text, default_mode
 from genfeat.errors import CheckpointError
 
 CONFIG, SAFETENSORS, TORCH_BIN = "config.json", "model.safetensors", "pytorch_model.bin"
@@ -56,7 +57,6 @@ def write_hf_dir(directory: str | Path, config: dict[str, Any], state_dict: dict
     tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
     tmp = d / f".{SAFETENSORS}.{os.getpid()}.tmp"
     save_file(tensors, str(tmp), metadata={"format": "pt"})
+    tmp.chmod(default_mode())  # safetensors creates its files 0600
     os.replace(tmp, d / SAFETENSORS)
-    tmp = d / f".{CONFIG}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, d / CONFIG)
+    atomic_write_text(d / CONFIG, json.dumps(config, indent=2, sort_keys=True) + "\n")

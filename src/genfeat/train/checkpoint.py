@@ -39,6 +39,7 @@ from safetensors.torch import save_file
 from torch import nn
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 
+from genfeat.config import default_mode
 from genfeat.errors import CheckpointError
 from genfeat.train import distributed as D
 
@@ -64,6 +65,7 @@ def save_weights(state_dict: dict[str, torch.Tensor], path: str | os.PathLike) -
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         save_file(kept, str(tmp), metadata={"genfeat_aliases": json.dumps(aliases)})
+        tmp.chmod(default_mode())  # safetensors creates its files 0600
         fsync(tmp)
         os.replace(tmp, path)
         fsync(path.parent)
