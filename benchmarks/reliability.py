@@ -135,9 +135,9 @@ def bounded_generation(run: Path, work: Path, env: dict[str, str], seconds: floa
         chunk = proc.stdout.read() or b""
         lines += chunk.count(b"\n---\n")
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
-    return {"input": f"generate -n 1000000000 (stopped with Ctrl-C after {seconds:.0f} s)",
+    proc.send_signal(signal.SIGTERM)  # SIGINT is ignored by processes started from a background job
+    proc.communicate(timeout=60)
+    return {"input": f"generate -n 1000000000 (stopped with SIGTERM after {seconds:.0f} s)",
             "exit_code": proc.returncode, "traceback": False,
             "message": f"{lines} samples printed, peak resident memory {peak / 1024:.0f} MB", "new_files": [],
             "n_new_files": 0, "seconds": seconds, "valid_input": True}

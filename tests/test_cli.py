@@ -29,6 +29,10 @@ def trained(ptb_dir, tmp_path_factory):
 def test_ls(capsys):
     code, out, _ = run_cli(capsys, "ls")
     assert code == 0 and "lm " in out and "--preset quickstart (default)" in out and "quickstart   = lm" in out
+    presets = [line for line in out.splitlines() if line.startswith("    --preset ")]
+    for line in presets:  # every preset says what it is in one readable line
+        name, _, text = line.strip().partition("  ")
+        assert text and "Config(" not in text and "'int'" not in text, line
 
 
 def test_run_writes_complete_run_directory(trained):

@@ -59,12 +59,20 @@ def cmd_ls(_: argparse.Namespace) -> int:
     for r in RECIPES.values():
         print(f"{r.name:12s} {r.description}")
         for p in r.presets:
-            doc = (r.presets[p].__doc__ or "").strip().splitlines()
-            print(f"    --preset {p}{' (default)' if p == r.default_preset else ''}"
-                  + (f"  {doc[0]}" if doc else ""))
+            print(f"    --preset {p}{' (default)' if p == r.default_preset else ''}  {_first_sentence(r.presets[p])}")
     for alias, (recipe, preset) in ALIASES.items():
         print(f"{alias:12s} = {recipe} --preset {preset}")
     return 0
+
+
+def _first_sentence(preset: object) -> str:
+    """A preset's one-line description: the first sentence of its docstring (a dataclass's generated
+    signature docstring does not count)."""
+    doc = " ".join((getattr(preset, "__doc__", None) or "").split())
+    if not doc or (isinstance(preset, type) and doc.startswith(preset.__name__ + "(")):
+        return ""
+    end = doc.find(". ")
+    return doc if end < 0 else doc[: end + 1]
 
 
 def _new_run_dir(out: str | None, recipe: str, preset: str) -> Path:

@@ -147,14 +147,17 @@ PRESETS = {"mnist_100": mnist_100, "mnist_100_ld": mnist_100_ld, "fashion_mnist_
 
 
 def pixelcnn_mnist() -> PixelCNNRunConfig:
+    """PixelCNN density model of MNIST's training images (the LD term's p(x)), 3 epochs on CPU."""
     return PixelCNNRunConfig()
 
 
 def pixelcnn_fashion() -> PixelCNNRunConfig:
+    """The same density model on Fashion-MNIST."""
     return PixelCNNRunConfig(data=ImageDataConfig(dataset="fashion_mnist"))
 
 
 def pixelcnn_tiny() -> PixelCNNRunConfig:
+    """Seconds; for tests."""
     return PixelCNNRunConfig(data=ImageDataConfig(limit_train=200), filters=8, n_blocks=1, n_mix=2, epochs=1,
                              batch_size=50)
 

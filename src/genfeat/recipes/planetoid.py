@@ -90,6 +90,7 @@ def linuxdoc() -> PlanetoidRunConfig:
 
 
 def linuxdoc_i() -> PlanetoidRunConfig:
+    """Planetoid-I (inductive: test nodes unseen in training) on the kernel-docs graph."""
     return dataclasses.replace(linuxdoc(), method="planetoid_i")
 
 

@@ -79,6 +79,7 @@ def bbc_small() -> XLNetPretrainConfig:
 
 
 def pretrain_tiny() -> XLNetPretrainConfig:
+    """Seconds; for tests."""
     return XLNetPretrainConfig(
         data=PretrainDataConfig(vocab_size=200, seq_len=24, reuse_len=8, num_predict=4, batch_size=4,
                                 valid_batches=2, limit_docs=40),
