@@ -180,7 +180,8 @@ def markdown(record: dict[str, Any]) -> str:
     from benchmarks.common import header
 
     res = record["results"]
-    lines = ["# Reliability: bad inputs and interruptions", "", header(record), "", __doc__.split("\n\n", 2)[2], ""]
+    lines = ["# Reliability: bad inputs and interruptions", "", header(record), "", __doc__.split("\n\n", 2)[2].strip(),
+             ""]
     if res.get("bad_inputs"):
         lines += ["## Bad inputs", "", "| input | exit code | traceback | last line of stderr | new files |",
                   "|---|---|---|---|---|"]

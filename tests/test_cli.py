@@ -260,6 +260,9 @@ def test_corpus_folder_with_an_empty_split(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{tmp_path}", "--out",
                            tmp_path / "out")
     assert code == 1 and "valid.txt holds no text" in err and not (tmp_path / "out").exists()
+    code, _, _ = run_cli(capsys, "run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{tmp_path}", "--out",
+                         tmp_path / "new" / "deeper" / "out")
+    assert code == 1 and not (tmp_path / "new").exists()  # parents made for the run go with it
 
 
 def test_run_files_follow_the_umask(trained):

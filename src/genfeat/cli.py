@@ -134,6 +134,7 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     if resume_from is None:
         run_dir = _new_run_dir(args.out, recipe.name, preset)
     created = not run_dir.exists()
+    new_parents = [p for p in run_dir.absolute().parents if not p.exists()]  # e.g. runs/, made for this run
     from genfeat.train import distributed as D
 
     info = D.setup(getattr(getattr(cfg, "train", None), "device", "auto"))
@@ -164,6 +165,9 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
             isinstance(e, KeyboardInterrupt) and _nonempty(run_dir / "metrics.jsonl"))
         if info.is_main and created and not trained:
             shutil.rmtree(run_dir, ignore_errors=True)
+            for parent in new_parents:  # innermost first; only if still empty
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
         raise
     finally:
         D.teardown()
