@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import render, write_results
+from benchmarks.common import load_result, render, write_results
 from genfeat.config import override, to_dict
 from genfeat.data.planetoid import files_sha256
 from genfeat.recipes import planetoid as P
@@ -242,6 +242,19 @@ Algorithm 2, vectorised, on the kernel-docs graph, one thread: {thr['batch_200']
     return "# Planetoid: graph-based semi-supervised learning\n\n{header}" + "\n".join(parts)
 
 
+def recheck(method: str, protocols: list[str], seeds: list[int], jobs: int) -> None:
+    """The recorded runs of `method` beside a fresh run of each (same protocol, seed and tuned settings)."""
+    rec = load_result(NAME)["results"]
+    recorded = {(r["protocol"], r["seed"]): r["test_acc"] for r in rec["runs"] if r["method"] == method}
+    with ProcessPoolExecutor(jobs) as pool:
+        runs = list(pool.map(_one, [(method, s, p, rec["settings"]) for p in protocols for s in seeds]))
+    for p in protocols:
+        old = [recorded[(p, s)] for s in seeds if (p, s) in recorded]
+        new = [r["test_acc"] for r in runs if r["protocol"] == p]
+        print(f"{LABELS[method]} {p}: recorded {_stat(old)['mean']:.3f} ± {_stat(old)['std']:.3f}, "
+              f"now {_stat(new)['mean']:.3f} ± {_stat(new)['std']:.3f} (seeds {seeds})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -249,9 +262,15 @@ def main() -> None:
     ap.add_argument("--protocols", nargs="+", default=list(PROTOCOLS), choices=list(PROTOCOLS))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--render-only", action="store_true")
+    ap.add_argument("--recheck", metavar="METHOD", choices=list(LABELS),
+                    help="re-run one method on the recorded protocols and seeds; print it beside the record (the "
+                         "page is not rewritten)")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
+        return
+    if args.recheck:
+        recheck(args.recheck, args.protocols, args.seeds, args.jobs)
         return
     data = P.load_graph(P.GraphDataConfig())  # builds the graph once, before the workers read it
     files = files_sha256(P.data_home() / "graphs" / "linuxdoc", "linuxdoc")

@@ -136,7 +136,9 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     created = not run_dir.exists()
     new_parents = [p for p in run_dir.absolute().parents if not p.exists()]  # e.g. runs/, made for this run
     from genfeat.train import distributed as D
+    from genfeat.train.threads import configure_threads
 
+    configure_threads()  # one thread per free CPU: a busy machine does not make every step spin (train/threads.py)
     info = D.setup(getattr(getattr(cfg, "train", None), "device", "auto"))
     def write_config(_: Path | None = None) -> None:
         if info.is_main:

@@ -126,3 +126,27 @@ def test_cpu_training_flushes_subnormals(tmp_path):
             assert (sub * 1.0).item() == 0.0
     finally:
         torch.set_flush_denormal(False)
+
+
+def test_thread_choice_counts_free_cpus(monkeypatch):
+    """One thread per CPU that nothing else keeps busy (train/threads.py); the user's setting wins."""
+    import torch
+
+    from genfeat.train import threads as T
+
+    real_runnable, real_cpus = T.other_runnable, T.available_cpus
+    assert real_runnable(samples=2, interval=0.0) >= 0 and real_cpus() >= 1
+    monkeypatch.setattr(T, "available_cpus", lambda: 4)
+    monkeypatch.setattr(T, "other_runnable", lambda: 1)
+    assert T.default_threads() == 3
+    monkeypatch.setattr(T, "other_runnable", lambda: 9)
+    assert T.default_threads() == 1
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("GENFEAT_THREADS", "2")
+        assert T.configure_threads() == 2 and torch.get_num_threads() == 2
+        monkeypatch.delenv("GENFEAT_THREADS")
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        assert T.configure_threads() is None
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,65 @@
+"""How many intra-op threads a CPU run uses: the CPUs this process may use, minus those other work keeps busy.
+
+torch's default is one thread per core, which is best on an idle machine and worst on a busy one: OpenMP's
+threads spin while they wait for each other, so a 2-thread step beside one other busy process runs several times
+slower than a 1-thread step (docs/results/threads_busy.md). genfeat therefore picks, when a run starts:
+
+    threads = max(1, available CPUs - other runnable tasks)
+
+`available CPUs` honours the affinity mask (taskset, SLURM, Kubernetes cpusets) and a cgroup v2 CPU quota;
+`other runnable tasks` is the median of a few instantaneous readings of the running-task count in /proc/loadavg
+(the reader itself excluded). Set `OMP_NUM_THREADS` (or `GENFEAT_THREADS`) to choose yourself; both win.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def available_cpus() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        n = os.cpu_count() or 1
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()
+        if quota != "max":
+            n = min(n, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return n
+
+
+def other_runnable(samples: int = 5, interval: float = 0.02) -> int:
+    """Tasks running or ready to run on this machine, besides this process (0 where /proc is unavailable)."""
+    counts = []
+    for i in range(samples):
+        try:
+            running = int(open("/proc/loadavg").read().split()[3].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            return 0
+        counts.append(max(0, running - 1))
+        if i + 1 < samples:
+            time.sleep(interval)
+    return sorted(counts)[len(counts) // 2]
+
+
+def default_threads() -> int:
+    return max(1, available_cpus() - other_runnable())
+
+
+def configure_threads() -> int | None:
+    """Set torch's intra-op thread count for this run; None when the user chose it (OMP_NUM_THREADS or
+    GENFEAT_THREADS), which torch or this function then follows."""
+    import torch
+
+    if "GENFEAT_THREADS" in os.environ:
+        n = max(1, int(os.environ["GENFEAT_THREADS"]))
+        torch.set_num_threads(n)
+        return n
+    if "OMP_NUM_THREADS" in os.environ:
+        return None
+    n = default_threads()
+    torch.set_num_threads(n)
+    return n
