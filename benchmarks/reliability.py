@@ -90,7 +90,11 @@ def bad_inputs(work: Path, env: dict[str, str]) -> list[dict[str, Any]]:
         ("README: bpe tokenizer with vocab_size 8000", [*base, "--data.tokenizer", "bpe", "--data.vocab_size",
                                                          "8000", "--train.max_steps", "2"]),
         ("typo in a field name", [*base, "--train.lrr", "1e-3"]),
-        ("--resume with a changed d_model", ["run", "--resume", run, "--model.d_model", "64"]),
+        ("--resume with a changed d_model", ["run", "--resume", run, "--model.d_model", "64", "--train.max_steps",
+                                             "9"]),
+        ("--resume of a finished run, same budget", ["run", "--resume", run]),
+        ("--resume with another recipe", ["run", "transformer_xl", "--resume", run, "--train.max_steps", "9"]),
+        ("byte tokenizer, no sample prompt", [*base, "--data.tokenizer", "byte"]),
     ]
     rows = []
     for name, args in cases:

@@ -169,7 +169,7 @@ def test_refused_resume_leaves_the_run_directory_untouched(capsys, trained, tmp_
     run = tmp_path / "run"
     shutil.copytree(trained, run)
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
-    code, _, err = run_cli(capsys, "run", "--resume", run, "--model.d_model", "64")
+    code, _, err = run_cli(capsys, "run", "--resume", run, "--model.d_model", "64", "--train.max_steps", "9")
     assert code == 1 and "does not match this model" in err
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
     code, _, _ = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "8")  # still resumable
@@ -284,3 +284,18 @@ def test_version_does_not_import_torch():
 def test_data_verify_without_names_checks_what_is_fetched(capsys):
     code, out, _ = run_cli(capsys, "data", "verify")
     assert code == 0 and "nothing fetched" in out
+
+
+def test_resume_refuses_what_it_would_silently_ignore(capsys, trained):
+    code, _, err = run_cli(capsys, "run", "--resume", trained)  # at step 6 of 6
+    assert code == 2 and "is at step 6 and train.max_steps is 6: nothing to train" in err
+    code, _, err = run_cli(capsys, "run", "transformer_xl", "--resume", trained, "--train.max_steps", "9")
+    assert code == 2 and "is a `lm --preset tiny` run" in err
+    code, _, err = run_cli(capsys, "run", "--resume", trained, "--preset", "ptb_small", "--train.max_steps", "9")
+    assert code == 2 and "is a `lm --preset tiny` run" in err
+
+
+def test_byte_tokenizer_without_a_prompt_is_refused_before_training(capsys, ptb_dir, tmp_path):
+    code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}",
+                           "--data.tokenizer", "byte", "--out", tmp_path / "out")
+    assert code == 2 and "give --sample.prompt TEXT" in err and not (tmp_path / "out").exists()

@@ -111,6 +111,9 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         resume_from = C.latest_checkpoint(run_dir)
         if resume_from is None:
             raise C.CheckpointError(f"{run_dir} has no checkpoint to resume from (looked in {run_dir}/checkpoints)")
+        if args.recipe and get_recipe(args.recipe)[0].name != recipe.name or args.preset and args.preset != preset:
+            raise ConfigError(f"{run_dir} is a `{recipe.name} --preset {preset}` run; --resume continues it as it "
+                              "is (drop the recipe / --preset, or start a new run with --out)")
         skipped = [d.name for d in C.checkpoint_dirs(run_dir) if d.name > resume_from.name]
         print(f"resuming from {resume_from}" + (f" (skipping incomplete {', '.join(skipped)})" if skipped else ""))
     elif args.config:
@@ -127,6 +130,11 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         preset = args.preset or alias_preset or recipe.default_preset
         cfg = get_preset(recipe, preset)
     cfg = override(cfg, overrides)
+    if resume_from is not None:  # a budget the run has already reached would silently train nothing
+        done, budget = int(resume_from.name[len("step_"):]), getattr(getattr(cfg, "train", None), "max_steps", None)
+        if isinstance(budget, int) and budget <= done:
+            raise ConfigError(f"{run_dir} is at step {done} and train.max_steps is {budget}: nothing to train; give "
+                              f"a larger --train.max_steps")
     record = {"recipe": recipe.name, "preset": preset, "genfeat_version": __version__, "config": to_dict(cfg)}
     if args.print_config:
         print(dump_yaml(record), end="")

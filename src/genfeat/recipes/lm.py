@@ -68,6 +68,17 @@ class LMRunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     sample: SampleConfig = field(default_factory=SampleConfig)
 
+    def __post_init__(self) -> None:
+        check_sample_prompt(self.data, self.sample)
+
+
+def check_sample_prompt(data: LMDataConfig, sample: SampleConfig) -> None:
+    """Before step 1: char and byte tokenizers have no end-of-sentence token to start a sample from, so the
+    samples written after training need a prompt."""
+    if data.tokenizer in ("char", "byte") and sample.n > 0 and not sample.prompt:
+        raise ValueError(f"sample.prompt is empty and the {data.tokenizer} tokenizer has no end-of-sentence token "
+                         "to start the samples from: give --sample.prompt TEXT (or --sample.n 0)")
+
 
 # ----------------------------------------------------------------------------------------- presets
 def tiny() -> LMRunConfig:

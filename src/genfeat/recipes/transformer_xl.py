@@ -33,7 +33,7 @@ from genfeat.losses import nll
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
 from genfeat.models.transformer_xl import config as txl_presets
 from genfeat.recipes import lm
-from genfeat.recipes.lm import SampleConfig
+from genfeat.recipes.lm import SampleConfig, check_sample_prompt
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 
@@ -55,6 +55,9 @@ class TXLRunConfig:
     train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=2.5e-4, clip_norm=0.25))
     eval: TXLEvalConfig = field(default_factory=TXLEvalConfig)
     sample: SampleConfig = field(default_factory=SampleConfig)
+
+    def __post_init__(self) -> None:
+        check_sample_prompt(self.data, self.sample)
 
 
 class MemoryLMLoss:
