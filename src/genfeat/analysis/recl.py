@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 THRESHOLD = 0.01  # 1% relative gain (thesis)
 
@@ -73,12 +74,12 @@ def context_losses(model: torch.nn.Module, tokens: np.ndarray, contexts: list[in
     device = next(model.parameters()).device
     data = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
     out = np.zeros((len(contexts), len(positions)))
-    for k, c in enumerate(contexts):
-        c = min(c, max_context) if max_context else c
-        for s in range(0, len(positions), batch_size):
-            pos = torch.from_numpy(positions[s : s + batch_size].astype(np.int64))
-            idx = pos[:, None] - c + torch.arange(c)  # (nb, c) context windows
-            head, _ = model(data[idx].to(device))
-            logp = head.log_probs()[:, -1]  # (nb, V)
-            out[k, s : s + len(pos)] = -logp.gather(1, data[pos][:, None].to(device)).squeeze(1).double().cpu().numpy()
+    jobs = [(k, min(c, max_context) if max_context else c, s) for k, c in enumerate(contexts)
+            for s in range(0, len(positions), batch_size)]
+    for k, c, s in tqdm(jobs, desc="RECL context losses", leave=False, mininterval=1.0):
+        pos = torch.from_numpy(positions[s : s + batch_size].astype(np.int64))
+        idx = pos[:, None] - c + torch.arange(c)  # (nb, c) context windows
+        head, _ = model(data[idx].to(device))
+        logp = head.log_probs()[:, -1]  # (nb, V)
+        out[k, s : s + len(pos)] = -logp.gather(1, data[pos][:, None].to(device)).squeeze(1).double().cpu().numpy()
     return out

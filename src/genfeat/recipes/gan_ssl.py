@@ -338,8 +338,10 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
     logger.close()
     model.eval()
     with torch.no_grad():
-        test_bpd = float(torch.stack([model.bits_per_dim(xs[a: a + 250]) for a in range(0, len(xs), 250)]).mean())
-        lp = torch.cat([model.log_prob(xt[a: a + 250]) for a in range(0, min(len(xt), 5000), 250)])
+        test_bpd = float(torch.stack([model.bits_per_dim(xs[a: a + 250]) for a in
+                                      tqdm(range(0, len(xs), 250), desc="test bits/dim", leave=False)]).mean())
+        lp = torch.cat([model.log_prob(xt[a: a + 250]) for a in
+                        tqdm(range(0, min(len(xt), 5000), 250), desc="training log-p percentiles", leave=False)])
     save_model_weights(model, run_dir / "model.safetensors")
     if not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it here
         atomic_write_text(run_dir / "config.yaml", dump_yaml({"recipe": "pixelcnn", "config": to_dict(cfg)}))

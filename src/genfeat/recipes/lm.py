@@ -40,7 +40,7 @@ from genfeat.models.lm import CausalLM, sample
 from genfeat.nn.outputs import BackboneOutput
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.logging import machine_info
+from genfeat.train.logging import machine_info, progress
 from genfeat.train.loop import TrainConfig, fit
 
 
@@ -150,7 +150,8 @@ def evaluate_lm(model: torch.nn.Module, tokens: np.ndarray, batch_size: int, seq
     (Transformer-XL evaluation); it starts empty. Reports loss, ppl (and bpc at char level)."""
     device = next(model.parameters()).device
     total, count, mems = torch.zeros((), dtype=torch.float64, device=device), 0, None
-    for x, y in OrderedSegments(tokens, batch_size, seq_len, loop=False):
+    segments = OrderedSegments(tokens, batch_size, seq_len, loop=False)
+    for x, y in progress(segments, total=len(segments), desc=f"{prefix} pass"):
         y = y.to(device)
         out, bb = model(x.to(device), targets=y, **({"mems": mems} if mems is not None else {}))
         if carry_memory:
@@ -179,7 +180,7 @@ def evaluate_sliding(model: torch.nn.Module, tokens: np.ndarray, window: int, st
         starts.append(n - window)
     lm = D.unwrap(model)
     total, count, scored_to = torch.zeros((), dtype=torch.float64, device=device), 0, 0  # targets 1..scored_to done
-    for b in range(0, len(starts), batch_size):
+    for b in progress(range(0, len(starts), batch_size), desc=f"{prefix} pass (sliding window)"):
         chunk = starts[b : b + batch_size]
         firsts = []
         for s in chunk:  # window s predicts targets s+1 .. s+window; score only the new ones

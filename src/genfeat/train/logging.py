@@ -7,12 +7,15 @@ import json
 import math
 import os
 import platform
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from genfeat.errors import GenfeatError
+
+T = TypeVar("T")
 
 
 def machine_info(device: torch.device | str = "cpu") -> dict[str, Any]:
@@ -59,6 +62,16 @@ class MetricsLogger:
     def close(self) -> None:
         if self.tb is not None:
             self.tb.close()
+
+
+def progress(iterable: Iterable[T], desc: str, total: int | None = None) -> Iterable[T]:
+    """A transient progress bar for work that takes seconds to minutes outside the training loop (evaluation
+    passes, RECL, density scoring): on rank 0 only, gone when done."""
+    from tqdm.auto import tqdm
+
+    rank0 = int(os.environ.get("RANK", "0")) == 0
+    return tqdm(iterable, desc=desc, total=total, leave=False, disable=not rank0, dynamic_ncols=True,
+                mininterval=1.0)
 
 
 def read_metrics(run_dir: str | os.PathLike) -> list[dict[str, Any]]:

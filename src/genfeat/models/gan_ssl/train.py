@@ -145,15 +145,19 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             g_params += list(encoder.parameters())
         if log_density is not None:
             with torch.no_grad():
-                lp = torch.cat([log_density(x_train[a: a + 500]) for a in range(0, min(n_unl, 10_000), 500)])
+                chunks = range(0, min(n_unl, 10_000), 500)
+                lp = torch.cat([log_density(x_train[a: a + 500]) for a in
+                                tqdm(chunks, desc="density of the training images (LD threshold)", leave=False,
+                                     disable=not progress)])
             epsilon = float(density_threshold(lp, cfg.ld_quantile))
     opt_g = torch.optim.Adam(g_params, lr=cfg.lr_g, betas=tuple(map(float, cfg.betas_g))) if g_params else None
 
     best_state, best = None, {"valid_errors": float("inf")}
     history = []
     it = 0
-    bar = tqdm(range(cfg.epochs), desc=f"gan_ssl {cfg.method}", disable=not progress)
-    for epoch in bar:
+    bar = tqdm(total=cfg.epochs * iters, desc=f"gan_ssl {cfg.method}", disable=not progress, unit="it",
+               dynamic_ncols=True, mininterval=1.0)  # moves per iteration; the postfix shows the epoch's errors
+    for epoch in range(cfg.epochs):
         t0 = time.perf_counter()
         f = _lr_factor(cfg, epoch)
         for group in opt_d.param_groups:
@@ -212,6 +216,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             for k, v in parts.items():
                 sums[k] = sums.get(k, 0.0) + v
             it += 1
+            bar.update(1)
         rec = {"epoch": epoch + 1, "epoch_s": round(time.perf_counter() - t0, 2),
                **{k: v / iters for k, v in sums.items()},
                "valid_errors": count_errors(disc, x_valid, y_valid), "test_errors": count_errors(disc, x_test, y_test)}
@@ -219,9 +224,10 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             best = {"epoch": epoch + 1, "valid_errors": rec["valid_errors"], "test_errors": rec["test_errors"]}
             best_state = copy.deepcopy(disc.state_dict())
         history.append(rec)
-        bar.set_postfix(valid_err=rec["valid_errors"], test_err=rec["test_errors"])
+        bar.set_postfix(epoch=epoch + 1, valid_err=rec["valid_errors"], test_err=rec["test_errors"])
         if log is not None:
             log(rec)
+    bar.close()
     disc.load_state_dict(best_state)
     disc.eval()
     if gen is not None:
