@@ -135,8 +135,9 @@ def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
     kwargs = {k: coerce(v, hints[k], prefix + k) for k, v in data.items()}
     try:
         return cls(**kwargs)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {e}") from None
+    except (TypeError, ValueError) as e:  # the section's own checks; a whole run config needs no prefix
+        where = prefix.rstrip(".")
+        raise ConfigError(f"{where}: {e}" if where else str(e)) from None
 
 
 def to_dict(obj: Any) -> Any:
