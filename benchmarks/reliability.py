@@ -4,8 +4,9 @@
 
 Bad inputs: each row runs `genfeat ...` in a fresh process against a tiny trained LM run and a PTB-format corpus
 made here, and records the exit code, the last line of stderr, whether a Python traceback was printed, and what
-was left on disk. Interruptions: an LM run is sent SIGINT / SIGTERM / SIGKILL mid-training, then resumed
-(`--resume`); its final weights are compared bit for bit with an uninterrupted run of the same config.
+was left on disk. Interruptions: an LM and a Transformer-XL run (with its memory) are sent SIGINT / SIGTERM /
+SIGKILL mid-training, then resumed (`--resume`); the final weights are compared bit for bit with an uninterrupted
+run of the same config. The other recipes do not checkpoint mid-training yet.
 A row passes when there is no traceback, the exit code is non-zero, stderr ends with one `genfeat: error: ...`
 line, and nothing was written that was not asked for.
 """
@@ -147,36 +148,40 @@ def bounded_generation(run: Path, work: Path, env: dict[str, str], seconds: floa
             "n_new_files": 0, "seconds": seconds, "valid_input": True}
 
 
+RESUMABLE = ("lm", "transformer_xl")  # the recipes that checkpoint mid-training on a text corpus
+
+
 def interruptions(work: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     from safetensors.torch import load_file
 
     data = corpus(work)
-    args = ["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{data}", "--train.max_steps", "300",
-            "--train.eval_every", "50", "--train.log_every", "10", "--train.device", "cpu"]
-    ref = work / "uninterrupted"
-    assert sh([*args, "--out", ref], work, env).returncode == 0
-    ref_w = load_file(str(ref / "checkpoints/step_00000300/model.safetensors"))
     rows = []
     rng = random.Random(0)
-    for sig_name in ("SIGINT", "SIGTERM", "SIGKILL"):
-        out = work / sig_name.lower()
-        proc = subprocess.Popen([*GENFEAT, *args, "--out", str(out)], cwd=work, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
-        deadline = time.time() + 120
-        while time.time() < deadline and not list((out / "checkpoints").glob("step_*")):
-            time.sleep(0.05)
-        time.sleep(rng.uniform(0.1, 1.5))  # a random moment after the first checkpoint
-        proc.send_signal(getattr(signal, sig_name))
-        _, err = proc.communicate(timeout=120)
-        ckpts = sorted(q.name for q in (out / "checkpoints").glob("step_*"))
-        res = sh(["run", "--resume", out], work, env)
-        final = out / "checkpoints/step_00000300/model.safetensors"
-        same = final.is_file() and all(
-            (load_file(str(final))[k] == v).all().item() for k, v in ref_w.items())
-        rows.append({"signal": sig_name, "exit_code": proc.returncode,
-                     "message": (err.strip().splitlines() or [""])[-1], "checkpoints_after_kill": ckpts,
-                     "resume_exit_code": res.returncode, "final_weights_equal_uninterrupted": bool(same)})
-        print(json.dumps(rows[-1]), flush=True)
+    for recipe in RESUMABLE:
+        args = ["run", recipe, "--preset", "tiny", "--data.corpus", f"dir:{data}", "--train.max_steps", "300",
+                "--train.eval_every", "50", "--train.log_every", "10", "--train.device", "cpu"]
+        ref = work / recipe / "uninterrupted"
+        assert sh([*args, "--out", ref], work, env).returncode == 0
+        ref_w = load_file(str(ref / "checkpoints/step_00000300/model.safetensors"))
+        for sig_name in ("SIGINT", "SIGTERM", "SIGKILL"):
+            out = work / recipe / sig_name.lower()
+            proc = subprocess.Popen([*GENFEAT, *args, "--out", str(out)], cwd=work, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
+            deadline = time.time() + 120
+            while time.time() < deadline and not list((out / "checkpoints").glob("step_*")):
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.1, 1.5))  # a random moment after the first checkpoint
+            proc.send_signal(getattr(signal, sig_name))
+            _, err = proc.communicate(timeout=120)
+            ckpts = sorted(q.name for q in (out / "checkpoints").glob("step_*"))
+            res = sh(["run", "--resume", out], work, env)
+            final = out / "checkpoints/step_00000300/model.safetensors"
+            same = final.is_file() and all(
+                (load_file(str(final))[k] == v).all().item() for k, v in ref_w.items())
+            rows.append({"recipe": recipe, "signal": sig_name, "exit_code": proc.returncode,
+                         "message": (err.strip().splitlines() or [""])[-1], "checkpoints_after_kill": ckpts,
+                         "resume_exit_code": res.returncode, "final_weights_equal_uninterrupted": bool(same)})
+            print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
@@ -195,12 +200,13 @@ def markdown(record: dict[str, Any]) -> str:
             lines.append(f"| {r['input']} | {r['exit_code']} | {'**yes**' if r['traceback'] else 'no'} | {msg} | "
                          f"{new} |")
     if res.get("interruptions"):
-        lines += ["", "## Interruptions (LM, tiny preset, 300 steps, checkpoint every 50)", "",
-                  "| signal | exit code | checkpoints after the kill | resume exit code | final weights = "
-                  "uninterrupted run |", "|---|---|---|---|---|"]
+        lines += ["", "## Interruptions (tiny presets, 300 steps, checkpoint every 50)", "",
+                  "| recipe | signal | exit code | checkpoints after the kill | resume exit code | final weights = "
+                  "uninterrupted run |", "|---|---|---|---|---|---|"]
         for r in res["interruptions"]:
             same = "yes (bitwise)" if r["final_weights_equal_uninterrupted"] else "NO"
-            lines.append(f"| {r['signal']} | {r['exit_code']} | {', '.join(r['checkpoints_after_kill'])} | "
+            lines.append(f"| {r.get('recipe', 'lm')} | {r['signal']} | {r['exit_code']} | "
+                         f"{', '.join(r['checkpoints_after_kill'])} | "
                          f"{r['resume_exit_code']} | {same} |")
     return "\n".join(lines) + "\n"
 

@@ -180,8 +180,13 @@ def test_refused_resume_leaves_the_run_directory_untouched(capsys, trained, tmp_
 def _cli_process(args, cwd):
     exe = Path(sys.executable).with_name("genfeat")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "genfeat"]
+    import signal
+
+    def default_sigint():  # a suite started in the background inherits SIGINT ignored; a terminal's Ctrl-C is not
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     return subprocess.Popen([*cmd, *map(str, args)], cwd=cwd, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
 
 
 def _wait_for_lines(path: Path, n: int, proc, timeout: float = 120.0) -> None:

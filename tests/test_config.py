@@ -92,3 +92,13 @@ def test_override_fills_an_optional_section_left_at_none():
     cfg = override(T.tiny(), {"model.head.kind": "multi_facet", "model.head.context": "true"})
     assert cfg.model.head.kind == "multi_facet" and cfg.model.head.context and cfg.model.head.num_softmax == 1
     assert T.tiny().model.head is None
+
+
+def test_every_preset_of_every_recipe_builds():
+    """A preset whose config fails its own checks (e.g. a byte-level LM without a sample prompt) is caught here,
+    not at the end of a long run."""
+    from genfeat.registry import RECIPES, get_preset
+
+    for recipe in RECIPES.values():
+        for name in recipe.presets:
+            assert get_preset(recipe, name) is not None, (recipe.name, name)

@@ -162,6 +162,8 @@ def _paper(model: TXLConfig, batch: int, steps: int, warmup: int, lr: float, eva
         train=TrainConfig(max_steps=steps, lr=lr, warmup_steps=warmup, clip_norm=0.25, min_lr_ratio=0.0,
                           eval_every=4000, weight_decay=0.0),
         eval=eval_cfg,
+        # byte / char models have no end-of-sentence token: their samples continue a prompt
+        sample=SampleConfig(max_new_tokens=300, prompt="<page>") if tokenizer in ("byte", "char") else SampleConfig(),
     )
 
 
@@ -192,7 +194,8 @@ def enwik8_large() -> TXLRunConfig:
 def text8() -> TXLRunConfig:
     """Table 2.3 "Transformer-XL 24L" (277M, 1.08 bpc): the enwik8 large model, untuned (thesis line 471)."""
     base = enwik8_large()
-    return dataclasses.replace(base, data=dataclasses.replace(base.data, corpus="text8:data/text8", tokenizer="char"))
+    return dataclasses.replace(base, data=dataclasses.replace(base.data, corpus="text8:data/text8", tokenizer="char"),
+                               sample=SampleConfig(max_new_tokens=300, prompt="the "))  # text8: a-z and space
 
 
 def lm1b_base() -> TXLRunConfig:
