@@ -91,6 +91,8 @@ def test_print_config_is_loadable(capsys):
     (["run", "lm", "--train.lr", "nan"], "lr must be a finite number > 0, got nan"),
     (["run", "lm", "--train.device", "tpu9"], "unknown device 'tpu9'"),
     (["run", "lm", "--sample.temperature", "0"], "temperature must be a finite number > 0"),
+    (["run", "lm", "--preset", "tiny", "--train.early_stop_metric", "valid_los"],
+     "early_stop_metric='valid_los' is not an evaluation metric of this run: valid_loss, valid_ppl"),
     (["run", "--config", "/nonexistent/config.yaml"], "config file /nonexistent/config.yaml does not exist"),
 ])
 def test_bad_config_one_line_exit_2_nothing_written(capsys, tmp_path, args, message):

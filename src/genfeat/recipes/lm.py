@@ -279,6 +279,10 @@ def load_for_generation(run_dir: Path, cfg: Any, device: torch.device, arch: Arc
 # ----------------------------------------------------------------------------------------- run
 def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = GPT) -> dict[str, Any]:
     arch.check(cfg)  # fail fast, before any data is loaded
+    metrics = ["valid_loss", "valid_ppl"] + (["valid_bpc"] if cfg.data.tokenizer in ("char", "byte") else [])
+    if cfg.train.early_stop_metric not in metrics:
+        raise ConfigError(f"train.early_stop_metric={cfg.train.early_stop_metric!r} is not an evaluation metric of "
+                          f"this run: {', '.join(metrics)}")
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
