@@ -306,3 +306,26 @@ def test_byte_tokenizer_without_a_prompt_is_refused_before_training(capsys, ptb_
     code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}",
                            "--data.tokenizer", "byte", "--out", tmp_path / "out")
     assert code == 2 and "give --sample.prompt TEXT" in err and not (tmp_path / "out").exists()
+
+
+def test_the_thread_count_is_recorded_and_reused(capsys, trained, tmp_path, monkeypatch):
+    """A resumed run keeps the thread count it started with (another count may sum in another order)."""
+    import shutil
+
+    import torch
+
+    recorded = yaml.safe_load((trained / "config.yaml").read_text())["cpu_threads"]
+    assert recorded >= 1
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("GENFEAT_THREADS", raising=False)
+    from genfeat.train import threads as T
+
+    monkeypatch.setattr(T, "default_threads", lambda: recorded + 1)  # the machine looks different now
+    before = torch.get_num_threads()
+    try:
+        assert run_cli(capsys, "run", "--resume", run, "--train.max_steps", "8")[0] == 0
+        assert torch.get_num_threads() == recorded
+    finally:
+        torch.set_num_threads(before)

@@ -146,8 +146,11 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     from genfeat.train import distributed as D
     from genfeat.train.threads import configure_threads
 
-    configure_threads()  # one thread per free CPU: a busy machine does not make every step spin (train/threads.py)
+    # one thread per free CPU (a busy machine does not make every step spin); a resumed or re-run config keeps
+    # the thread count it was recorded with, so its arithmetic is the same (train/threads.py)
+    record["cpu_threads"] = configure_threads(saved.get("cpu_threads") if args.resume or args.config else None)
     info = D.setup(getattr(getattr(cfg, "train", None), "device", "auto"))
+
     def write_config(_: Path | None = None) -> None:
         if info.is_main:
             atomic_write_text(run_dir / "config.yaml", dump_yaml(record))

@@ -134,6 +134,8 @@ def test_thread_choice_counts_free_cpus(monkeypatch):
 
     from genfeat.train import threads as T
 
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("GENFEAT_THREADS", raising=False)
     real_runnable, real_cpus = T.other_runnable, T.available_cpus
     assert real_runnable(samples=2, interval=0.0) >= 0 and real_cpus() >= 1
     monkeypatch.setattr(T, "available_cpus", lambda: 4)
@@ -143,10 +145,14 @@ def test_thread_choice_counts_free_cpus(monkeypatch):
     assert T.default_threads() == 1
     before = torch.get_num_threads()
     try:
-        monkeypatch.setenv("GENFEAT_THREADS", "2")
-        assert T.configure_threads() == 2 and torch.get_num_threads() == 2
+        monkeypatch.setattr(T, "other_runnable", lambda: 1)
+        assert T.configure_threads() == 3 and torch.get_num_threads() == 3
+        assert T.configure_threads(recorded=2) == 2  # a resumed run keeps its count
+        monkeypatch.setenv("GENFEAT_THREADS", "1")
+        assert T.configure_threads(recorded=2) == 1  # the user's choice wins
         monkeypatch.delenv("GENFEAT_THREADS")
         monkeypatch.setenv("OMP_NUM_THREADS", "1")
-        assert T.configure_threads() is None
+        torch.set_num_threads(2)
+        assert T.configure_threads(recorded=3) == 2  # torch follows OMP_NUM_THREADS itself; left alone
     finally:
         torch.set_num_threads(before)

@@ -8,7 +8,8 @@ slower than a 1-thread step (docs/results/threads_busy.md). genfeat therefore pi
 
 `available CPUs` honours the affinity mask (taskset, SLURM, Kubernetes cpusets) and a cgroup v2 CPU quota;
 `other runnable tasks` is the median of a few instantaneous readings of the running-task count in /proc/loadavg
-(the reader itself excluded). Set `OMP_NUM_THREADS` (or `GENFEAT_THREADS`) to choose yourself; both win.
+(the reader itself excluded). Set `OMP_NUM_THREADS` (or `GENFEAT_THREADS`) to choose yourself; both win. The
+count is recorded in the run's config.yaml (`cpu_threads`), and `--resume` / `--config` reuse it.
 """
 
 from __future__ import annotations
@@ -49,17 +50,15 @@ def default_threads() -> int:
     return max(1, available_cpus() - other_runnable())
 
 
-def configure_threads() -> int | None:
-    """Set torch's intra-op thread count for this run; None when the user chose it (OMP_NUM_THREADS or
-    GENFEAT_THREADS), which torch or this function then follows."""
+def configure_threads(recorded: int | None = None) -> int:
+    """Set torch's intra-op thread count for this run and return it. The user's choice (GENFEAT_THREADS, or
+    OMP_NUM_THREADS, which torch already follows) wins; then `recorded`, the count a resumed or re-run config was
+    made with (CPU kernels may sum in another order with another count, so this keeps a resume bitwise exact);
+    then the free CPUs."""
     import torch
 
     if "GENFEAT_THREADS" in os.environ:
-        n = max(1, int(os.environ["GENFEAT_THREADS"]))
-        torch.set_num_threads(n)
-        return n
-    if "OMP_NUM_THREADS" in os.environ:
-        return None
-    n = default_threads()
-    torch.set_num_threads(n)
-    return n
+        torch.set_num_threads(max(1, int(os.environ["GENFEAT_THREADS"])))
+    elif "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(max(1, int(recorded)) if recorded else default_threads())
+    return torch.get_num_threads()
