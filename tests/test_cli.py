@@ -294,8 +294,10 @@ def test_data_verify_without_names_checks_what_is_fetched(capsys):
 
 
 def test_resume_refuses_what_it_would_silently_ignore(capsys, trained):
+    before = {p: p.read_bytes() for p in trained.rglob("*") if p.is_file()}
     code, _, err = run_cli(capsys, "run", "--resume", trained)  # at step 6 of 6
-    assert code == 2 and "is at step 6 and train.max_steps is 6: nothing to train" in err
+    assert code == 2 and "is at step 6 and the run's budget is 6 steps: nothing to train" in err
+    assert {p: p.read_bytes() for p in trained.rglob("*") if p.is_file()} == before
     code, _, err = run_cli(capsys, "run", "transformer_xl", "--resume", trained, "--train.max_steps", "9")
     assert code == 2 and "is a `lm --preset tiny` run" in err
     code, _, err = run_cli(capsys, "run", "--resume", trained, "--preset", "ptb_small", "--train.max_steps", "9")

@@ -130,11 +130,6 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         preset = args.preset or alias_preset or recipe.default_preset
         cfg = get_preset(recipe, preset)
     cfg = override(cfg, overrides)
-    if resume_from is not None:  # a budget the run has already reached would silently train nothing
-        done, budget = int(resume_from.name[len("step_"):]), getattr(getattr(cfg, "train", None), "max_steps", None)
-        if isinstance(budget, int) and budget <= done:
-            raise ConfigError(f"{run_dir} is at step {done} and train.max_steps is {budget}: nothing to train; give "
-                              f"a larger --train.max_steps")
     record = {"recipe": recipe.name, "preset": preset, "genfeat_version": __version__, "config": to_dict(cfg)}
     if args.print_config:
         print(dump_yaml(record), end="")

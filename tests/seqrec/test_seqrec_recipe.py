@@ -54,3 +54,13 @@ def test_seqrec_bad_dataset(tmp_path):
 def test_seqrec_bad_stride(inter_file, tmp_path, args):
     assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", f"atomic:{inter_file}",
                  "--out", str(tmp_path / "x"), *args]) != 0
+
+
+def test_seqrec_resumes_with_a_longer_epoch_budget(inter_file, tmp_path):
+    """seqrec budgets in epochs (train.max_steps is derived from them), so --resume with more epochs continues."""
+    out = tmp_path / "run"
+    assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", f"atomic:{inter_file}", "--out", str(out),
+                 "--epochs", "2", "--train.patience", "0"]) == 0
+    assert main(["run", "--resume", str(out), "--epochs", "3"]) == 0
+    assert json.loads((out / "summary.json").read_text())["epochs"] == 3
+    assert main(["run", "--resume", str(out), "--epochs", "3"]) == 2  # nothing left to train: said, not ignored

@@ -191,6 +191,10 @@ def fit(
     stateful = {"data": train_data, "loss_fn": loss_fn}
     step, tokens, best, best_step, bad_evals = 0, 0, None, None, 0
     if resume_from is not None:
+        done = int(Path(resume_from).name[len("step_"):])
+        if done >= cfg.max_steps:  # checked before the restore, so a refused resume changes nothing
+            raise ConfigError(f"{resume_from} is at step {done} and the run's budget is {cfg.max_steps} steps: "
+                              "nothing to train; give a larger budget (train.max_steps, or the recipe's epochs)")
         state = C.restore_checkpoint(resume_from, model, optimizer, scheduler)
         step, tokens, best, best_step, bad_evals = (state["step"], state["tokens"], state["best"],
                                                     state["best_step"], state["bad_evals"])
