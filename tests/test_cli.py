@@ -255,10 +255,13 @@ def test_user_errors_are_one_line(capsys, trained, tmp_path, args, code, message
 
 def test_generate_streams_in_bounded_chunks(capsys, trained, monkeypatch):
     import genfeat.cli as cli
+    import genfeat.recipes.lm as lm
 
+    sizes, real = [], lm.generate_text
+    monkeypatch.setattr(lm, "generate_text", lambda *a, n, **k: sizes.append(n) or real(*a, n=n, **k))
     monkeypatch.setattr(cli, "GENERATE_CHUNK", 2)
     code, out, _ = run_cli(capsys, "generate", trained, "-n", "5")
-    assert code == 0 and out.count("---\n") == 5
+    assert code == 0 and out.count("---\n") == 5 and sizes == [2, 2, 1]  # never more than a chunk at once
 
 
 def test_corpus_folder_with_an_empty_split(capsys, tmp_path):

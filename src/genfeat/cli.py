@@ -9,7 +9,7 @@
     genfeat recl RUN_DIR... [--start 16 --step 16 --stop 128] [--r 0.1 1.0]   relative effective context length
 
 Errors a user can fix are printed as one line (`genfeat: error: ...`) with exit code 2 (bad
-input) or 1 (data, checkpoint, divergence).
+input) or 1 (data, checkpoint, divergence); an interrupted run exits with 130 (see genfeat.errors).
 """
 
 from __future__ import annotations

@@ -158,9 +158,9 @@ def test_sparse_dropout_matches_dense_dropout_semantics():
     torch.manual_seed(0)
     dense = torch.rand(200, 50) * (torch.rand(200, 50) < 0.2)
     x = dense.to_sparse().coalesce()
-    assert sparse_dropout(x, 0.5, training=False) is x
-    y = sparse_dropout(x, 0.5, training=True).to_dense()
+    assert sparse_dropout(x, 0.2, training=False) is x
+    y = sparse_dropout(x, 0.2, training=True).to_dense()
     kept = y != 0
-    torch.testing.assert_close(y[kept], dense[kept] * 2.0)
+    torch.testing.assert_close(y[kept], dense[kept] / 0.8)
     frac = kept.sum().item() / (dense != 0).sum().item()
-    assert 0.4 < frac < 0.6
+    assert 0.75 < frac < 0.85  # p is the share dropped, not kept

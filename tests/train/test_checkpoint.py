@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -71,8 +73,11 @@ def test_files_are_flushed_before_they_are_renamed_into_place(tmp_path, monkeypa
     for kind, path in events:
         if kind == "replace" and "checkpoints" in path:
             assert ("fsync", path) in events[: events.index((kind, path))], path
-    renamed = [p for k, p in events if k == "replace" and ".tmp-step_" in p]
+    renamed = [p for k, p in events if k == "replace" and Path(p).name.startswith(".tmp-step_")]
     assert renamed, events  # the checkpoint directory itself was flushed and renamed
+    for tmp_dir in renamed:  # the trainer state (written in place, not renamed) too, before the directory
+        before = events[: events.index(("replace", tmp_dir))]
+        assert ("fsync", f"{tmp_dir}/{C.STATE}") in before
 
 
 def test_stale_temporary_and_incomplete_checkpoints(tmp_path, capsys):

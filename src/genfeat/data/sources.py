@@ -350,10 +350,9 @@ def check_unchanged(name: str) -> None:
         seen = {}
     fresh = {}
     for rel, want in files.items():
-        try:
-            st = (root / rel).stat()
-        except OSError:
-            raise DataError(f"{name}: {root / rel} is missing; run `genfeat data fetch {name} --force`") from None
+        if not (root / rel).is_file():
+            _check_file(name, rel, want)  # raises: missing
+        st = (root / rel).stat()
         key = [st.st_size, st.st_mtime_ns]
         if seen.get(rel) != key:
             _check_file(name, rel, want)

@@ -72,10 +72,13 @@ class LMRunConfig:
         check_sample_prompt(self.data, self.sample)
 
 
+CHAR_LEVEL = ("char", "byte")  # tokenizers without an end-of-sentence token, evaluated in bits per character
+
+
 def check_sample_prompt(data: LMDataConfig, sample: SampleConfig) -> None:
     """Before step 1: char and byte tokenizers have no end-of-sentence token to start a sample from, so the
     samples written after training need a prompt."""
-    if data.tokenizer in ("char", "byte") and sample.n > 0 and not sample.prompt:
+    if data.tokenizer in CHAR_LEVEL and sample.n > 0 and not sample.prompt:
         raise ValueError(f"sample.prompt is empty and the {data.tokenizer} tokenizer has no end-of-sentence token "
                          "to start the samples from: give --sample.prompt TEXT (or --sample.n 0)")
 
@@ -279,7 +282,8 @@ def load_for_generation(run_dir: Path, cfg: Any, device: torch.device, arch: Arc
 # ----------------------------------------------------------------------------------------- run
 def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = GPT) -> dict[str, Any]:
     arch.check(cfg)  # fail fast, before any data is loaded
-    metrics = ["valid_loss", "valid_ppl"] + (["valid_bpc"] if cfg.data.tokenizer in ("char", "byte") else [])
+    per_char = cfg.data.tokenizer in CHAR_LEVEL
+    metrics = list(lm_metrics(1.0, 1, per_char, "valid"))  # the names evaluation will report
     if cfg.train.early_stop_metric not in metrics:
         raise ConfigError(f"train.early_stop_metric={cfg.train.early_stop_metric!r} is not an evaluation metric of "
                           f"this run: {', '.join(metrics)}")
@@ -292,7 +296,6 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     if not info.is_main:
         tok, streams = prepare_lm_data(cfg.data)
     cfg = resolve(cfg, tok)
-    per_char = cfg.data.tokenizer in ("char", "byte")
     if info.is_main:
         tok.save(run_dir / "tokenizer.json")
 

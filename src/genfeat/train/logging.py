@@ -69,8 +69,9 @@ def progress(iterable: Iterable[T], desc: str, total: int | None = None) -> Iter
     passes, RECL, density scoring): on rank 0 only, gone when done."""
     from tqdm.auto import tqdm
 
-    rank0 = int(os.environ.get("RANK", "0")) == 0
-    return tqdm(iterable, desc=desc, total=total, leave=False, disable=not rank0, dynamic_ncols=True,
+    from genfeat.train import distributed as D
+
+    return tqdm(iterable, desc=desc, total=total, leave=False, disable=not D.current().is_main, dynamic_ncols=True,
                 mininterval=1.0)
 
 
