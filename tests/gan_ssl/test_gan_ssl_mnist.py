@@ -11,7 +11,7 @@ import torch
 
 
 @pytest.mark.slow
-def test_feature_matching_gan_beats_supervised_on_real_mnist():
+def test_feature_matching_gan_beats_supervised_on_real_mnist(tmp_path):
     from genfeat.data.sources import fetch
     from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTGenerator
     from genfeat.models.gan_ssl.train import GanSSLConfig, fit_gan_ssl
@@ -27,6 +27,6 @@ def test_feature_matching_gan_beats_supervised_on_real_mnist():
         disc = MNISTDiscriminator(10, 784, (500, 250))
         gen = MNISTGenerator(100, 500) if method == "gan" else None
         cfg = GanSSLConfig(method=method, epochs=12, labeled_per_class=10, seed=0)
-        errors[method] = fit_gan_ssl(cfg, disc, gen, xt, yt, xv, yv, xv, yv, progress=False).best["valid_errors"]
+        errors[method] = fit_gan_ssl(cfg, disc, gen, xt, yt, xv, yv, xv, yv, tmp_path / method).best["valid_errors"]
     print(f"validation errors of 1,000: {errors}")
     assert errors["gan"] < 0.85 * errors["supervised"], errors

@@ -29,7 +29,7 @@ def _cfg(**kw):
 
 @pytest.mark.parametrize("kw", [dict(method="supervised"), dict(), dict(lambda_pt=0.8, lambda_ent=0.1),
                                 dict(lambda_vi=0.01), dict(lambda_ld=1.0, ld_form="indicator", ld_samples=10)])
-def test_every_switch_trains(kw):
+def test_every_switch_trains(kw, tmp_path):
     torch.manual_seed(0)
     x, y = _data()
     disc, gen = MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32)
@@ -39,7 +39,7 @@ def test_every_switch_trains(kw):
         return -((img.flatten(1) - 0.5) ** 2 / (2 * 0.09)).sum(-1)
 
     res = fit_gan_ssl(_cfg(**kw), disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], encoder=enc,
-                      log_density=logp if kw.get("lambda_ld") else None, progress=False)
+                      log_density=logp if kw.get("lambda_ld") else None, run_dir=tmp_path)
     assert len(res.history) == 2
     # the returned discriminator is the best-validation one, and its recorded errors are its own
     assert res.best["valid_errors"] == min(r["valid_errors"] for r in res.history)
@@ -52,7 +52,7 @@ def test_every_switch_trains(kw):
         assert 0 <= r["r_real"] <= 1 and 0 <= r["r_gen"] <= 1
 
 
-def test_generator_steps_leave_the_discriminator_unchanged():
+def test_generator_steps_leave_the_discriminator_unchanged(tmp_path):
     torch.manual_seed(0)
     x, y = _data()
     disc, gen = MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32)
@@ -60,36 +60,36 @@ def test_generator_steps_leave_the_discriminator_unchanged():
     before = {k: v.clone() for k, v in disc.state_dict().items()}
     g_before = [p.detach().clone() for p in gen.parameters()]
     cfg = dataclasses.replace(_cfg(), lr_d=0.0, epochs=1)  # D steps move nothing; only G steps could
-    fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], progress=False)
+    fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], run_dir=tmp_path)
     assert all(torch.equal(before[k], v) for k, v in disc.state_dict().items())
     assert any(not torch.equal(a, b) for a, b in zip(g_before, gen.parameters(), strict=True))
 
 
-def test_config_errors():
+def test_config_errors(tmp_path):
     with pytest.raises(ConfigError):
         GanSSLConfig(method="vat")
     x, y = _data(60)
     with pytest.raises(ConfigError, match="encoder"):
         fit_gan_ssl(_cfg(lambda_vi=0.1), MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32),
-                    x, y, x, y, x, y, progress=False)
+                    x, y, x, y, x, y, run_dir=tmp_path)
 
 
-def test_integer_betas_from_a_config_file_are_accepted():
+def test_integer_betas_from_a_config_file_are_accepted(tmp_path):
     x, y = _data(100)
     cfg = dataclasses.replace(_cfg(), epochs=1, betas_g=(0, 0.999), betas_d=(0, 0.999))  # YAML gives ints
     fit_gan_ssl(cfg, MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32), x, y, x, y, x, y,
-                progress=False)
+                run_dir=tmp_path)
 
 
 QUIET = dict(sizes=(32, 16), input_noise=0.0, hidden_noise=0.0)  # no noise layers: the loss curves are smooth
 
 
-def _run(lr_d=3e-3, lr_g=3e-3, n=1000, epochs=4, **kw):
+def _run(tmp_path, lr_d=3e-3, lr_g=3e-3, n=1000, epochs=4, **kw):
     torch.manual_seed(0)
     x, y = _data(n)
     disc, gen = MNISTDiscriminator(**QUIET), MNISTGenerator(d_z=8, hidden=32)
     cfg = dataclasses.replace(_cfg(**kw), lr_d=lr_d, lr_g=lr_g, epochs=epochs, lr_floor=1.0)
-    return fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], progress=False), gen
+    return fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], run_dir=tmp_path), gen
 
 
 @torch.no_grad()
@@ -106,15 +106,15 @@ def _fm_and_fake(res, gen, n=1000):
             log_fake(d(x)).exp().mean().item())
 
 
-def test_generator_minimises_feature_matching():
+def test_generator_minimises_feature_matching(tmp_path):
     """D frozen after its data-dependent init (lr_d = 0; the same D in both runs): the G steps must bring the
     feature means together, compared with the same generator left at its initialisation (lr_g = 0)."""
-    trained = _fm_and_fake(*_run(lr_d=0.0))[0]
-    untrained = _fm_and_fake(*_run(lr_d=0.0, lr_g=0.0))[0]
+    trained = _fm_and_fake(*_run(tmp_path / "a", lr_d=0.0))[0]
+    untrained = _fm_and_fake(*_run(tmp_path / "b", lr_d=0.0, lr_g=0.0))[0]
     assert trained < 0.5 * untrained, (trained, untrained)
 
 
-def test_low_density_term_lowers_the_generated_log_density():
+def test_low_density_term_lowers_the_generated_log_density(tmp_path):
     """LD penalises log p(G(z)) above ε: with it (and D frozen) the generated samples' penalised log-density falls."""
     def logp(img):  # pixels ~ N(0.5, 0.3²): the density is highest at mid-grey
         return -((img.flatten(1) - 0.5) ** 2 / (2 * 0.09)).sum(-1)
@@ -124,13 +124,65 @@ def test_low_density_term_lowers_the_generated_log_density():
     disc, gen = MNISTDiscriminator(**QUIET), MNISTGenerator(d_z=8, hidden=32)
     cfg = dataclasses.replace(_cfg(lambda_ld=10.0, ld_form="hinge", ld_samples=20, ld_quantile=0.0), lr_d=0.0,
                               lr_g=3e-3, epochs=4, lr_floor=1.0)
-    res = fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], log_density=logp, progress=False)
+    res = fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], log_density=logp, run_dir=tmp_path)
     lds = [r["g_ld"] for r in res.history]
     assert lds[-1] < 0.5 * lds[0], lds
 
 
-def test_discriminator_learns_to_reject_generated_samples():
+def test_discriminator_learns_to_reject_generated_samples(tmp_path):
     """G frozen (lr_g = 0): the D step's fake term must be computed on G's samples, which D learns to call fake
     while it calls the real images real."""
-    _, p_fake_gen, p_fake_real = _fm_and_fake(*_run(lr_g=0.0, epochs=8))
+    _, p_fake_gen, p_fake_real = _fm_and_fake(*_run(tmp_path, lr_g=0.0, epochs=8))
     assert p_fake_gen - p_fake_real > 0.3, (p_fake_gen, p_fake_real)
+
+
+def _interruptible_run(run_dir, interrupt_after=None, resume=False, seed=0):
+    """Two epochs of FM + PT + LD (applied with probability 0.5: Python's random stream) with noisy D layers
+    (torch's stream); `interrupt_after` sends SIGINT to this process after that many generator calls."""
+    import os
+    import signal
+
+    from genfeat.train.checkpoint import latest_checkpoint
+
+    torch.manual_seed(seed)
+    x, y = _data(200)
+    disc, gen = MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32)
+    calls = [0]
+
+    def count(*_):
+        calls[0] += 1
+        if calls[0] == interrupt_after:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    gen.register_forward_hook(count)
+    cfg = _cfg(lambda_pt=0.5, lambda_ld=1.0, ld_prob=0.5, ld_samples=10)
+
+    def logp(img):
+        return -((img.flatten(1) - 0.5) ** 2 / (2 * 0.09)).sum(-1)
+
+    return fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], run_dir=run_dir, log_density=logp,
+                       resume_from=latest_checkpoint(run_dir) if resume else None)
+
+
+def test_interrupted_run_resumes_bit_for_bit(tmp_path):
+    """Ctrl-C in the middle of the second epoch, then resume with differently seeded networks: the final
+    discriminator, generator and both optimizers equal those of an uninterrupted run exactly (the batch order,
+    both permutations, LD's Python stream and the torch RNG all come back from the checkpoint)."""
+    from genfeat.errors import Interrupted
+    from genfeat.train.checkpoint import load_trainer_state, load_weights
+
+    _interruptible_run(tmp_path / "a")
+    with pytest.raises(Interrupted):
+        _interruptible_run(tmp_path / "b", interrupt_after=13)  # init + 6 iterations: step 6 of 8, mid-epoch
+    assert sorted(d.name for d in (tmp_path / "b/checkpoints").iterdir()) == ["step_00000004", "step_00000006"]
+    _interruptible_run(tmp_path / "b", resume=True, seed=7)
+    last = "checkpoints/step_00000008"
+    wa, wb = load_weights(tmp_path / "a" / last / "model.safetensors"), load_weights(tmp_path / "b" / last /
+                                                                                      "model.safetensors")
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    sa, sb = load_trainer_state(tmp_path / "a" / last), load_trainer_state(tmp_path / "b" / last)
+    assert set(sa["optimizers"]) == {"discriminator", "generator"}
+    for name in sa["optimizers"]:
+        for k, st in sa["optimizers"][name]["state"].items():
+            assert torch.equal(st["exp_avg_sq"], sb["optimizers"][name]["state"][k]["exp_avg_sq"]), (name, k)
+    assert sa["method"] == sb["method"]

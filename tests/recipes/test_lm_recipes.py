@@ -53,7 +53,7 @@ def test_txl_training_resume_is_exact_including_memory(tmp_path):
     lm_a, data_a, loss_a = txl_setup()
     fit(lm_a, loss_a, data_a, cfg, tmp_path / "a", evaluate=evaluate)
     state = C.load_trainer_state(tmp_path / "a/checkpoints/step_00000004")
-    assert [m.shape for m in state["loss_fn"][0]["mems"]] == [(4, 16, 16)] * 2  # memory is checkpointed
+    assert [m.shape for m in state["method"][0]["mems"]] == [(4, 16, 16)] * 2  # memory is checkpointed
 
     def resumed(drop_memory: bool):
         lm_b, data_b, loss_b = txl_setup(seed=5)

@@ -23,7 +23,7 @@ def test_keep_last_and_no_temp_left(run):
     assert [p.name for p in C.checkpoint_dirs(run)] == ["step_00000006", "step_00000008"]
     assert not [p for p in (run / "checkpoints").iterdir() if p.name.startswith(".")]
     state = torch.load(run / "checkpoints/step_00000008/trainer_state.pt", weights_only=True)
-    assert state["step"] == 8 and state["data"][0]["pos"] > 0 and len(state["rng"]) == 1
+    assert state["step"] == 8 and state["data"]["train"][0]["pos"] > 0 and len(state["rng"]) == 1
     for name in ("metrics.jsonl", "model.safetensors", "loss_curve.png"):
         assert (run / name).is_file(), name
 

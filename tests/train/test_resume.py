@@ -31,7 +31,7 @@ def test_resume_is_bitwise_exact(tmp_path, iterator):
     a = C.load_trainer_state(tmp_path / "a/checkpoints/step_00000012")
     b = C.load_trainer_state(tmp_path / "b/checkpoints/step_00000012")
     assert a["data"] == b["data"] and a["tokens"] == b["tokens"] and a["best_step"] == b["best_step"]
-    assert len(a["data"]) == 1 and a["data"][0]["epoch"] >= 0  # one entry per rank
+    assert len(a["data"]["train"]) == 1 and a["data"]["train"][0]["epoch"] >= 0  # one entry per rank
 
 
 def test_resume_without_the_rng_state_differs(tmp_path):
@@ -61,7 +61,8 @@ def test_resume_with_a_parameter_that_never_had_a_gradient(tmp_path):
     cfg = TrainConfig(max_steps=6, lr=3e-3, warmup_steps=1, eval_every=3, keep_last=10)
     lm_a, data_a = _with_unused_parameter()
     fit(lm_a, lm_loss, data_a, cfg, tmp_path / "a", evaluate=evaluate)
-    assert "unused" not in C.load_trainer_state(tmp_path / "a/checkpoints/step_00000003")["optimizer"]["state"]
+    state = C.load_trainer_state(tmp_path / "a/checkpoints/step_00000003")
+    assert "unused" not in state["optimizers"]["model"]["state"]
     lm_b, data_b = _with_unused_parameter(seed=99)
     res = fit(lm_b, lm_loss, data_b, cfg, tmp_path / "a", evaluate=evaluate,
               resume_from=tmp_path / "a/checkpoints/step_00000003")
@@ -83,4 +84,4 @@ def test_resume_into_an_optimizer_over_other_parameters_is_refused(tmp_path, cha
         opt.param_groups.reverse()
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
     with pytest.raises(CheckpointError, match="parameter groups differ"):
-        C.restore_checkpoint(tmp_path / "a/checkpoints/step_00000003", lm_b, opt, sched)
+        C.restore_checkpoint(tmp_path / "a/checkpoints/step_00000003", lm_b, {"model": opt}, {"model": sched})

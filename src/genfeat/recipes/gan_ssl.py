@@ -247,8 +247,6 @@ def _save_grid(images: torch.Tensor, path: Path, nrow: int = 10) -> None:
 
 # ----------------------------------------------------------------------------------------- runs
 def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    if resume_from is not None:
-        raise ConfigError("gan_ssl runs do not checkpoint mid-training; start a new run")
     if cfg.train.lambda_ld and cfg.data.dataset in COLOUR32:
         raise ConfigError("train.lambda_ld: the LD density model is the MNIST-shaped PixelCNN; SVHN / CIFAR-10 runs "
                           "use PT, Ent or VI (the thesis's best settings: svhn_1000, cifar10_4000)")
@@ -266,19 +264,13 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     train = dataclasses.replace(cfg.train, seed=cfg.seed)
     print(f"gan_ssl {train.method} on {cfg.data.dataset}: {len(xt):,} training images "
           f"({10 * train.labeled_per_class} labeled), {train.epochs} epochs")
-    logger = MetricsLogger(run_dir, enabled=True, tensorboard=False)
     t0 = time.perf_counter()
-    try:
-        res = fit_gan_ssl(train, disc, gen, xt, yt, xv, yv, xs, ys, encoder=enc,
-                          log_density=log_density if density is not None else None,
-                          log=lambda rec: logger.log(rec["epoch"], **rec))
-    finally:
-        logger.close()
+    res = fit_gan_ssl(train, disc, gen, xt, yt, xv, yv, xs, ys, run_dir, encoder=enc,
+                      log_density=log_density if density is not None else None, resume_from=resume_from)
     summary: dict[str, Any] = {"method": train.method, "dataset": cfg.data.dataset,
                                "labels": 10 * train.labeled_per_class, **res.best, "epochs": train.epochs,
-                               "epoch_s": round(float(np.mean([h["epoch_s"] for h in res.history])), 2),
+                               "epoch_s": round(res.train_s / len(res.history), 2),
                                "wall_s": round(time.perf_counter() - t0, 1), "machine": machine_info()}
-    save_model_weights(disc, run_dir / "discriminator.safetensors")
     if gen is not None:
         with torch.no_grad():
             samples = gen(uniform_noise(1000, gen.d_z, generator=torch.Generator().manual_seed(cfg.seed)))
@@ -288,7 +280,6 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
                 lp = torch.cat([log_density(samples[a: a + 250]) for a in range(0, 1000, 250)])
             summary |= {"max_logp_generated": round(float(lp.max()), 1), "epsilon": round(res.epsilon, 1),
                         "share_above_epsilon": round(float((lp > res.epsilon).float().mean()), 4)}
-        save_model_weights(gen, run_dir / "generator.safetensors")
         _save_grid(samples[:100] if cfg.data.dataset not in COLOUR32 else (samples[:100] + 1) / 2,
                    run_dir / "samples.png")
     atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")

@@ -4,8 +4,9 @@ Layout of a run directory:
 
     model.safetensors                       best (or final) weights
     checkpoints/step_00001000/model.safetensors
-    checkpoints/step_00001000/trainer_state.pt   optimizer, scheduler, RNG states (every rank),
-                                                 data position, step, early-stopping state
+    checkpoints/step_00001000/trainer_state.pt   optimizers and schedulers (by name: "model", or a GAN's
+                                                 "discriminator" and "generator"), RNG states (every rank),
+                                                 data positions, step, early-stopping state
 
 A checkpoint is written into a temporary directory, its files and the directory flushed to disk (fsync), and
 renamed into place, so neither a crash nor a power loss leaves a half-written checkpoint under a `step_*` name;
@@ -28,7 +29,7 @@ import os
 import random
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,13 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
 
 from genfeat.config import default_mode
 from genfeat.errors import CheckpointError
@@ -104,14 +111,13 @@ def load_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
     sd = load_weights(path)
     try:
         _check_keys(model, sd)
-        set_state_dict(model, optimizers=(), model_state_dict=sd, optim_state_dict={},
-                       options=StateDictOptions(full_state_dict=True, strict=True))
+        set_model_state_dict(model, sd, options=StateDictOptions(full_state_dict=True, strict=True))
     except (RuntimeError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint file {path} does not match the model: {str(e).splitlines()[0]}") from None
 
 
 def _check_keys(model: nn.Module, sd: dict[str, torch.Tensor]) -> None:
-    # set_state_dict(full_state_dict=True) silently skips missing keys, so compare names first
+    # set_model_state_dict(full_state_dict=True) silently skips missing keys, so compare names first
     own = D.unwrap(model).state_dict()
     missing, unexpected = sorted(set(own) - set(sd)), sorted(set(sd) - set(own))
     if missing or unexpected:
@@ -137,7 +143,7 @@ def _check_optimizer_params(model: nn.Module, optimizer: torch.optim.Optimizer, 
 def save_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
     """Full weights of a plain, DDP or FSDP2 model to one safetensors file. Collective (every rank calls
     it, so FSDP shards can be gathered); rank 0 writes."""
-    msd, _ = get_state_dict(model, [], options=_FULL)
+    msd = get_model_state_dict(model, options=_FULL)
     if D.current().is_main:
         save_weights(msd, path)
 
@@ -191,10 +197,13 @@ def _remove(path: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module, optimizer: torch.optim.Optimizer,
-                    scheduler: Any, extra: dict[str, Any], keep_last: int = 2) -> Path:
-    """Collective (all ranks call it); rank 0 writes. Returns the checkpoint directory."""
-    msd, osd = get_state_dict(model, optimizer, options=_FULL)
+def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module,
+                    optimizers: Mapping[str, torch.optim.Optimizer], schedulers: Mapping[str, Any],
+                    extra: dict[str, Any], keep_last: int = 2) -> Path:
+    """Collective (all ranks call it); rank 0 writes. Returns the checkpoint directory. Optimizer states are
+    keyed by parameter name (so a checkpoint loads into a differently wrapped model)."""
+    msd = get_model_state_dict(model, options=_FULL)
+    osds = {name: get_optimizer_state_dict(model, opt, options=_FULL) for name, opt in optimizers.items()}
     rngs = D.gather_objects(rng_state())
     root = Path(run_dir) / "checkpoints"
     final = root / f"step_{step:08d}"
@@ -210,7 +219,8 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module, opt
         tmp.mkdir()
         try:
             save_weights(msd, tmp / WEIGHTS)
-            state = {"step": step, "optimizer": osd, "scheduler": scheduler.state_dict(), "rng": rngs, **extra}
+            state = {"step": step, "optimizers": osds, "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
+                     "rng": rngs, **extra}
             torch.save(state, tmp / STATE)
             fsync(tmp / STATE)
             fsync(tmp)
@@ -235,7 +245,7 @@ def load_trainer_state(ckpt: str | os.PathLike) -> dict[str, Any]:
     except Exception as e:  # zip / unpickling errors of every kind on a damaged file
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise CheckpointError(f"checkpoint file {path} is corrupt or truncated ({msg})") from None
-    if not isinstance(state, dict) or not {"step", "optimizer", "scheduler", "rng"} <= set(state):
+    if not isinstance(state, dict) or not {"step", "optimizers", "schedulers", "rng"} <= set(state):
         raise CheckpointError(f"checkpoint file {path} is not a genfeat trainer state")
     return state
 
@@ -256,22 +266,27 @@ def on_restored(callback: Callable[[Path], None]):
         _ON_RESTORED.reset(token)
 
 
-def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
-                       scheduler: Any) -> dict[str, Any]:
-    """Load weights, optimizer, scheduler and this rank's RNG state; return the trainer state dict. Runs the
+def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizers: Mapping[str, torch.optim.Optimizer],
+                       schedulers: Mapping[str, Any]) -> dict[str, Any]:
+    """Load weights, optimizers, schedulers and this rank's RNG state; return the trainer state dict. Runs the
     `on_restored` callbacks once everything matched."""
     ckpt = Path(ckpt)
     state = load_trainer_state(ckpt)
     sd = load_weights(ckpt / WEIGHTS)
     try:
         _check_keys(model, sd)
-        _check_optimizer_params(model, optimizer, state["optimizer"])
+        if set(state["optimizers"]) != set(optimizers):
+            raise RuntimeError(f"optimizers {sorted(state['optimizers'])} in the file, {sorted(optimizers)} here")
+        for name, opt in optimizers.items():
+            _check_optimizer_params(model, opt, state["optimizers"][name])
         # strict=False: a parameter that never had a gradient (an input the loss does not use, such as
         # XLNet's query-stream vector under masked-LM) has no optimizer state yet, which is not a mismatch;
         # the weights and the optimizer's parameters were both compared by name just above
-        set_state_dict(model, optimizer, model_state_dict=sd, optim_state_dict=state["optimizer"],
-                       options=StateDictOptions(full_state_dict=True, strict=False))
-        scheduler.load_state_dict(state["scheduler"])
+        loose = StateDictOptions(full_state_dict=True, strict=False)
+        set_model_state_dict(model, sd, options=loose)
+        for name, opt in optimizers.items():
+            set_optimizer_state_dict(model, opt, state["optimizers"][name], options=loose)
+            schedulers[name].load_state_dict(state["schedulers"][name])
     except (RuntimeError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint {ckpt} does not match this model/optimizer: "
                               f"{str(e).splitlines()[0]}") from None

@@ -1,17 +1,20 @@
-"""The training loop: small and explicit.
+"""The training loop: small and explicit. The only one in genfeat.
 
     for step in range(start, max_steps):
-        for micro in range(grad_accum):            # DDP/FSDP gradient sync only on the last one
-            loss, n_tokens = loss_fn(model, next(data))   # under autocast (bf16 where supported)
-            (loss / grad_accum).backward()
-        stop on NaN/inf loss (the last good checkpoint stays), clip, optimizer.step(), scheduler.step()
+        for update in method.updates(step):        # one for most methods; D then G for a GAN; a schedule's
+            for micro in range(grad_accum):        #   alternation for Planetoid (train/step.py)
+                loss, n_items = update.loss_fn(model, next(data))   # under autocast; DDP/FSDP gradient
+                (loss / grad_accum).backward()                       #   sync only on the last micro-batch
+            stop on NaN/inf loss (the last good checkpoint stays), clip, optimizer.step(), zero all gradients
+        every scheduler.step()
         log every `log_every` (tqdm on rank 0, metrics.jsonl, TensorBoard), evaluate + checkpoint
         every `eval_every`, stop early after `patience` evaluations without improvement
 
 `loss_fn(model, batch) -> (mean loss tensor, number of target tokens)`; `evaluate(model) -> {name:
-value}` (e.g. valid_loss, valid_ppl). A loss_fn or data iterator with `state_dict()` has its state
-checkpointed, so `fit(..., resume_from=ckpt)` continues exactly: on CPU the weights after k steps +
-resume + (N - k) steps are bitwise identical to N steps in one go (tests/train/test_resume.py).
+value}` (e.g. valid_loss, valid_ppl). The data iterators and the method (`Step.state_dict`: a loss's memory, a
+schedule's random stream) are checkpointed with the weights, every optimizer and scheduler and every RNG, so
+`fit(..., resume_from=ckpt)` continues exactly: on CPU the weights after k steps + resume + (N - k) steps are
+bitwise identical to N steps in one go (tests/train/test_resume.py, and a test per recipe).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import json
 import math
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +38,7 @@ from genfeat.errors import DivergenceError, Interrupted
 from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
 from genfeat.train.logging import MetricsLogger, plot_loss_curve, read_metrics
+from genfeat.train.step import LossFn, OneLoss, Step
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class TrainConfig:
     distributed: Literal["ddp", "fsdp"] = "ddp"
     log_every: int = 10
     eval_every: int = 200  # 0: only at the end
+    eval_from: int = 0  # evaluate at eval_from + k * eval_every (k >= 1): a warm-up that is not evaluated
     ckpt_every: int = 0  # 0: at every evaluation
     keep_last: int = 2
     early_stop_metric: str = "valid_loss"
@@ -63,7 +68,7 @@ class TrainConfig:
         for name in ("max_steps", "grad_accum", "log_every", "keep_last"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("warmup_steps", "eval_every", "ckpt_every", "patience"):
+        for name in ("warmup_steps", "eval_every", "eval_from", "ckpt_every", "patience"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if not math.isfinite(self.lr) or self.lr <= 0:
@@ -165,8 +170,8 @@ class _StopFlag:
 
 def fit(
     model: nn.Module,
-    loss_fn: Callable[[nn.Module, Any], tuple[torch.Tensor, int]],
-    train_data: Iterator,
+    loss_fn: LossFn | Step,
+    train_data: Iterator | Mapping[str, Iterator],
     cfg: TrainConfig,
     run_dir: str | Path,
     evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
@@ -175,6 +180,12 @@ def fit(
     desc: str = "train",
 ) -> FitResult:
     """Train `model` (already on its device, maybe wrapped for DDP/FSDP) for cfg.max_steps steps.
+
+    `loss_fn` is the one loss of a one-optimizer method (with `optimizer`, or AdamW from `cfg`, and the schedule
+    of `cfg`), or a `Step` giving each step's updates, optimizers and schedules (`train/step.py`; cfg's lr, betas,
+    weight decay, warmup and schedule are then unused). `train_data` is
+    one batch iterator, or several by name for a Step's updates. `model` holds every trained network (an
+    `nn.ModuleDict` names them in the weights files).
 
     On CPU this turns on flush-to-zero for subnormal floats (`torch.set_flush_denormal`, process-wide): once an
     LM's distributions sharpen, the softmax backward's exp(log p) underflows into subnormals for most of the
@@ -186,21 +197,29 @@ def fit(
         torch.set_flush_denormal(True)
     amp = autocast_dtype(cfg.precision, device)
     scaler = torch.amp.GradScaler(device.type) if amp is torch.float16 else None
-    optimizer = optimizer or build_optimizer(model, cfg)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
-    stateful = {"data": train_data, "loss_fn": loss_fn}
+    if isinstance(loss_fn, Step):
+        if optimizer is not None:
+            raise TypeError("fit: a Step brings its own optimizers; pass optimizer=None")
+        method = loss_fn
+    else:
+        method = OneLoss(loss_fn, optimizer or build_optimizer(model, cfg), lr_lambda(cfg))
+    optimizers = method.optimizers
+    schedulers = {k: torch.optim.lr_scheduler.LambdaLR(o, method.lr_lambdas.get(k, _constant))
+                  for k, o in optimizers.items()}
+    data = dict(train_data) if isinstance(train_data, Mapping) else {"train": train_data}
     step, tokens, best, best_step, bad_evals = 0, 0, None, None, 0
     if resume_from is not None:
         done = int(Path(resume_from).name[len("step_"):])
         if done >= cfg.max_steps:  # checked before the restore, so a refused resume changes nothing
             raise ConfigError(f"{resume_from} is at step {done} and the run's budget is {cfg.max_steps} steps: "
                               "nothing to train; give a larger budget (train.max_steps, or the recipe's epochs)")
-        state = C.restore_checkpoint(resume_from, model, optimizer, scheduler)
+        state = C.restore_checkpoint(resume_from, model, optimizers, schedulers)
         step, tokens, best, best_step, bad_evals = (state["step"], state["tokens"], state["best"],
                                                     state["best_step"], state["bad_evals"])
-        for name, obj in stateful.items():  # each rank's own data position / loss state (e.g. memory)
-            if hasattr(obj, "load_state_dict") and name in state:
-                obj.load_state_dict(state[name][info.rank])
+        for name, it in data.items():  # each rank's own data position
+            if hasattr(it, "load_state_dict"):
+                it.load_state_dict(state["data"][name][info.rank])
+        method.load_state_dict(state["method"][info.rank])  # the method's own streams (e.g. memory, schedules)
         if info.is_main:  # forget what the interrupted run logged after this checkpoint
             rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
             atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
@@ -209,10 +228,10 @@ def fit(
                        start_step=step)
 
     def checkpoint() -> Path:
-        extra = {"tokens": tokens, "best": best, "best_step": best_step, "bad_evals": bad_evals}
-        extra |= {k: D.gather_objects(o.state_dict()) for k, o in stateful.items()
-                  if hasattr(o, "state_dict") and not isinstance(o, nn.Module)}
-        return C.save_checkpoint(run_dir, step, model, optimizer, scheduler, extra, cfg.keep_last)
+        extra = {"tokens": tokens, "best": best, "best_step": best_step, "bad_evals": bad_evals,
+                 "data": {k: D.gather_objects(it.state_dict()) for k, it in data.items() if hasattr(it, "state_dict")},
+                 "method": D.gather_objects(method.state_dict())}
+        return C.save_checkpoint(run_dir, step, model, optimizers, schedulers, extra, cfg.keep_last)
 
     def run_eval() -> bool:
         """Evaluate, log, keep best weights; return True when early stopping triggers."""
@@ -228,7 +247,8 @@ def fit(
             raise ConfigError(f"train.early_stop_metric={cfg.early_stop_metric!r} is not among the evaluation "
                               f"metrics: {', '.join(metrics)}")
         value = metrics[cfg.early_stop_metric]
-        better = best is None or (value < best if cfg.early_stop_mode == "min" else value > best)
+        # a NaN metric (nothing to validate on) counts as better: the latest weights are kept
+        better = best is None or math.isnan(value) or (value < best if cfg.early_stop_mode == "min" else value > best)
         if better:
             best, best_step, bad_evals = value, step, 0
             C.save_model_weights(model, run_dir / C.WEIGHTS)
@@ -238,64 +258,93 @@ def fit(
                   + ("  (best)" if better else ""))
         return cfg.patience > 0 and bad_evals >= cfg.patience
 
+    def diverged(loss: torch.Tensor, name: str) -> DivergenceError:
+        last = C.latest_checkpoint(run_dir)
+        keep = f"last good checkpoint: {last} (step {int(last.name[5:])})" if last else \
+            "no checkpoint was written yet (set train.eval_every / train.ckpt_every lower)"
+        what = "loss" if name == "loss" else f"loss {name!r}"
+        return DivergenceError(f"{what} became {loss.item()} at step {step + 1}; training stopped, {keep}. "
+                               "Lower train.lr" + (" or enable train.clip_norm" if cfg.clip_norm <= 0 else ""))
+
+    def evaluating(s: int) -> bool:
+        return s > cfg.eval_from and (s - cfg.eval_from) % cfg.eval_every == 0
+
     bar = tqdm(total=cfg.max_steps, initial=step, desc=desc, disable=not info.is_main, dynamic_ncols=True,
                mininterval=1.0)
     model.train()
     t_start = t_log = time.perf_counter()
-    loss_sum, loss_n, tok_log = torch.zeros((), device=device), 0, 0
+    sums: dict[str, list] = {}  # logged name -> [sum over the log window, count]
+    losses: dict[str, None] = {}  # the updates' names, shown on the progress bar
+    tok_log = 0
     last_eval = last_ckpt = step
     try:
         with _StopFlag() as stop:
             while step < cfg.max_steps:
                 t_step = time.perf_counter()
-                total = torch.zeros((), device=device)
-                for micro in range(cfg.grad_accum):
-                    batch = next(train_data)
-                    with _grad_sync(model, micro == cfg.grad_accum - 1):
-                        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
-                            loss, n_tok = loss_fn(model, batch)
-                        scaled = loss / cfg.grad_accum
-                        (scaler.scale(scaled) if scaler else scaled).backward()
-                    total += loss.detach().float()
-                    tokens += n_tok * info.world_size
-                    tok_log += n_tok * info.world_size
-                    result.new_tokens += n_tok * info.world_size
-                total /= cfg.grad_accum
-                if not torch.isfinite(total).item():
-                    last = C.latest_checkpoint(run_dir)
-                    keep = f"last good checkpoint: {last} (step {int(last.name[5:])})" if last else \
-                        "no checkpoint was written yet (set train.eval_every / train.ckpt_every lower)"
-                    raise DivergenceError(f"loss became {total.item()} at step {step + 1}; training stopped, "
-                                          f"{keep}. Lower train.lr" + (" or enable train.clip_norm"
-                                                                        if cfg.clip_norm <= 0 else ""))
-                if scaler:
-                    scaler.unscale_(optimizer)
-                if cfg.clip_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-                if scaler:
-                    scaler.step(optimizer)
-                    scaler.update()
-                else:
-                    optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
+                drawn: list = []
+                for update in method.updates(step):
+                    held = [p for m in update.hold for p in m.parameters() if p.requires_grad]
+                    for p in held:
+                        p.requires_grad_(False)
+                    if update.data is not None:
+                        source, drawn = data[update.data], []
+                    total = torch.zeros((), device=device)
+                    for micro in range(cfg.grad_accum):
+                        if update.data is not None:
+                            drawn.append(next(source))
+                        with _grad_sync(model, micro == cfg.grad_accum - 1):
+                            with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+                                loss, n_tok, *parts = update.loss_fn(model, drawn[micro])
+                            scaled = loss / cfg.grad_accum
+                            (scaler.scale(scaled) if scaler else scaled).backward()
+                        total += loss.detach().float()
+                        if update.data is not None:
+                            tokens += n_tok * info.world_size
+                            tok_log += n_tok * info.world_size
+                            result.new_tokens += n_tok * info.world_size
+                        for k, v in (parts[0] if parts else {}).items():
+                            entry = sums.setdefault(k, [0.0, 0])
+                            entry[0] += v / cfg.grad_accum
+                            entry[1] += micro == 0
+                    for p in held:
+                        p.requires_grad_(True)
+                    total /= cfg.grad_accum
+                    if not torch.isfinite(total).item():
+                        raise diverged(total, update.name)
+                    opt = optimizers[update.optimizer]
+                    if scaler:
+                        scaler.unscale_(opt)
+                    if cfg.clip_norm > 0:
+                        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+                    if scaler:
+                        scaler.step(opt)
+                        scaler.update()
+                    else:
+                        opt.step()
+                    model.zero_grad(set_to_none=True)  # every parameter: a later update starts from no gradient
+                    losses.setdefault(update.name)
+                    entry = sums.setdefault(update.name, [torch.zeros((), device=device), 0])
+                    entry[0] += total
+                    entry[1] += 1
+                for scheduler in schedulers.values():
+                    scheduler.step()
                 step += 1
-                loss_sum += total
-                loss_n += 1
                 bar.update(1)
                 if step % cfg.log_every == 0 or step == cfg.max_steps:
                     now = time.perf_counter()
-                    mean_loss = D.all_reduce_mean(loss_sum / loss_n).item()
-                    lr = scheduler.get_last_lr()[0]
+                    means = {k: D.all_reduce_mean(torch.as_tensor(v / n, device=device)).item()
+                             for k, (v, n) in sums.items() if n}
+                    lr = next(iter(schedulers.values())).get_last_lr()[0]
                     tok_s = tok_log / max(now - t_log, 1e-9)
-                    logger.log(step, loss=mean_loss, lr=lr, tokens_per_s=tok_s, tokens=tokens)
-                    bar.set_postfix(loss=f"{mean_loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}", refresh=False)
-                    loss_sum.zero_()
-                    loss_n, tok_log, t_log = 0, 0, now
+                    logger.log(step, **means, lr=lr, tokens_per_s=tok_s, tokens=tokens)
+                    shown = {k: f"{means[k]:.3f}" for k in losses if k in means}
+                    bar.set_postfix(**shown, lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}", refresh=False)
+                    sums.clear()
+                    tok_log, t_log = 0, now
                 t_pause = time.perf_counter()
                 result.train_time += t_pause - t_step
                 stopping = False
-                if evaluate is not None and cfg.eval_every and step % cfg.eval_every == 0:
+                if evaluate is not None and cfg.eval_every and evaluating(step):
                     stopping = run_eval()
                     last_eval = step
                     result.stopped_early = stopping
@@ -327,3 +376,7 @@ def fit(
         raise Interrupted(f"interrupted at step {step}; checkpoint written. Continue with "
                            f"`genfeat run --resume {run_dir}`")
     return result
+
+
+def _constant(step: int) -> float:
+    return 1.0

@@ -1,33 +1,33 @@
 """Training of complement-GAN semi-supervised classifiers on images (thesis Y §3.1.5; spec complement-gan.md
-§2.7.7, §3.2-3.3).
+§2.7.7, §3.2-3.3), as a `train.fit` method.
 
-Per iteration (one pass over the unlabeled batches is an epoch):
+One training step is one iteration; one pass over the unlabeled images is an epoch:
 
-    D step   L_D = CE(x_l) + λ_u [softplus(-LSE(l(x_u))) + softplus(LSE(l(sg[G(z)])))] + λ_ent H(softmax(l(x_u)))
-    G step   L_G = FM(h(G(z)), h(x_u')) + λ_pt PT(h(G(z))) + λ_vi VI(z | G(z)) + λ_ld LD(log p(G(z)))
-             with D differentiated through but not updated (its parameters are frozen for the step), the VI
-             encoder stepped with G, the density model frozen (no no_grad: G needs its gradient)
+    D update   L_D = CE(x_l) + λ_u [softplus(-LSE(l(x_u))) + softplus(LSE(l(sg[G(z)])))] + λ_ent H(softmax(l(x_u)))
+    G update   L_G = FM(h(G(z)), h(x_u')) + λ_pt PT(h(G(z))) + λ_vi VI(z | G(z)) + λ_ld LD(log p(G(z)))
+               with D differentiated through but not updated (held), the VI encoder stepped with G, the density
+               model frozen (outside the trained networks; no no_grad: G needs its gradient)
 
 `method="supervised"` trains the same discriminator on the labeled cross-entropy only, for the same number of
 iterations. Learning rates follow the reference schedule lr0·max(floor, min(3(1 - e/E), 1)) per epoch (flat for
 two thirds, then linear to the floor); Adam β=(0.5, ·) for D and (0, ·) for G. Weight-normalised layers get their
 data-dependent init from 500 unlabeled images (D) and a generated batch (G). The checkpoint kept is the one with
 the fewest validation errors (not the best test error, as the reference scripts report); the test errors are
-counted with it.
+counted with it. Checkpoints hold both optimizers, the batch order and LD's random stream, so `--resume`
+continues bit for bit.
 """
 
 from __future__ import annotations
 
-import copy
 import random
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import (
@@ -40,6 +40,10 @@ from genfeat.losses.gan_ssl import (
     vi_nll,
 )
 from genfeat.nn.weight_norm import init_all
+from genfeat.train import checkpoint as C
+from genfeat.train.logging import progress, read_metrics
+from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.step import Step, Update
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,10 @@ class GanSSLConfig:
 class GanSSLResult:
     disc: nn.Module  # the best-validation discriminator (eval mode)
     gen: nn.Module | None
-    history: list[dict[str, float]] = field(default_factory=list)
-    best: dict[str, float] = field(default_factory=dict)
+    history: list[dict[str, float]] = field(default_factory=list)  # per epoch: mean losses, valid/test errors
+    best: dict[str, float] = field(default_factory=dict)  # epoch, valid_errors, test_errors
     epsilon: float | None = None
+    train_s: float = 0.0  # seconds in training steps (evaluations excluded)
 
 
 @torch.no_grad()
@@ -108,15 +113,125 @@ def assumption_ratios(disc: nn.Module, x_real: Tensor, x_gen: Tensor) -> dict[st
     return out
 
 
-def _lr_factor(cfg: GanSSLConfig, epoch: int) -> float:
-    return max(cfg.lr_floor, min(3.0 * (1.0 - epoch / cfg.epochs), 1.0))
+class SSLBatches:
+    """Iteration i of epoch e: `batch_labeled` labeled images (drawn with replacement, or the whole labeled set
+    shuffled when it is not larger), slice i of one permutation of the unlabeled images for D and slice i of a
+    second one for G. Both permutations are drawn at the start of each epoch. Its state (the generator, the
+    epoch's permutations and the position) is checkpointed."""
+
+    def __init__(self, x: Tensor, x_lab: Tensor, y_lab: Tensor, batch_labeled: int, batch_unlabeled: int,
+                 rng: np.random.Generator):
+        self.x, self.x_lab, self.y_lab, self.rng = x, x_lab, y_lab, rng
+        self.bl, self.bu = batch_labeled, batch_unlabeled
+        self.per_epoch = len(x) // batch_unlabeled
+        self.i, self.perms = self.per_epoch, None  # the first batch starts an epoch
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict[str, Tensor]:
+        if self.i == self.per_epoch:
+            self.perms = torch.stack([torch.from_numpy(self.rng.permutation(len(self.x))) for _ in range(2)])
+            self.i = 0
+        sl = slice(self.i * self.bu, (self.i + 1) * self.bu)
+        n = len(self.y_lab)
+        li = torch.from_numpy(self.rng.integers(0, n, self.bl) if self.bl < n else self.rng.permutation(n))
+        self.i += 1
+        return {"x_lab": self.x_lab[li], "y_lab": self.y_lab[li], "x_unl": self.x[self.perms[0, sl]],
+                "x_unl_g": self.x[self.perms[1, sl]]}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state, "i": self.i, "perms": self.perms}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.i, self.perms = state["i"], state["perms"]
+
+
+class ComplementGAN(Step):
+    """The D and G updates of one iteration (module docstring), on `nets` = {discriminator, generator[, encoder]}
+    (only the discriminator for method=supervised)."""
+
+    def __init__(self, cfg: GanSSLConfig, nets: nn.ModuleDict, iters_per_epoch: int,
+                 log_density: Callable[[Tensor], Tensor] | None = None, epsilon: float | None = None):
+        self.cfg, self.log_density, self.epsilon = cfg, log_density, epsilon
+        self.pyrng = random.Random(cfg.seed)  # whether LD applies at an iteration
+        self.step = 0
+        self.optimizers = {"discriminator": torch.optim.Adam(nets["discriminator"].parameters(), lr=cfg.lr_d,
+                                                             betas=tuple(map(float, cfg.betas_d)))}
+        schedule = self._lr_factor(iters_per_epoch)
+        self.lr_lambdas = {"discriminator": schedule}
+        if cfg.method == "supervised":
+            self._updates = (Update(self.supervised_loss, "discriminator", name="loss_d"),)
+            return
+        g_params = list(nets["generator"].parameters()) + (list(nets["encoder"].parameters()) if "encoder" in nets
+                                                             else [])
+        self.optimizers["generator"] = torch.optim.Adam(g_params, lr=cfg.lr_g, betas=tuple(map(float, cfg.betas_g)))
+        self.lr_lambdas["generator"] = schedule
+        self._updates = (Update(self.discriminator_loss, "discriminator", name="loss_d"),
+                         Update(self.generator_loss, "generator", data=None, name="loss_g",
+                                hold=(nets["discriminator"],)))
+
+    def _lr_factor(self, iters: int) -> Callable[[int], float]:
+        cfg = self.cfg
+        return lambda step: max(cfg.lr_floor, min(3.0 * (1.0 - (step // iters) / cfg.epochs), 1.0))
+
+    def updates(self, step: int) -> Sequence[Update]:
+        self.step = step
+        return self._updates
+
+    def supervised_loss(self, nets: nn.ModuleDict, b: dict[str, Tensor]):
+        loss = nn.functional.cross_entropy(nets["discriminator"](b["x_lab"]), b["y_lab"])
+        return loss, len(b["x_unl"]), {"d_sup": loss.item()}
+
+    def discriminator_loss(self, nets: nn.ModuleDict, b: dict[str, Tensor]):
+        disc, gen = nets["discriminator"], nets["generator"]
+        with torch.no_grad():
+            xg = gen(uniform_noise(len(b["x_unl"]), gen.d_z))
+        loss, parts = discriminator_loss(disc(b["x_lab"]), b["y_lab"], disc(b["x_unl"]), disc(xg),
+                                         self.cfg.lambda_u, self.cfg.lambda_ent, self.cfg.ent_over)
+        return loss, len(b["x_unl"]), parts
+
+    def generator_loss(self, nets: nn.ModuleDict, b: dict[str, Tensor]):
+        cfg, disc, gen = self.cfg, nets["discriminator"], nets["generator"]
+        z = uniform_noise(len(b["x_unl_g"]), gen.d_z)
+        xg = gen(z)
+        fg = disc.features(xg)
+        with torch.no_grad():
+            fu = disc.features(b["x_unl_g"])
+        loss = feature_matching(fg, fu, cfg.fm_distance)
+        parts = {"g_fm": loss.item()}
+        if cfg.lambda_pt:
+            pt = pull_away(fg)
+            loss = loss + cfg.lambda_pt * pt
+            parts["g_pt"] = pt.item()
+        if cfg.lambda_vi:
+            mu, log_sigma = nets["encoder"](xg)
+            vi = vi_nll(z, mu, log_sigma)
+            loss = loss + cfg.lambda_vi * vi
+            parts["g_vi"] = vi.item()
+        if cfg.lambda_ld and self.step >= cfg.ld_start and self.pyrng.random() < cfg.ld_prob:
+            ld = low_density(self.log_density(gen(uniform_noise(cfg.ld_samples, gen.d_z))), self.epsilon, cfg.ld_form)
+            loss = loss + cfg.lambda_ld * ld
+            parts["g_ld"] = ld.item()
+        return loss, 0, parts
+
+    def state_dict(self) -> dict[str, Any]:
+        version, state, gauss = self.pyrng.getstate()
+        return {"pyrng": [version, list(state), gauss]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        version, s, gauss = state["pyrng"]
+        self.pyrng.setstate((version, tuple(s), gauss))
 
 
 def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_train: Tensor, y_train: Tensor,
-                x_valid: Tensor, y_valid: Tensor, x_test: Tensor, y_test: Tensor, encoder: nn.Module | None = None,
-                log_density: Callable[[Tensor], Tensor] | None = None, log: Callable[[dict], None] | None = None,
-                progress: bool = True) -> GanSSLResult:
-    """Train on a class-balanced labeled subset of (x_train, y_train) and all of x_train as unlabeled data."""
+                x_valid: Tensor, y_valid: Tensor, x_test: Tensor, y_test: Tensor, run_dir: str | Path,
+                encoder: nn.Module | None = None, log_density: Callable[[Tensor], Tensor] | None = None,
+                resume_from: str | Path | None = None) -> GanSSLResult:
+    """Train on a class-balanced labeled subset of (x_train, y_train) and all of x_train as unlabeled data, with
+    checkpoints, metrics.jsonl and the best weights (model.safetensors: `discriminator.*`, `generator.*`,
+    `encoder.*`) in `run_dir`; `resume_from` continues a checkpoint of the same run."""
     if cfg.method == "gan" and gen is None:
         raise ConfigError("method=gan needs a generator")
     if cfg.lambda_vi and encoder is None:
@@ -127,109 +242,43 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
 
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    pyrng = random.Random(cfg.seed)
     lab = torch.from_numpy(labeled_subset(y_train.numpy(), cfg.labeled_per_class, cfg.seed))
-    xl_all, yl_all = x_train[lab], y_train[lab]
     n_unl = len(x_train)
     iters = n_unl // cfg.batch_unlabeled
+    if iters < 1:
+        raise ConfigError(f"{n_unl} training images is fewer than one unlabeled batch ({cfg.batch_unlabeled})")
 
+    nets = nn.ModuleDict({"discriminator": disc})
     init_all(disc, x_train[torch.from_numpy(rng.choice(n_unl, cfg.init_samples, replace=False))])
-    opt_d = torch.optim.Adam(disc.parameters(), lr=cfg.lr_d, betas=tuple(map(float, cfg.betas_d)))
-    g_params: list[nn.Parameter] = []
     epsilon = None
     if cfg.method == "gan":
+        nets["generator"] = gen
         init_all(gen, uniform_noise(cfg.init_samples, gen.d_z))
-        g_params = list(gen.parameters())
         if encoder is not None:
+            nets["encoder"] = encoder
             init_all(encoder, x_train[:cfg.init_samples])
-            g_params += list(encoder.parameters())
         if log_density is not None:
             with torch.no_grad():
-                chunks = range(0, min(n_unl, 10_000), 500)
                 lp = torch.cat([log_density(x_train[a: a + 500]) for a in
-                                tqdm(chunks, desc="density of the training images (LD threshold)", leave=False,
-                                     disable=not progress)])
+                                progress(range(0, min(n_unl, 10_000), 500), "density of the training images (LD ε)")])
             epsilon = float(density_threshold(lp, cfg.ld_quantile))
-    opt_g = torch.optim.Adam(g_params, lr=cfg.lr_g, betas=tuple(map(float, cfg.betas_g))) if g_params else None
+    method = ComplementGAN(cfg, nets, iters, log_density, epsilon)
+    batches = SSLBatches(x_train, x_train[lab], y_train[lab], cfg.batch_labeled, cfg.batch_unlabeled, rng)
 
-    best_state, best = None, {"valid_errors": float("inf")}
-    history = []
-    it = 0
-    bar = tqdm(total=cfg.epochs * iters, desc=f"gan_ssl {cfg.method}", disable=not progress, unit="it",
-               dynamic_ncols=True, mininterval=1.0)  # moves per iteration; the postfix shows the epoch's errors
-    for epoch in range(cfg.epochs):
-        t0 = time.perf_counter()
-        f = _lr_factor(cfg, epoch)
-        for group in opt_d.param_groups:
-            group["lr"] = cfg.lr_d * f
-        if opt_g is not None:
-            for group in opt_g.param_groups:
-                group["lr"] = cfg.lr_g * f
-        perm_u = torch.from_numpy(rng.permutation(n_unl))
-        perm_u2 = torch.from_numpy(rng.permutation(n_unl))
-        sums: dict[str, float] = {}
-        for i in range(iters):
-            sl = slice(i * cfg.batch_unlabeled, (i + 1) * cfg.batch_unlabeled)
-            li = torch.from_numpy(rng.integers(0, len(yl_all), cfg.batch_labeled)) \
-                if cfg.batch_labeled < len(yl_all) else torch.from_numpy(rng.permutation(len(yl_all)))
-            xl, yl = xl_all[li], yl_all[li]
-            # --- D step
-            if cfg.method == "supervised":
-                loss_d = nn.functional.cross_entropy(disc(xl), yl)
-                parts = {"d_sup": loss_d.item()}
-            else:
-                with torch.no_grad():
-                    xg = gen(uniform_noise(cfg.batch_unlabeled, gen.d_z))
-                loss_d, parts = discriminator_loss(disc(xl), yl, disc(x_train[perm_u[sl]]), disc(xg),
-                                                   cfg.lambda_u, cfg.lambda_ent, cfg.ent_over)
-            opt_d.zero_grad(set_to_none=True)
-            loss_d.backward()
-            opt_d.step()
-            # --- G (+ encoder) step: D frozen, differentiated through
-            if opt_g is not None:
-                disc.requires_grad_(False)
-                z = uniform_noise(cfg.batch_unlabeled, gen.d_z)
-                xg = gen(z)
-                fg = disc.features(xg)
-                with torch.no_grad():
-                    fu = disc.features(x_train[perm_u2[sl]])
-                loss_g = feature_matching(fg, fu, cfg.fm_distance)
-                parts["g_fm"] = loss_g.item()
-                if cfg.lambda_pt:
-                    pt = pull_away(fg)
-                    loss_g = loss_g + cfg.lambda_pt * pt
-                    parts["g_pt"] = pt.item()
-                if cfg.lambda_vi:
-                    mu, log_sigma = encoder(xg)
-                    vi = vi_nll(z, mu, log_sigma)
-                    loss_g = loss_g + cfg.lambda_vi * vi
-                    parts["g_vi"] = vi.item()
-                if cfg.lambda_ld and it >= cfg.ld_start and pyrng.random() < cfg.ld_prob:
-                    lp = log_density(gen(uniform_noise(cfg.ld_samples, gen.d_z)))
-                    ld = low_density(lp, epsilon, cfg.ld_form)
-                    loss_g = loss_g + cfg.lambda_ld * ld
-                    parts["g_ld"] = ld.item()
-                opt_g.zero_grad(set_to_none=True)
-                loss_g.backward()
-                opt_g.step()
-                disc.requires_grad_(True)
-            for k, v in parts.items():
-                sums[k] = sums.get(k, 0.0) + v
-            it += 1
-            bar.update(1)
-        rec = {"epoch": epoch + 1, "epoch_s": round(time.perf_counter() - t0, 2),
-               **{k: v / iters for k, v in sums.items()},
-               "valid_errors": count_errors(disc, x_valid, y_valid), "test_errors": count_errors(disc, x_test, y_test)}
-        if rec["valid_errors"] < best["valid_errors"]:
-            best = {"epoch": epoch + 1, "valid_errors": rec["valid_errors"], "test_errors": rec["test_errors"]}
-            best_state = copy.deepcopy(disc.state_dict())
-        history.append(rec)
-        bar.set_postfix(epoch=epoch + 1, valid_err=rec["valid_errors"], test_err=rec["test_errors"])
-        if log is not None:
-            log(rec)
-    bar.close()
-    disc.load_state_dict(best_state)
-    disc.eval()
-    if gen is not None:
-        gen.eval()
-    return GanSSLResult(disc, gen, history, best, epsilon)
+    def evaluate(_: nn.Module) -> dict[str, float]:
+        return {"valid_errors": count_errors(disc, x_valid, y_valid), "test_errors": count_errors(disc, x_test, y_test)}
+
+    loop = TrainConfig(max_steps=cfg.epochs * iters, clip_norm=0.0, precision="fp32",
+                       log_every=iters, eval_every=iters, keep_last=2, early_stop_metric="valid_errors",
+                       early_stop_mode="min")
+    res = fit(nets, method, batches, loop, run_dir, evaluate=evaluate, resume_from=resume_from,
+              desc=f"gan_ssl {cfg.method}")
+    C.load_model_weights(nets, Path(run_dir) / C.WEIGHTS)  # the best-validation networks
+    nets.eval()
+    by_step: dict[int, dict[str, float]] = {}
+    for row in read_metrics(run_dir):
+        by_step.setdefault(row["step"], {"epoch": row["step"] // iters}).update(row)
+    history = [by_step[s] for s in sorted(by_step) if "valid_errors" in by_step[s]]
+    best = next(h for h in history if h["step"] == res.best_step)
+    return GanSSLResult(disc, gen, history, {"epoch": best["epoch"], "valid_errors": int(best["valid_errors"]),
+                                             "test_errors": int(best["test_errors"])}, epsilon, res.train_time)
