@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from genfeat.config import atomic_write_text, dump_yaml, load_yaml, to_dict
+from genfeat.data.batches import EpochBatches
 from genfeat.data.images import load_cifar10, load_fashion_mnist, load_mnist, load_svhn_mat
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import uniform_noise
@@ -45,8 +46,9 @@ from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNIST
 from genfeat.models.gan_ssl.pixelcnn import PixelCNN
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
 from genfeat.recipes.lm import seed_everything
-from genfeat.train.checkpoint import load_model_weights, save_model_weights
-from genfeat.train.logging import MetricsLogger, machine_info
+from genfeat.train.checkpoint import load_model_weights
+from genfeat.train.logging import machine_info, progress
+from genfeat.train.loop import TrainConfig, fit
 
 DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
 COLOUR32 = ("svhn", "cifar10")  # 32x32x3, the conv networks, pixels in [-1, 1]
@@ -97,6 +99,7 @@ class PixelCNNRunConfig:
     epochs: int = 3
     batch_size: int = 64
     lr: float = 1e-3
+    ckpt_every: int = 200  # steps
 
 
 # ----------------------------------------------------------------------------------------- presets
@@ -299,41 +302,30 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     return summary
 
 
-def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    """Train the density model on the training images (in [-1, 1]); report test bits/dim and the training
-    images' log-p percentiles (the LD threshold candidates)."""
-    from tqdm.auto import tqdm
+def bits_per_dim_loss(model: PixelCNN, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    return model.bits_per_dim(x), len(x)
 
-    if resume_from is not None:
-        raise ConfigError("pixelcnn runs do not resume; start a new run")
+
+def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    """Train the density model on the training images (in [-1, 1]) with Adam on bits/dim, checkpointing every
+    `ckpt_every` steps; report test bits/dim and the training images' log-p percentiles (the LD threshold
+    candidates)."""
     seed_everything(cfg.seed)
     data = load_images(cfg.data)
     xt, xs = data["train"][0] * 2 - 1, data["test"][0][:2000] * 2 - 1
     model = PixelCNN(1, cfg.filters, cfg.n_blocks, cfg.n_mix)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    rng = np.random.default_rng(cfg.seed)
+    batches = EpochBatches(xt, cfg.batch_size, np.random.default_rng(cfg.seed))
     t0 = time.perf_counter()
-    logger = MetricsLogger(run_dir, enabled=True, tensorboard=False)
-    steps = len(xt) // cfg.batch_size
-    for epoch in range(cfg.epochs):
-        perm = torch.from_numpy(rng.permutation(len(xt)))
-        bar = tqdm(range(steps), desc=f"pixelcnn epoch {epoch + 1}/{cfg.epochs}")
-        for i in bar:
-            loss = model.bits_per_dim(xt[perm[i * cfg.batch_size: (i + 1) * cfg.batch_size]])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if i % 50 == 0:
-                bar.set_postfix(bpd=f"{loss.item():.3f}")
-                logger.log(epoch * steps + i, train_bpd=loss.item())
-    logger.close()
+    loop = TrainConfig(max_steps=cfg.epochs * batches.per_epoch, schedule="constant", warmup_steps=0, clip_norm=0.0,
+                       precision="fp32", log_every=50, eval_every=0, ckpt_every=cfg.ckpt_every)
+    fit(model, bits_per_dim_loss, batches, loop, run_dir, resume_from=resume_from, optimizer=opt, desc="pixelcnn")
     model.eval()
     with torch.no_grad():
         test_bpd = float(torch.stack([model.bits_per_dim(xs[a: a + 250]) for a in
-                                      tqdm(range(0, len(xs), 250), desc="test bits/dim", leave=False)]).mean())
+                                      progress(range(0, len(xs), 250), "test bits/dim")]).mean())
         lp = torch.cat([model.log_prob(xt[a: a + 250]) for a in
-                        tqdm(range(0, min(len(xt), 5000), 250), desc="training log-p percentiles", leave=False)])
-    save_model_weights(model, run_dir / "model.safetensors")
+                        progress(range(0, min(len(xt), 5000), 250), "training log-p percentiles")])
     if not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it here
         atomic_write_text(run_dir / "config.yaml", dump_yaml({"recipe": "pixelcnn", "config": to_dict(cfg)}))
     summary = {"test_bits_per_dim": round(test_bpd, 4), "epochs": cfg.epochs, "filters": cfg.filters,
