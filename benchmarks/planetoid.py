@@ -60,9 +60,9 @@ def config(method: str, seed: int, protocol: str, settings: dict[str, dict[str, 
     if protocol.startswith("sbm"):
         cfg = dataclasses.replace(P.PRESETS[protocol](), method=method, seed=seed)
         cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, seed=seed))
-        return override(cfg, {"train.progress": "false"})
+        return cfg
     cfg = dataclasses.replace(P.linuxdoc(), method=method, seed=seed)
-    cfg = override(cfg, {**settings.get(method, {}), "train.progress": "false"})
+    cfg = override(cfg, settings.get(method, {}))
     split = {"linuxdoc random": 10 + seed, "tuning": TUNING_SPLIT}.get(protocol)
     return dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, split_seed=split))
 
@@ -120,7 +120,7 @@ DISCUSSION = """## Reading
   margin, but it does **not** beat the best graph-only baseline here, unlike the thesis's citation graphs.
 - Why Planetoid-T falls below its own graph branch: a diagnostic run of the chosen setting
   (`genfeat run planetoid --preset linuxdoc --train.rounds 20000 --train.t1 0.2 --train.eval_every 100`,
-  `results.json` → `branch_test_acc`) gave test accuracy 0.628 for the feature branch alone, 0.897 for the
+  `summary.json` → `branch_test_acc`) gave test accuracy 0.628 for the feature branch alone, 0.897 for the
   embedding branch alone and 0.883 for the combined output: the output layer, fitted on 340 labelled nodes
   where both branches are right, cannot learn that the feature branch is the unreliable one on unseen nodes.
   Without the per-branch losses (§2.8) the combination is much worse (tuning table: 0.738 validation).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -32,13 +33,14 @@ NAME = "planetoid_sparse"
 
 def one(deg: float, seed: int) -> dict[str, Any]:
     data = make_sbm_bow(seed=seed, n=3000, deg=deg, h=0.8, rho=0.3, per_class=20, num_val=500, num_test=1000)
-    cfg = P.PlanetoidRunConfig(seed=seed, train=P.PlanetoidTrainConfig(progress=False))
+    cfg = P.PlanetoidRunConfig(seed=seed, train=P.PlanetoidTrainConfig())
     feat = P.run_method(dataclasses.replace(cfg, method="feat_lr"), data)
     no_aux = P.run_method(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, aux_branch_loss=False)), data)
     torch.manual_seed(seed)
     np.random.seed(seed)
     model = Planetoid(dataclasses.replace(cfg.model, variant="T"), data.num_nodes, data.num_features, data.num_classes)
-    out = P.fit_planetoid(model, data, P.make_sampler(data, cfg.sampler, "T", seed), cfg.train, seed=seed)
+    with tempfile.TemporaryDirectory() as run_dir:
+        out = P.fit_planetoid(model, data, P.make_sampler(data, cfg.sampler, "T", seed), cfg.train, run_dir, seed=seed)
     model.eval()
     with torch.no_grad():
         logits, (z_feat, z_emb) = model(torch.arange(data.num_nodes), SparseRows(data.features))

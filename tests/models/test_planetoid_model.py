@@ -133,7 +133,7 @@ def test_label_propagation_is_the_harmonic_solution():
     assert out["train_acc"] == 1.0 and out["unreachable_nodes"] == 0
 
 
-def test_gcn_keeps_the_features_sparse(monkeypatch):
+def test_gcn_keeps_the_features_sparse(monkeypatch, tmp_path):
     """A dense (N, F) copy of a large bag-of-words graph does not fit in memory: the GCN baseline never makes one."""
     import scipy.sparse as sp
 
@@ -146,7 +146,7 @@ def test_gcn_keeps_the_features_sparse(monkeypatch):
         monkeypatch.setattr(cls, "toarray", refuse)
         monkeypatch.setattr(cls, "todense", refuse)
     data = make_sbm_bow(seed=0, n=400, per_class=10, num_val=50, num_test=100)
-    res = B.gcn(data, B.BaselineConfig(epochs=30, eval_every=10))
+    res = B.gcn(data, B.BaselineConfig(epochs=30, eval_every=10), tmp_path)
     assert res["test_acc"] > 0.4
 
 

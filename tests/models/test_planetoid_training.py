@@ -15,7 +15,7 @@ import torch
 from genfeat.data.graph_synthetic import make_sbm_bow
 from genfeat.recipes import planetoid as P
 
-FAST = P.PlanetoidTrainConfig(warmup_steps=600, rounds=300, eval_every=25, progress=False)
+FAST = P.PlanetoidTrainConfig(warmup_steps=600, rounds=300, eval_every=25)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_planetoid_learns_from_the_graph_alone(graph_only, method):
     assert run(graph_only, method, no_context)["test_acc"] < 0.45  # the same method without context steps
 
 
-def test_inductive_context_steps_train_the_context_branch(graph_only):
+def test_inductive_context_steps_train_the_context_branch(graph_only, tmp_path):
     """Planetoid-I's embedding of a node is computed from its features; the context loss is what trains that
     branch, and its loss must fall."""
     data = graph_only
@@ -61,7 +61,7 @@ def test_inductive_context_steps_train_the_context_branch(graph_only):
             return context_loss(model.context_embed(i, x), model.context(c), gamma, reduction="mean").item()
 
     start = held_out_ctx_loss()
-    P.fit_planetoid(model, data, sampler, FAST, seed=0)
+    P.fit_planetoid(model, data, sampler, FAST, tmp_path, seed=0)
     assert all(not torch.equal(a, b) for a, b in zip(before, model.context_parameters(), strict=True))
     assert held_out_ctx_loss() < start - 0.05
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ from genfeat.models.planetoid import (
 )
 from genfeat.models.planetoid import baselines as B
 from genfeat.models.planetoid.train import context_nodes_for
-from genfeat.train.logging import MetricsLogger, machine_info
+from genfeat.train.logging import machine_info
 
 METHODS = ("planetoid_t", "planetoid_i", "planetoid_g", "graphemb", "feat_lr", "feat_mlp", "lp", "gcn")
 
@@ -79,7 +80,7 @@ def tiny() -> PlanetoidRunConfig:
     """Seconds: the 1,000-node synthetic graph-rich graph B, short schedules."""
     return PlanetoidRunConfig(
         data=GraphDataConfig(name="sbm_b"),
-        train=PlanetoidTrainConfig(warmup_steps=1000, rounds=500, eval_every=50, progress=False),
+        train=PlanetoidTrainConfig(warmup_steps=1000, rounds=500, eval_every=50),
         baseline=B.BaselineConfig(lr_steps=50, epochs=20, eval_every=5),
     )
 
@@ -172,51 +173,53 @@ def sampler_throughput(sampler: ContextSampler, batch: int = 200, repeats: int =
     return batch * repeats / (time.perf_counter() - t0)
 
 
-def run_method(cfg: PlanetoidRunConfig, data: GraphData, log: Any = None) -> dict[str, Any]:
-    """Train and evaluate `cfg.method` on `data`; returns accuracies (best validation state) and time."""
+def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | None = None,
+               resume_from: str | Path | None = None) -> dict[str, Any]:
+    """Train and evaluate `cfg.method` on `data`; returns accuracies (best validation state) and time. The
+    training runs' files (checkpoints, metrics.jsonl, weights) go to `run_dir` (None: a temporary directory,
+    for benchmarks that keep only the numbers); `resume_from` continues a Planetoid checkpoint."""
+    if run_dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return run_method(cfg, data, tmp)
+    run_dir = Path(run_dir)
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
     m = cfg.method
+    if resume_from is not None and not m.startswith("planetoid_"):
+        raise ConfigError(f"method {m} trains in seconds and does not resume; start a new run")
     if m.startswith("planetoid_"):
         variant = m[-1].upper()
         model = Planetoid(dataclasses.replace(cfg.model, variant=variant), data.num_nodes, data.num_features,
                           data.num_classes)
         sampler = make_sampler(data, cfg.sampler, variant, cfg.seed)
-        out = fit_planetoid(model, data, sampler, cfg.train, seed=cfg.seed, log=log)
+        out = fit_planetoid(model, data, sampler, cfg.train, run_dir, seed=cfg.seed, resume_from=resume_from)
         out["sampler_triples_per_s"] = sampler_throughput(sampler, cfg.train.n2)
         return out
-    if m == "graphemb":
+    if m == "graphemb":  # two phases: context-only embeddings, then logistic regression on them (classifier/)
         model = Planetoid(dataclasses.replace(cfg.model, variant="G"), data.num_nodes, 0, data.num_classes)
         sampler = make_sampler(data, dataclasses.replace(cfg.sampler, r2=1.0), "G", cfg.seed)
-        t0 = time.perf_counter()
-        fit_planetoid(model, data, sampler, cfg.train, seed=cfg.seed, context_only=True)
-        out = B.logistic_regression(model.embedding.weight.detach(), data, cfg.baseline)
-        out["train_seconds"] = time.perf_counter() - t0
+        emb = fit_planetoid(model, data, sampler, cfg.train, run_dir, seed=cfg.seed, context_only=True)
+        out = B.logistic_regression(model.embedding.weight.detach(), data, cfg.baseline, run_dir / "classifier")
+        out["train_seconds"] += emb["train_seconds"]
         return out
     if m == "feat_lr":
         from genfeat.nn.sparse_linear import SparseRows
 
-        return B.logistic_regression(SparseRows(data.features), data, cfg.baseline)
+        return B.logistic_regression(SparseRows(data.features), data, cfg.baseline, run_dir)
     if m == "feat_mlp":
-        return B.feature_mlp(data, cfg.baseline)
+        return B.feature_mlp(data, cfg.baseline, run_dir)
     if m == "lp":
         return B.label_propagation(data)
-    return B.gcn(data, cfg.baseline)
+    return B.gcn(data, cfg.baseline, run_dir)
 
 
 def run(cfg: PlanetoidRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    if resume_from is not None:
-        raise ConfigError("planetoid runs take seconds to minutes and do not checkpoint; start a new run")
     data = load_graph(cfg.data)
     print(data.summary())
-    logger = MetricsLogger(run_dir, enabled=True, tensorboard=False)
-    try:
-        out = run_method(cfg, data, log=lambda rec: logger.log(rec["round"], **rec))
-    finally:
-        logger.close()
+    out = run_method(cfg, data, run_dir, resume_from)
     summary = {"method": cfg.method, "dataset": data.summary(), **{k: v for k, v in out.items() if k != "history"},
                "machine": machine_info()}
-    atomic_write_text(run_dir / "results.json", json.dumps(summary, indent=1))
+    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1))
     lines = [f"# {cfg.method} on {cfg.data.name}", "", data.summary(), "",
              "| split | accuracy |", "|---|---|"]
     lines += [f"| {s} | {summary[f'{s}_acc']:.4f} |" for s in ("train", "val", "test") if f"{s}_acc" in summary]

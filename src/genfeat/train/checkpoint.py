@@ -285,8 +285,15 @@ def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizers: Ma
         loose = StateDictOptions(full_state_dict=True, strict=False)
         set_model_state_dict(model, sd, options=loose)
         for name, opt in optimizers.items():
-            set_optimizer_state_dict(model, opt, state["optimizers"][name], options=loose)
-            schedulers[name].load_state_dict(state["schedulers"][name])
+            osd = state["optimizers"][name]
+            # an optimizer without tensor state (plain SGD) has nothing to shard; the full-state path cannot
+            # tell its device from an empty state and refuses, so it loads as a local state dict
+            set_optimizer_state_dict(model, opt, osd, options=loose if osd["state"] else
+                                     StateDictOptions(full_state_dict=False, strict=False))
+        if set(state["schedulers"]) != set(schedulers):
+            raise RuntimeError(f"schedulers {sorted(state['schedulers'])} in the file, {sorted(schedulers)} here")
+        for name, scheduler in schedulers.items():
+            scheduler.load_state_dict(state["schedulers"][name])
     except (RuntimeError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint {ckpt} does not match this model/optimizer: "
                               f"{str(e).splitlines()[0]}") from None

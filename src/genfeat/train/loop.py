@@ -5,7 +5,8 @@
             for micro in range(grad_accum):        #   alternation for Planetoid (train/step.py)
                 loss, n_items = update.loss_fn(model, next(data))   # under autocast; DDP/FSDP gradient
                 (loss / grad_accum).backward()                       #   sync only on the last micro-batch
-            stop on NaN/inf loss (the last good checkpoint stays), clip, optimizer.step(), zero all gradients
+            stop on NaN/inf loss (the last good checkpoint stays), clip, optimizer.step(); its optimizer's
+            gradients are zeroed before and after (none is left on a parameter another update shares)
         every scheduler.step()
         log every `log_every` (tqdm on rank 0, metrics.jsonl, TensorBoard), evaluate + checkpoint
         every `eval_every`, stop early after `patience` evaluations without improvement
@@ -85,6 +86,7 @@ class FitResult:
     start_step: int = 0  # the step this call started from (a resumed run's checkpoint)
     best_metric: float | None = None
     best_step: int | None = None
+    best_eval: dict[str, Any] = field(default_factory=dict)  # the evaluation at best_step (kept across resumes)
     stopped_early: bool = False
     interrupted: bool = False
     evals: list[dict[str, Any]] = field(default_factory=list)
@@ -204,18 +206,18 @@ def fit(
     else:
         method = OneLoss(loss_fn, optimizer or build_optimizer(model, cfg), lr_lambda(cfg))
     optimizers = method.optimizers
-    schedulers = {k: torch.optim.lr_scheduler.LambdaLR(o, method.lr_lambdas.get(k, _constant))
-                  for k, o in optimizers.items()}
+    schedulers = {k: torch.optim.lr_scheduler.LambdaLR(optimizers[k], f) for k, f in method.lr_lambdas.items()}
     data = dict(train_data) if isinstance(train_data, Mapping) else {"train": train_data}
-    step, tokens, best, best_step, bad_evals = 0, 0, None, None, 0
+    step, tokens, best, best_step, bad_evals, best_eval = 0, 0, None, None, 0, {}
     if resume_from is not None:
         done = int(Path(resume_from).name[len("step_"):])
         if done >= cfg.max_steps:  # checked before the restore, so a refused resume changes nothing
             raise ConfigError(f"{resume_from} is at step {done} and the run's budget is {cfg.max_steps} steps: "
                               "nothing to train; give a larger budget (train.max_steps, or the recipe's epochs)")
         state = C.restore_checkpoint(resume_from, model, optimizers, schedulers)
-        step, tokens, best, best_step, bad_evals = (state["step"], state["tokens"], state["best"],
-                                                    state["best_step"], state["bad_evals"])
+        step, tokens, best, best_step, bad_evals, best_eval = (state["step"], state["tokens"], state["best"],
+                                                               state["best_step"], state["bad_evals"],
+                                                               state["best_eval"])
         for name, it in data.items():  # each rank's own data position
             if hasattr(it, "load_state_dict"):
                 it.load_state_dict(state["data"][name][info.rank])
@@ -228,14 +230,14 @@ def fit(
                        start_step=step)
 
     def checkpoint() -> Path:
-        extra = {"tokens": tokens, "best": best, "best_step": best_step, "bad_evals": bad_evals,
+        extra = {"tokens": tokens, "best": best, "best_step": best_step, "best_eval": best_eval, "bad_evals": bad_evals,
                  "data": {k: D.gather_objects(it.state_dict()) for k, it in data.items() if hasattr(it, "state_dict")},
                  "method": D.gather_objects(method.state_dict())}
         return C.save_checkpoint(run_dir, step, model, optimizers, schedulers, extra, cfg.keep_last)
 
     def run_eval() -> bool:
         """Evaluate, log, keep best weights; return True when early stopping triggers."""
-        nonlocal best, best_step, bad_evals
+        nonlocal best, best_step, bad_evals, best_eval
         was_training = model.training
         model.eval()
         with torch.no_grad(), torch.autocast(device.type, dtype=amp, enabled=amp is not None):
@@ -250,7 +252,7 @@ def fit(
         # a NaN metric (nothing to validate on) counts as better: the latest weights are kept
         better = best is None or math.isnan(value) or (value < best if cfg.early_stop_mode == "min" else value > best)
         if better:
-            best, best_step, bad_evals = value, step, 0
+            best, best_step, bad_evals, best_eval = value, step, 0, {"step": step, **metrics}
             C.save_model_weights(model, run_dir / C.WEIGHTS)
         else:
             bad_evals += 1
@@ -283,6 +285,8 @@ def fit(
                 t_step = time.perf_counter()
                 drawn: list = []
                 for update in method.updates(step):
+                    opt = optimizers[update.optimizer]
+                    opt.zero_grad(set_to_none=True)  # what another update left on a parameter it shares
                     held = [p for m in update.hold for p in m.parameters() if p.requires_grad]
                     for p in held:
                         p.requires_grad_(False)
@@ -311,7 +315,6 @@ def fit(
                     total /= cfg.grad_accum
                     if not torch.isfinite(total).item():
                         raise diverged(total, update.name)
-                    opt = optimizers[update.optimizer]
                     if scaler:
                         scaler.unscale_(opt)
                     if cfg.clip_norm > 0:
@@ -321,7 +324,7 @@ def fit(
                         scaler.update()
                     else:
                         opt.step()
-                    model.zero_grad(set_to_none=True)  # every parameter: a later update starts from no gradient
+                    opt.zero_grad(set_to_none=True)
                     losses.setdefault(update.name)
                     entry = sums.setdefault(update.name, [torch.zeros((), device=device), 0])
                     entry[0] += total
@@ -334,7 +337,7 @@ def fit(
                     now = time.perf_counter()
                     means = {k: D.all_reduce_mean(torch.as_tensor(v / n, device=device)).item()
                              for k, (v, n) in sums.items() if n}
-                    lr = next(iter(schedulers.values())).get_last_lr()[0]
+                    lr = next(iter(optimizers.values())).param_groups[0]["lr"]
                     tok_s = tok_log / max(now - t_log, 1e-9)
                     logger.log(step, **means, lr=lr, tokens_per_s=tok_s, tokens=tokens)
                     shown = {k: f"{means[k]:.3f}" for k in losses if k in means}
@@ -369,7 +372,7 @@ def fit(
         logger.close()
     result.step, result.tokens = step, tokens
     result.wall_time = time.perf_counter() - t_start
-    result.best_metric, result.best_step = best, best_step
+    result.best_metric, result.best_step, result.best_eval = best, best_step, best_eval
     if info.is_main:
         plot_loss_curve(run_dir)
     if result.interrupted:
@@ -377,6 +380,3 @@ def fit(
                            f"`genfeat run --resume {run_dir}`")
     return result
 
-
-def _constant(step: int) -> float:
-    return 1.0

@@ -45,8 +45,8 @@ class Update:
 
 
 class Step:
-    """The updates of a training method. Subclasses set `optimizers` and `lr_lambdas` (same keys; a missing
-    multiplier is constant 1) and return the updates of step `step` (0-based) from `updates`."""
+    """The updates of a training method. Subclasses set `optimizers` and `lr_lambdas` (an optimizer without a
+    multiplier keeps its learning rate) and return the updates of step `step` (0-based) from `updates`."""
 
     optimizers: Mapping[str, torch.optim.Optimizer]
     lr_lambdas: Mapping[str, Callable[[int], float]] = {}

@@ -16,11 +16,11 @@ training class (the count is reported).
 
 from __future__ import annotations
 
-import copy
-import math
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,8 @@ from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
 from genfeat.models.planetoid.train import accuracy
 from genfeat.nn.sparse_linear import SparseLinear, SparseRows
+from genfeat.train import checkpoint as C
+from genfeat.train.loop import TrainConfig, fit
 
 
 @dataclass(frozen=True)
@@ -50,38 +52,31 @@ class BaselineConfig:
 
 
 def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, Any]], data: GraphData,
-                   steps: int, eval_every: int, optimizer: str = "adam", lr: float = 0.01,
+                   steps: int, eval_every: int, run_dir: str | Path, optimizer: str = "adam", lr: float = 0.01,
                    modules: list[nn.Module] = ()) -> dict[str, Any]:
-    """Train on the labeled nodes with the full graph in every step; keep the best-validation state.
-    `logits_fn(training)` returns (N, C) logits for every node."""
+    """Train on the labeled nodes with the full graph in every step (`train.fit`, a constant learning rate);
+    keep the best-validation state. `logits_fn(training)` returns (N, C) logits for every node."""
     opt = (torch.optim.Adam(params, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr))
     train, y = torch.from_numpy(data.train_idx), torch.from_numpy(data.labels)
-    best: dict[str, Any] = {"val_acc": -1.0}
-    state = None
-    t0 = time.perf_counter()
-    for step in range(1, steps + 1):
-        for m in modules:
-            m.train()
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(logits_fn(True)[train], y[train])
-        loss.backward()
-        opt.step()
-        if step % eval_every == 0 or step == steps:
-            for m in modules:
-                m.eval()
-            with torch.no_grad():
-                pred = logits_fn(False).argmax(-1)
-            rec = {"step": step, "loss": loss.item(), "train_acc": accuracy(pred, data.labels, data.train_idx),
-                   "val_acc": accuracy(pred, data.labels, data.val_idx),
-                   "test_acc": accuracy(pred, data.labels, data.test_idx)}
-            if rec["val_acc"] > best["val_acc"] or math.isnan(rec["val_acc"]):  # no val split: keep the last
-                best, state = rec, [copy.deepcopy(m.state_dict()) for m in modules]
-    for m, s in zip(modules, state or [], strict=False):
-        m.load_state_dict(s)
-    return {**best, "train_seconds": time.perf_counter() - t0}
+    net = nn.ModuleList(modules)
+
+    def loss(_: nn.Module, __: None) -> tuple[Tensor, int]:
+        return F.cross_entropy(logits_fn(True)[train], y[train]), len(train)
+
+    def evaluate(_: nn.Module) -> dict[str, float]:
+        pred = logits_fn(False).argmax(-1)
+        return {f"{split}_acc": accuracy(pred, data.labels, idx) for split, idx in
+                (("train", data.train_idx), ("val", data.val_idx), ("test", data.test_idx))}
+
+    loop = TrainConfig(max_steps=steps, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
+                       log_every=eval_every, eval_every=eval_every, early_stop_metric="val_acc", early_stop_mode="max")
+    res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=evaluate, optimizer=opt, desc="full batch")
+    C.load_model_weights(net, Path(run_dir) / C.WEIGHTS)  # the best-validation state
+    return {**res.best_eval, "train_seconds": res.wall_time}
 
 
-def logistic_regression(inputs: SparseRows | Tensor, data: GraphData, cfg: BaselineConfig) -> dict[str, Any]:
+def logistic_regression(inputs: SparseRows | Tensor, data: GraphData, cfg: BaselineConfig,
+                        run_dir: str | Path) -> dict[str, Any]:
     """Multinomial logistic regression on sparse rows or a dense (N, d) matrix, L2 on the weights."""
     ids = torch.arange(data.num_nodes)
     d_in = inputs.shape[1]
@@ -94,10 +89,10 @@ def logistic_regression(inputs: SparseRows | Tensor, data: GraphData, cfg: Basel
         def logits(_: bool) -> Tensor:
             return inputs @ layer.weight + layer.bias
     params = [{"params": [layer.weight], "weight_decay": cfg.lr_l2}, {"params": [layer.bias]}]
-    return fit_full_batch(logits, params, data, cfg.lr_steps, cfg.eval_every * 5, "sgd", cfg.lr_lr, [layer])
+    return fit_full_batch(logits, params, data, cfg.lr_steps, cfg.eval_every * 5, run_dir, "sgd", cfg.lr_lr, [layer])
 
 
-def feature_mlp(data: GraphData, cfg: BaselineConfig) -> dict[str, Any]:
+def feature_mlp(data: GraphData, cfg: BaselineConfig, run_dir: str | Path) -> dict[str, Any]:
     x, ids = SparseRows(data.features), torch.arange(data.num_nodes)
     first, drop = SparseLinear(data.num_features, cfg.mlp_hidden), nn.Dropout(cfg.mlp_dropout)
     second = nn.Linear(cfg.mlp_hidden, data.num_classes)
@@ -106,7 +101,7 @@ def feature_mlp(data: GraphData, cfg: BaselineConfig) -> dict[str, Any]:
     def logits(_: bool) -> Tensor:
         return second(drop(F.relu(first(x, ids))))
     params = [{"params": list(net.parameters()), "weight_decay": cfg.adam_weight_decay}]
-    return fit_full_batch(logits, params, data, cfg.epochs, cfg.eval_every, "adam", cfg.adam_lr, [net])
+    return fit_full_batch(logits, params, data, cfg.epochs, cfg.eval_every, run_dir, "adam", cfg.adam_lr, [net])
 
 
 def label_propagation(data: GraphData) -> dict[str, Any]:
@@ -149,7 +144,7 @@ def sparse_dropout(x: Tensor, p: float, training: bool) -> Tensor:
     return torch.sparse_coo_tensor(x.indices(), x.values() * keep / (1.0 - p), x.shape, check_invariants=False)
 
 
-def gcn(data: GraphData, cfg: BaselineConfig) -> dict[str, Any]:
+def gcn(data: GraphData, cfg: BaselineConfig, run_dir: str | Path) -> dict[str, Any]:
     try:
         from torch_geometric.nn import GCNConv
     except ImportError:
@@ -173,4 +168,4 @@ def gcn(data: GraphData, cfg: BaselineConfig) -> dict[str, Any]:
         return conv2(h, edge_index)
     params = [{"params": list(conv1.parameters()), "weight_decay": cfg.adam_weight_decay},
               {"params": list(conv2.parameters()), "weight_decay": 0.0}]
-    return fit_full_batch(logits, params, data, cfg.epochs, cfg.eval_every, "adam", cfg.adam_lr, [net])
+    return fit_full_batch(logits, params, data, cfg.epochs, cfg.eval_every, run_dir, "adam", cfg.adam_lr, [net])

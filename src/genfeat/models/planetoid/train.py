@@ -16,16 +16,15 @@ brought Planetoid-T to 0.56 against label propagation's 0.57.)
 
 from __future__ import annotations
 
-import copy
 import math
 import sys
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
@@ -33,6 +32,9 @@ from genfeat.losses.graph_context import context_loss
 from genfeat.models.planetoid.model import Planetoid
 from genfeat.models.planetoid.sampler import ContextSampler
 from genfeat.nn.sparse_linear import SparseRows
+from genfeat.train import checkpoint as C
+from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.step import Step, Update
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,6 @@ class PlanetoidTrainConfig:
     rounds: int | None = None  # None: 3000, scaled with the graph
     eval_every: int = 50  # rounds
     patience: int = 0  # stop after this many evaluations without a better validation accuracy (0: never)
-    progress: bool = True
 
     def __post_init__(self) -> None:
         if self.t1 < 0 or self.t2 < 0 or self.t1 + self.t2 == 0:
@@ -101,81 +102,113 @@ def context_nodes_for(data: GraphData, variant: str) -> np.ndarray | None:
     return np.setdiff1d(np.arange(data.num_nodes), data.test_idx)
 
 
-def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cfg: PlanetoidTrainConfig,
-                  seed: int = 0, log: Any = None, context_only: bool = False) -> dict[str, Any]:
-    """Train `model` on `data` by Algorithm 3; returns accuracies of the best-validation state.
+class Algorithm3(Step):
+    """The updates of Algorithm 3 as `train.fit` steps: `warmup` steps of one context update each, then one step
+    per round with its supervised and context updates (`AlternatingSchedule`). Plain SGD, one optimizer per loss:
+    supervised (lr_sup, on the mean cross-entropy) and context (lr_ctx, on the sum over the N2 triples). The
+    schedule's and the supervised batches' random stream (`gen`) is checkpointed with the method."""
 
-    `context_only` trains only the context loss for warmup_steps + rounds * t2 steps (GraphEmb).
-    `log(record)` receives each evaluation record."""
+    def __init__(self, model: Planetoid, cfg: PlanetoidTrainConfig, warmup: int, gen: torch.Generator,
+                 x: SparseRows | None, context_only: bool = False):
+        lr_ctx = cfg.lr_ctx if cfg.lr_ctx is not None else (0.01 if model.cfg.variant == "I" else 0.025)
+        self.optimizers = {"supervised": torch.optim.SGD(model.supervised_parameters(), lr=cfg.lr_sup),
+                           "context": torch.optim.SGD(model.context_parameters(), lr=lr_ctx)}
+        self.warmup, self.gen, self.context_only = warmup, gen, context_only
+        self.schedule = AlternatingSchedule(cfg.t1, cfg.t2, gen)
+        self.x = x  # the node features, for the branches that read them
+        self.sup = Update(self.supervised_loss, "supervised", data="labeled", name="sup_loss")
+        self.ctx = (Update(self.context_loss, "context", data="triples", name="ctx_loss_sum"),)
+
+    def updates(self, step: int) -> Sequence[Update]:
+        if step < self.warmup or self.context_only:
+            return self.ctx
+        return [self.sup if kind == "sup" else self.ctx[0] for kind in self.schedule.round()]
+
+    def supervised_loss(self, model: Planetoid, batch: tuple[torch.Tensor, torch.Tensor]):
+        ids, y = batch
+        return model.supervised_loss(ids, y, self.x), len(ids)
+
+    def context_loss(self, model: Planetoid, batch: tuple[torch.Tensor, ...]):
+        i, c, gamma, _ = batch
+        loss = context_loss(model.context_embed(i, self.x), model.context(c), gamma, reduction="sum")
+        return loss, 0, {"ctx_loss": loss.item() / len(i)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"gen": self.gen.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.gen.set_state(state["gen"])
+
+
+class LabeledBatches:
+    """N1 labeled nodes per supervised update: all of them when N1 covers the labeled set, else a random subset
+    drawn from the method's generator (its state is the method's)."""
+
+    def __init__(self, train_idx: np.ndarray, labels: np.ndarray, n1: int, gen: torch.Generator):
+        self.ids, self.y, self.n1, self.gen = torch.from_numpy(train_idx), torch.from_numpy(labels), n1, gen
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = self.ids if self.n1 >= len(self.ids) else \
+            self.ids[torch.randperm(len(self.ids), generator=self.gen)[:self.n1]]
+        return ids, self.y[ids]
+
+
+class Triples:
+    """N2 context triples per context update from Algorithm 2's sampler; its generator is checkpointed."""
+
+    def __init__(self, sampler: ContextSampler, n2: int):
+        self.sampler, self.n2 = sampler, n2
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, ...]:
+        return self.sampler.sample(self.n2)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"gen": self.sampler.gen.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.sampler.gen.set_state(state["gen"])
+
+
+def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cfg: PlanetoidTrainConfig,
+                  run_dir: str | Path, seed: int = 0, context_only: bool = False,
+                  resume_from: str | Path | None = None) -> dict[str, Any]:
+    """Train `model` on `data` by Algorithm 3 through `train.fit` (checkpoints, metrics.jsonl and the
+    best-validation weights in `run_dir`); returns the accuracies of the best-validation state and the
+    evaluations (`history`).
+
+    `context_only` trains only the context loss for warmup_steps + rounds * t2 steps (GraphEmb)."""
     gen = torch.Generator().manual_seed(seed)
-    warmup_steps, rounds = context_budget(cfg, data.num_nodes)
+    warmup, rounds = context_budget(cfg, data.num_nodes)
     x = SparseRows(data.features) if model.feat_branch is not None or model.cfg.variant == "I" else None
-    lr_ctx = cfg.lr_ctx if cfg.lr_ctx is not None else (0.01 if model.cfg.variant == "I" else 0.025)
-    opt_sup = torch.optim.SGD(model.supervised_parameters(), lr=cfg.lr_sup)
-    opt_ctx = torch.optim.SGD(model.context_parameters(), lr=lr_ctx)
-    train = torch.from_numpy(data.train_idx)
-    y_all = torch.from_numpy(data.labels)
+    method = Algorithm3(model, cfg, warmup, gen, x, context_only)
+    batches = {"labeled": LabeledBatches(data.train_idx, data.labels, cfg.n1, gen),
+               "triples": Triples(sampler, cfg.n2)}
     all_ids = torch.arange(data.num_nodes)
 
-    def sup_step() -> float:
-        ids = train if cfg.n1 >= len(train) else train[torch.randperm(len(train), generator=gen)[:cfg.n1]]
-        opt_sup.zero_grad(set_to_none=True)
-        loss = model.supervised_loss(ids, y_all[ids], x)
-        loss.backward()
-        opt_sup.step()
-        return loss.item()
+    def evaluate(m: Planetoid) -> dict[str, float]:
+        pred = m.predict(all_ids, method.x)
+        return {f"{split}_acc": accuracy(pred, data.labels, idx) for split, idx in
+                (("train", data.train_idx), ("val", data.val_idx), ("test", data.test_idx))}
 
-    def ctx_step() -> float:
-        i, c, gamma, _ = sampler.sample(cfg.n2)
-        opt_ctx.zero_grad(set_to_none=True)
-        loss = context_loss(model.context_embed(i, x), model.context(c), gamma, reduction="sum")
-        loss.backward()
-        opt_ctx.step()
-        return loss.item() / cfg.n2
-
-    t0 = time.perf_counter()
-    history: list[dict[str, Any]] = []
-    model.train()
-    for _ in tqdm(range(warmup_steps), desc="warm-up (context loss)", disable=not cfg.progress, leave=False):
-        ctx_step()
+    steps = warmup + (int(rounds * cfg.t2) if context_only else rounds)
+    loop = TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=cfg.eval_every,
+                       eval_every=cfg.eval_every, eval_from=warmup, ckpt_every=0 if not context_only else steps,
+                       early_stop_metric="val_acc", early_stop_mode="max", patience=cfg.patience)
+    res = fit(model, method, batches, loop, run_dir, evaluate=None if context_only else evaluate,
+              resume_from=resume_from, desc="Planetoid" + (" (context only)" if context_only else ""))
     if context_only:
-        for _ in tqdm(range(int(rounds * cfg.t2)), desc="context", disable=not cfg.progress, leave=False):
-            ctx_step()
-        return {"train_seconds": time.perf_counter() - t0, "history": history}
-    schedule = AlternatingSchedule(cfg.t1, cfg.t2, gen)
-    best: dict[str, Any] = {"val_acc": -1.0}
-    best_state, stale = None, 0
-    sup_loss = ctx_loss = float("nan")
-    bar = tqdm(range(1, rounds + 1), desc="Planetoid", disable=not cfg.progress, leave=False)
-    for r in bar:
-        for kind in schedule.round():
-            if kind == "sup":
-                sup_loss = sup_step()
-            else:
-                ctx_loss = ctx_step()
-        if r % cfg.eval_every == 0 or r == rounds:
-            model.eval()
-            pred = model.predict(all_ids, x)
-            model.train()
-            rec = {"round": r, "sup_loss": sup_loss, "ctx_loss": ctx_loss,
-                   "train_acc": accuracy(pred, data.labels, data.train_idx),
-                   "val_acc": accuracy(pred, data.labels, data.val_idx),
-                   "test_acc": accuracy(pred, data.labels, data.test_idx)}
-            history.append(rec)
-            if log is not None:
-                log(rec)
-            bar.set_postfix(sup=f"{sup_loss:.3f}", ctx=f"{ctx_loss:.3f}", val=f"{rec['val_acc']:.3f}")
-            if rec["val_acc"] > best["val_acc"] or math.isnan(rec["val_acc"]):  # no val split: keep the last
-                best, best_state, stale = rec, copy.deepcopy(model.state_dict()), 0
-            else:
-                stale += 1
-                if cfg.patience and stale >= cfg.patience:
-                    break
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    return {"best_round": best["round"], "train_acc": best["train_acc"], "val_acc": best["val_acc"],
-            "test_acc": best["test_acc"], "branch_test_acc": branch_accuracy(model, data, x),
-            "train_seconds": time.perf_counter() - t0, "history": history}
+        return {"train_seconds": res.wall_time}
+    C.load_model_weights(model, Path(run_dir) / C.WEIGHTS)  # the best-validation state
+    best = res.best_eval
+    return {"best_round": res.best_step - warmup, **{k: best[k] for k in ("train_acc", "val_acc", "test_acc")},
+            "branch_test_acc": branch_accuracy(model, data, method.x), "train_seconds": res.wall_time,
+            "history": res.evals}
 
 
 @torch.no_grad()
