@@ -4,9 +4,10 @@
 
 Bad inputs: each row runs `genfeat ...` in a fresh process against a tiny trained LM run and a PTB-format corpus
 made here, and records the exit code, the last line of stderr, whether a Python traceback was printed, and what
-was left on disk. Interruptions: an LM and a Transformer-XL run (with its memory) are sent SIGINT / SIGTERM /
-SIGKILL mid-training, then resumed (`--resume`); the final weights are compared bit for bit with an uninterrupted
-run of the same config. The other recipes do not checkpoint mid-training yet.
+was left on disk. Interruptions: a run of each recipe (LM, Transformer-XL with its memory, GAN-SSL with its two
+optimizers, the PixelCNN, Planetoid's alternating schedule, XLNet fine-tuning) is sent SIGINT / SIGTERM /
+SIGKILL at a random moment after its first checkpoint, then resumed (`--resume`); the final checkpoint's weights
+are compared bit for bit with an uninterrupted run of the same config.
 A row passes when there is no traceback, the exit code is non-zero, stderr ends with one `genfeat: error: ...`
 line, and nothing was written that was not asked for.
 """
@@ -148,38 +149,60 @@ def bounded_generation(run: Path, work: Path, env: dict[str, str], seconds: floa
             "n_new_files": 0, "seconds": seconds, "valid_input": True}
 
 
-RESUMABLE = ("lm", "transformer_xl")  # the recipes that checkpoint mid-training on a text corpus
+def interruption_runs(work: Path, env: dict[str, str]) -> dict[str, list[str]]:
+    """recipe -> the arguments of a run long enough to be interrupted after its first checkpoint. The text
+    recipes read a corpus made here; the others read the data cache (GENFEAT_DATA), fetched when missing."""
+    data = corpus(work)
+    text = ["--data.corpus", f"dir:{data}", "--train.max_steps", "300", "--train.eval_every", "50",
+            "--train.log_every", "10", "--train.device", "cpu"]
+    for name in ("mnist", "bbc-news"):
+        assert sh(["data", "fetch", name], work, env, timeout=900).returncode == 0
+    pre = work / "xlnet_pretrain"
+    assert sh(["run", "xlnet_pretrain", "--preset", "tiny", "--out", pre], work, env).returncode == 0
+    return {
+        "lm": ["--preset", "tiny", *text],
+        "transformer_xl": ["--preset", "tiny", *text],
+        "gan_ssl": ["--preset", "tiny", "--data.limit_train", "10000", "--train.epochs", "3"],
+        "pixelcnn": ["--preset", "tiny", "--data.limit_train", "2000", "--epochs", "3", "--ckpt_every", "20"],
+        "planetoid": ["--preset", "tiny", "--method", "planetoid_t", "--train.t1", "1.5", "--train.n1", "30"],
+        "xlnet_classify": ["--preset", "tiny", "--pretrained", str(pre), "--train.steps", "200",
+                           "--train.eval_every", "20", "--limit_docs", "200"],
+    }
 
 
 def interruptions(work: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     from safetensors.torch import load_file
 
-    data = corpus(work)
+    from genfeat.train.checkpoint import latest_checkpoint
+
     rows = []
     rng = random.Random(0)
-    for recipe in RESUMABLE:
-        args = ["run", recipe, "--preset", "tiny", "--data.corpus", f"dir:{data}", "--train.max_steps", "300",
-                "--train.eval_every", "50", "--train.log_every", "10", "--train.device", "cpu"]
+    for recipe, recipe_args in interruption_runs(work, env).items():
+        args = ["run", recipe, *recipe_args]
         ref = work / recipe / "uninterrupted"
-        assert sh([*args, "--out", ref], work, env).returncode == 0
-        ref_w = load_file(str(ref / "checkpoints/step_00000300/model.safetensors"))
+        t0 = time.perf_counter()
+        assert sh([*args, "--out", ref], work, env, timeout=900).returncode == 0
+        seconds = time.perf_counter() - t0
+        last = latest_checkpoint(ref).relative_to(ref)
+        ref_w = load_file(str(ref / last / "model.safetensors"))
         for sig_name in ("SIGINT", "SIGTERM", "SIGKILL"):
             out = work / recipe / sig_name.lower()
             proc = subprocess.Popen([*GENFEAT, *args, "--out", str(out)], cwd=work, env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
-            deadline = time.time() + 120
+            deadline = time.time() + 300
             while time.time() < deadline and not list((out / "checkpoints").glob("step_*")):
                 time.sleep(0.05)
             time.sleep(rng.uniform(0.1, 1.5))  # a random moment after the first checkpoint
             proc.send_signal(getattr(signal, sig_name))
-            _, err = proc.communicate(timeout=120)
+            _, err = proc.communicate(timeout=300)
             ckpts = sorted(q.name for q in (out / "checkpoints").glob("step_*"))
-            res = sh(["run", "--resume", out], work, env)
-            final = out / "checkpoints/step_00000300/model.safetensors"
+            res = sh(["run", "--resume", out], work, env, timeout=900)
+            final = out / last / "model.safetensors"
             same = final.is_file() and all(
                 (load_file(str(final))[k] == v).all().item() for k, v in ref_w.items())
             rows.append({"recipe": recipe, "signal": sig_name, "exit_code": proc.returncode,
                          "message": (err.strip().splitlines() or [""])[-1], "checkpoints_after_kill": ckpts,
+                         "final_step": int(last.name[len("step_"):]), "uninterrupted_s": round(seconds, 1),
                          "resume_exit_code": res.returncode, "final_weights_equal_uninterrupted": bool(same)})
             print(json.dumps(rows[-1]), flush=True)
     return rows
@@ -200,12 +223,12 @@ def markdown(record: dict[str, Any]) -> str:
             lines.append(f"| {r['input']} | {r['exit_code']} | {'**yes**' if r['traceback'] else 'no'} | {msg} | "
                          f"{new} |")
     if res.get("interruptions"):
-        lines += ["", "## Interruptions (tiny presets, 300 steps, checkpoint every 50)", "",
-                  "| recipe | signal | exit code | checkpoints after the kill | resume exit code | final weights = "
-                  "uninterrupted run |", "|---|---|---|---|---|---|"]
+        lines += ["", "## Interruptions (tiny presets, lengthened; arguments in the JSON)", "",
+                  "| recipe | steps | signal | exit code | checkpoints after the kill | resume exit code | final "
+                  "weights = uninterrupted run |", "|---|---|---|---|---|---|---|"]
         for r in res["interruptions"]:
             same = "yes (bitwise)" if r["final_weights_equal_uninterrupted"] else "NO"
-            lines.append(f"| {r.get('recipe', 'lm')} | {r['signal']} | {r['exit_code']} | "
+            lines.append(f"| {r['recipe']} | {r['final_step']} | {r['signal']} | {r['exit_code']} | "
                          f"{', '.join(r['checkpoints_after_kill'])} | "
                          f"{r['resume_exit_code']} | {same} |")
     return "\n".join(lines) + "\n"
@@ -224,7 +247,8 @@ def main() -> None:
             results["bad_inputs"] = bad_inputs(work / "bad", env)
         if args.only in (None, "interruptions"):
             (work / "int").mkdir()
-            results["interruptions"] = interruptions(work / "int", env)
+            cache = os.environ.get("GENFEAT_DATA", str(work / "data"))  # the user's cache: no re-download
+            results["interruptions"] = interruptions(work / "int", {**env, "GENFEAT_DATA": cache})
     print(write_results(NAME, results, markdown))
 
 

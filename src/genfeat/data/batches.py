@@ -2,14 +2,18 @@
 
 `EpochBatches(arrays, batch_size, rng)`: each epoch draws one permutation of the rows from `rng` (a numpy
 Generator, consumed in order: the same seed gives the same batches) and yields `len // batch_size` full batches
-of it; the remainder, a different set of rows each epoch, waits for the next. `state_dict()` holds the
-generator's state, the epoch's permutation and the position, so a run resumed from a checkpoint sees exactly
-the batches it would have seen.
+of it; the remainder, a different set of rows each epoch, is skipped.
+`StreamBatches(arrays, batch_size, rng)`: the permutations are concatenated into one stream, so a batch that
+runs past an epoch's end continues into the next permutation and no row is skipped (small fine-tuning sets).
+
+Rows are the first dimension of a tensor, a sequence of tensors or a dict of tensors (a batch has the same
+form). `state_dict()` holds the generator's state and the position, so a run resumed from a checkpoint sees
+exactly the batches it would have seen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,12 +22,10 @@ from torch import Tensor
 
 
 class EpochBatches:
-    def __init__(self, arrays: Tensor | Sequence[Tensor], batch_size: int, rng: np.random.Generator):
-        self.single = isinstance(arrays, Tensor)
-        self.arrays = (arrays,) if self.single else tuple(arrays)
-        self.n, self.batch_size, self.rng = len(self.arrays[0]), batch_size, rng
-        if any(len(a) != self.n for a in self.arrays):
-            raise ValueError(f"arrays of different lengths: {[len(a) for a in self.arrays]}")
+    def __init__(self, data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], batch_size: int,
+                 rng: np.random.Generator):
+        self.data, self.batch_size, self.rng = data, batch_size, rng
+        self.n = _length(data)
         self.per_epoch = self.n // batch_size
         if self.per_epoch < 1:
             raise ValueError(f"{self.n} rows make no batch of {batch_size}")
@@ -32,13 +34,12 @@ class EpochBatches:
     def __iter__(self) -> EpochBatches:
         return self
 
-    def __next__(self) -> Tensor | tuple[Tensor, ...]:
+    def __next__(self):
         if self.pos == self.per_epoch:
             self.perm, self.pos = torch.from_numpy(self.rng.permutation(self.n)), 0
         idx = self.perm[self.pos * self.batch_size: (self.pos + 1) * self.batch_size]
         self.pos += 1
-        out = tuple(a[idx] for a in self.arrays)
-        return out[0] if self.single else out
+        return _rows(self.data, idx)
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state, "pos": self.pos, "perm": self.perm}
@@ -46,3 +47,42 @@ class EpochBatches:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.pos, self.perm = state["pos"], state["perm"]
+
+
+def _rows(data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], idx: Tensor):
+    if isinstance(data, Tensor):
+        return data[idx]
+    if isinstance(data, Mapping):
+        return {k: v[idx] for k, v in data.items()}
+    return tuple(a[idx] for a in data)
+
+
+def _length(data: Tensor | Sequence[Tensor] | Mapping[str, Tensor]) -> int:
+    arrays = [data] if isinstance(data, Tensor) else list(data.values() if isinstance(data, Mapping) else data)
+    if len({len(a) for a in arrays}) != 1:
+        raise ValueError(f"arrays of different lengths: {[len(a) for a in arrays]}")
+    return len(arrays[0])
+
+
+class StreamBatches:
+    def __init__(self, data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], batch_size: int,
+                 rng: np.random.Generator):
+        self.data, self.batch_size, self.rng = data, batch_size, rng
+        self.n = _length(data)
+        self.order = np.array([], dtype=np.int64)  # the rest of the stream drawn so far
+
+    def __iter__(self) -> StreamBatches:
+        return self
+
+    def __next__(self):
+        if len(self.order) < self.batch_size:
+            self.order = np.concatenate([self.order, self.rng.permutation(self.n)])
+        idx, self.order = torch.from_numpy(self.order[: self.batch_size]), self.order[self.batch_size:]
+        return _rows(self.data, idx)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state, "order": torch.from_numpy(self.order.copy())}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.order = state["order"].numpy()

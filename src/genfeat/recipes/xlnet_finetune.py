@@ -7,8 +7,9 @@ the same network with random weights, the no-pretraining baseline).
     genfeat run xlnet_race --data_dir RACE --pretrained ...                          # RACE JSON (train/dev/test)
     genfeat run xlnet_squad --train_file train-v2.0.json --dev_file dev-v2.0.json --pretrained ...
 
-One loop for all (`finetune`): AdamW, linear warm-up then linear decay, gradient clipping 1.0, evaluation every
-`train.eval_every` steps on a validation set, the best validation checkpoint evaluated once on the test set.
+One fine-tuning method for all (`finetune`, trained by `train.fit`: checkpoints, exact `--resume`): AdamW, linear
+warm-up then linear decay, gradient clipping 1.0, evaluation every `train.eval_every` steps on a validation set,
+the best validation checkpoint evaluated once on the test set.
 Validation / test per task: BBC News - the stratified validation / test splits (labels_per_class labeled
 training articles); GLUE - a stratified 10% of train.tsv / dev.tsv (GLUE's test labels are hidden); RACE -
 dev / test; SQuAD - no selection (the last checkpoint), dev EM / F1 with the null threshold 0 and with the
@@ -17,7 +18,6 @@ threshold that maximises dev F1 (the reference's reported setting).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import time
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from genfeat.config import atomic_write_text
+from genfeat.data.batches import StreamBatches
 from genfeat.data.race import load_race, race_inputs
 from genfeat.data.squad import load_squad_json, squad_features, squad_predictions
 from genfeat.data.text_classification import GLUE_COLUMNS, load_bbc_news, load_glue_tsv, stratified_split
@@ -41,9 +41,11 @@ from genfeat.metrics.squad import best_null_threshold, squad_scores
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice, pair_inputs
 from genfeat.recipes.lm import seed_everything
-from genfeat.train.checkpoint import load_weights, save_model_weights
-from genfeat.train.logging import MetricsLogger, machine_info
+from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
+from genfeat.train.logging import machine_info
+from genfeat.train.loop import TrainConfig, fit
 from genfeat.train.optim import finetune_optimizer
+from genfeat.train.step import OneLoss
 
 Batch = dict[str, torch.Tensor]
 
@@ -77,7 +79,7 @@ class XLNetClassifyConfig:
     labels_per_class: int = 20  # labeled training examples per class (0: all); BBC: 20 x 5 classes = 100 labels
     split_seed: int = 0
     max_len: int = 256
-    limit_docs: int = 0  # tests
+    limit_docs: int = 0  # > 0: this many documents per split, spread evenly over it (tests, quick looks)
     pool: str = "last"  # the sequence summary: last (<cls>, the reference) | mean (of the real tokens)
     train: FinetuneConfig = field(default_factory=FinetuneConfig)
 
@@ -187,41 +189,22 @@ def build(cls: Callable[..., nn.Module], cfg: Any, *args) -> tuple[nn.Module, Se
 
 def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch], torch.Tensor],
              evaluate: Callable[[nn.Module], float] | None, ft: FinetuneConfig, seed: int, run_dir: Path,
-             desc: str) -> tuple[float, int]:
-    """Train on mini-batches of the `train` tensors (first dimension = examples); keep the weights with the best
-    `evaluate` score (the last ones when evaluate is None). Returns (best score or nan, its step)."""
-    rng = np.random.default_rng(seed)
-    n = next(iter(train.values())).size(0)
+             desc: str, metric: str = "valid", resume_from: Path | None = None) -> tuple[float, int]:
+    """Train on mini-batches of the `train` tensors (first dimension = examples) through `train.fit`:
+    checkpoints every eval_every steps, exact resume; keep the weights with the best `evaluate` score, logged
+    as `metric` (the last weights when evaluate is None). Returns (best score or nan, its step)."""
     opt = finetune_optimizer(model, ft.lr, ft.weight_decay, ft.layer_decay, ft.adam_eps)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / max(1, ft.warmup), max(0.0, (ft.steps - s) / max(1, ft.steps - ft.warmup))))
-    logger = MetricsLogger(run_dir, enabled=True, tensorboard=False)
-    best, best_state, best_step = float("-inf"), None, ft.steps
-    order = np.array([], dtype=np.int64)
-    bar = tqdm(range(ft.steps), desc=desc)
-    for step in bar:
-        if len(order) < ft.batch_size:
-            order = np.concatenate([order, rng.permutation(n)])
-        idx, order = torch.from_numpy(order[: ft.batch_size]), order[ft.batch_size:]
-        model.train()
-        loss = loss_fn(model, {k: v[idx] for k, v in train.items()})
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        if evaluate is not None and ((step + 1) % ft.eval_every == 0 or step + 1 == ft.steps):
-            score = evaluate(model)
-            logger.log(step + 1, train_loss=loss.item(), valid=score)
-            bar.set_postfix(valid=f"{score:.4f}")
-            if score > best:
-                best, best_state, best_step = score, copy.deepcopy(model.state_dict()), step + 1
-        elif (step + 1) % 10 == 0:
-            logger.log(step + 1, train_loss=loss.item())
-    logger.close()
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    return (best if best_state is not None else float("nan")), best_step
+    method = OneLoss(lambda m, b: (loss_fn(m, b), len(b["input_ids"])), opt, lambda s: min(
+        (s + 1) / max(1, ft.warmup), max(0.0, (ft.steps - s) / max(1, ft.steps - ft.warmup))))
+    loop = TrainConfig(max_steps=ft.steps, clip_norm=1.0, precision="fp32", log_every=10, eval_every=ft.eval_every,
+                       ckpt_every=ft.eval_every, early_stop_metric=metric, early_stop_mode="max")
+    res = fit(model, method, StreamBatches(train, ft.batch_size, np.random.default_rng(seed)), loop, run_dir,
+              evaluate=(lambda m: {metric: evaluate(m)}) if evaluate is not None else None, resume_from=resume_from,
+              desc=desc)
+    load_model_weights(model, run_dir / WEIGHTS)  # the best-validation (or last) weights
+    if evaluate is None:
+        return float("nan"), res.step
+    return res.best_metric, res.best_step
 
 
 @torch.no_grad()
@@ -251,13 +234,6 @@ def classification_metrics(pred: torch.Tensor, y: torch.Tensor, task: str) -> di
     return out
 
 
-def fresh_start(resume_from: Path | None) -> float:
-    """Fine-tuning runs are short and restart instead of resuming; returns the start time."""
-    if resume_from is not None:
-        raise ConfigError("fine-tuning runs are short and do not resume; start a new run")
-    return time.perf_counter()
-
-
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
     summary["machine"] = machine_info()
     atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
@@ -272,7 +248,8 @@ def classification_data(cfg: XLNetClassifyConfig) -> tuple[dict[str, tuple[list,
         split = stratified_split(docs.labels, cfg.split_seed)
         out = {}
         for k, idx in split.items():
-            idx = idx[: cfg.limit_docs] if cfg.limit_docs else idx
+            if 0 < cfg.limit_docs < len(idx):  # evenly spaced: the splits are ordered by class
+                idx = idx[np.linspace(0, len(idx) - 1, cfg.limit_docs).round().astype(np.int64)]
             out[k] = ([(docs.texts[i], None) for i in idx], docs.labels[idx])
         return out, False
     if not cfg.data_dir:
@@ -297,7 +274,7 @@ def classification_data(cfg: XLNetClassifyConfig) -> tuple[dict[str, tuple[list,
 
 
 def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    t0 = fresh_start(resume_from)
+    t0 = time.perf_counter()
     load_pretrained(cfg.pretrained)  # fail fast, before any data is read
     seed_everything(cfg.seed)
     data, regression = classification_data(cfg)
@@ -323,9 +300,9 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
     def loss_fn(m, b):
         return m.loss(m(b["input_ids"], b["token_type_ids"], b["attention_mask"]), b["labels"])
     best, step = finetune(model, train, loss_fn, lambda m: classification_metrics(predict(m, xv), yv, cfg.task)[key],
-                          cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})")
+                          cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})", f"valid_{key}",
+                          resume_from)
     test = classification_metrics(predict(model, xt), yt, cfg.task)
-    save_model_weights(model, run_dir / "model.safetensors")
     summary = write_summary(run_dir, {
         "task": cfg.task, "init": cfg.init, "pretrained": str(cfg.pretrained), "labels": int(len(idx)),
         f"valid_{key}": round(best, 4), "best_step": step, **{f"test_{k}": round(v, 4) for k, v in test.items()},
@@ -336,7 +313,7 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
 
 # ----------------------------------------------------------------------------------------- RACE
 def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    t0 = fresh_start(resume_from)
+    t0 = time.perf_counter()
     if not cfg.data_dir:
         raise ConfigError("xlnet_race needs data_dir (RACE/ with train/, dev/ and test/)")
     model, tok = build(XLNetMultipleChoice, cfg)
@@ -353,13 +330,12 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
     def loss_fn(m, b):
         return nn.functional.cross_entropy(m(*(b[f] for f in fields)), b["labels"])
     best, step = finetune(model, x["train"], loss_fn, lambda m: acc(m, "dev"), cfg.train, cfg.seed, run_dir,
-                          f"xlnet_race ({cfg.init})")
+                          f"xlnet_race ({cfg.init})", "dev_acc", resume_from)
     levels = np.array([e.level for e in split["test"]])
     test = {"test_acc": acc(model, "test")}
     for lv in ("middle", "high"):
         if (levels == lv).any():
             test[f"test_acc_{lv}"] = acc(model, "test", torch.from_numpy(levels == lv))
-    save_model_weights(model, run_dir / "model.safetensors")
     summary = write_summary(run_dir, {"init": cfg.init, "pretrained": str(cfg.pretrained), "dev_acc": round(best, 4),
                                       "best_step": step, **{k: round(v, 4) for k, v in test.items()},
                                       "wall_s": round(time.perf_counter() - t0, 1)})
@@ -369,7 +345,7 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
 
 # ----------------------------------------------------------------------------------------- SQuAD
 def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    t0 = fresh_start(resume_from)
+    t0 = time.perf_counter()
     if not cfg.train_file or not cfg.dev_file:
         raise ConfigError("xlnet_squad needs train_file and dev_file (SQuAD JSON)")
     model, tok = build(XLNetForSquad, cfg)
@@ -381,7 +357,8 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     train |= {n: torch.tensor([getattr(f, a) for f in feats["train"]]) for n, a in
               (("start_positions", "start_position"), ("end_positions", "end_position"),
                ("is_impossible", "is_impossible"))}
-    finetune(model, train, lambda m, b: m(**b)["loss"], None, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})")
+    finetune(model, train, lambda m, b: m(**b)["loss"], None, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})",
+             resume_from=resume_from)
     dev = {n: torch.tensor([getattr(f, n) for f in feats["dev"]]) for n in names}
     model.eval()
     with torch.no_grad():
@@ -392,7 +369,6 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     at0 = squad_scores(preds, gold)
     spans = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, float("inf"))[0]
     best = best_null_threshold(spans, nulls, gold)  # the reference's dev-tuned null threshold
-    save_model_weights(model, run_dir / "model.safetensors")
     atomic_write_text(run_dir / "predictions.json", json.dumps(preds, indent=1))
     summary = write_summary(run_dir, {
         "init": cfg.init, "pretrained": str(cfg.pretrained), "dev_exact": round(at0["exact"], 2),

@@ -9,22 +9,27 @@ of §2.7.6 (λ_u = 0.5) against one of four "generators":
     fm           a learned generator trained by feature matching on h (z ~ U(0,1)^d, MLP, BatchNorm)
 
 Every step uses all labeled points, 128 unlabeled and 128 generated points; Adam (3e-3, β=(0.5, 0.999)) for D,
-(1e-3, β=(0, 0.999)) for the FM generator, alternating one D step and one G step (§2.7.7). Diagnostics of
+(1e-3, β=(0, 0.999)) for the FM generator, alternating one D step and one G step (§2.7.7): the image recipe's
+`ComplementGAN` step, trained by `train.fit`. Diagnostics of
 Assumption 1 (Fig. 3.1, named by what they compute): r_real = share of test points with max_k l_k > 0 (A3),
 r_gen = share of generated points with max_k l_k < 0 (A2).
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from genfeat.data.synthetic2d import Toy2D
-from genfeat.losses.gan_ssl import discriminator_loss, feature_matching, uniform_noise
+from genfeat.losses.gan_ssl import uniform_noise
+from genfeat.models.gan_ssl.train import ComplementGAN, GanSSLConfig
+from genfeat.train.loop import TrainConfig, fit
 
 GENERATORS = ("supervised", "complement", "perfect", "fm")
 
@@ -63,52 +68,55 @@ class ToyResult:
     sampler: Callable[[int], np.ndarray] | None
 
 
+class ToyBatches:
+    """Every step: all labeled points, `batch` unlabeled points for D and, with a learned generator, another
+    `batch` for G (drawn with replacement from `rng`), or `batch` fake points from `sampler`."""
+
+    def __init__(self, data: Toy2D, batch: int, rng: np.random.Generator,
+                 sampler: Callable[[int], np.ndarray] | None, for_generator: bool):
+        self.xl, self.yl, self.xu = (torch.from_numpy(a) for a in (data.x_lab, data.y_lab, data.x_unl))
+        self.batch, self.rng, self.sampler, self.for_generator = batch, rng, sampler, for_generator
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict[str, Tensor]:
+        b = {"x_lab": self.xl, "y_lab": self.yl}
+        if self.sampler is not None:
+            b["x_fake"] = torch.from_numpy(self.sampler(self.batch))
+        b["x_unl"] = self.xu[torch.from_numpy(self.rng.integers(0, len(self.xu), self.batch))]
+        if self.for_generator:
+            b["x_unl_g"] = self.xu[torch.from_numpy(self.rng.integers(0, len(self.xu), self.batch))]
+        return b
+
+
 def train_toy(data: Toy2D, generator: str, sampler: Callable[[int], np.ndarray] | None = None, steps: int = 3000,
               hidden: int = 64, batch: int = 128, lambda_u: float = 0.5, lambda_ent: float = 0.0,
-              seed: int = 0) -> ToyResult:
-    """Train the discriminator (and the FM generator); `sampler` gives the complement / perfect points."""
+              seed: int = 0, run_dir: str | Path | None = None) -> ToyResult:
+    """Train the discriminator (and the FM generator) with `train.fit` and the image recipe's `ComplementGAN`
+    step; `sampler` gives the complement / perfect points. The run's files go to `run_dir` (None: a temporary
+    directory; the sweep of `benchmarks/gan_ssl_2d.py` keeps only the returned networks)."""
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
     if generator in ("complement", "perfect") and sampler is None:
         raise ValueError(f"generator={generator!r} needs a sampler")
+    if run_dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return train_toy(data, generator, sampler, steps, hidden, batch, lambda_u, lambda_ent, seed, tmp)
     torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    disc = MLPDiscriminator(data.n_classes, hidden)
-    opt_d = torch.optim.Adam(disc.parameters(), lr=3e-3, betas=(0.5, 0.999))
-    gen = MLPGenerator(hidden=hidden) if generator == "fm" else None
-    opt_g = torch.optim.Adam(gen.parameters(), lr=1e-3, betas=(0.0, 0.999)) if gen is not None else None
-    xl, yl = torch.from_numpy(data.x_lab), torch.from_numpy(data.y_lab)
-    xu_all = torch.from_numpy(data.x_unl)
-
-    def unlabeled() -> Tensor:
-        return xu_all[torch.from_numpy(rng.integers(0, len(xu_all), batch))]
-
-    for _ in range(steps):
-        logits_l = disc(xl)
-        if generator == "supervised":
-            loss = torch.nn.functional.cross_entropy(logits_l, yl)
-        else:
-            if gen is not None:
-                with torch.no_grad():
-                    xg = gen(uniform_noise(batch, gen.d_z))
-            else:
-                xg = torch.from_numpy(sampler(batch))
-            loss, _ = discriminator_loss(logits_l, yl, disc(unlabeled()), disc(xg.detach()), lambda_u, lambda_ent)
-        opt_d.zero_grad(set_to_none=True)
-        loss.backward()
-        opt_d.step()
-        if gen is not None:  # one FM step; D is differentiated through, not updated
-            fg = disc.features(gen(uniform_noise(batch, gen.d_z)))
-            with torch.no_grad():
-                fu = disc.features(unlabeled())
-            g_loss = feature_matching(fg, fu, "l2sq_mean")
-            opt_g.zero_grad(set_to_none=True)
-            g_loss.backward()
-            opt_g.step()
-    disc.eval()
-    if gen is not None:
-        gen.eval()
-    return ToyResult(disc, gen, sampler)
+    nets = nn.ModuleDict({"discriminator": MLPDiscriminator(data.n_classes, hidden)})
+    if generator == "fm":
+        nets["generator"] = MLPGenerator(hidden=hidden)
+    cfg = GanSSLConfig(method="supervised" if generator == "supervised" else "gan", epochs=1, lr_d=3e-3,
+                       betas_d=(0.5, 0.999), lr_g=1e-3, betas_g=(0.0, 0.999), lambda_u=lambda_u,
+                       lambda_ent=lambda_ent, fm_distance="l2sq_mean", seed=seed)
+    method = ComplementGAN(cfg, nets, iters_per_epoch=steps)  # one "epoch": a constant learning rate
+    fakes = sampler if generator in ("complement", "perfect") else None
+    batches = ToyBatches(data, batch, np.random.default_rng(seed), fakes, "generator" in nets)
+    fit(nets, method, batches, TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=100,
+                                           eval_every=0), run_dir, desc=f"2-D {generator}")
+    nets.eval()
+    return ToyResult(nets["discriminator"], nets["generator"] if "generator" in nets else None, sampler)
 
 
 @torch.no_grad()

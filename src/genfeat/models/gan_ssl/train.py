@@ -149,8 +149,9 @@ class SSLBatches:
 
 
 class ComplementGAN(Step):
-    """The D and G updates of one iteration (module docstring), on `nets` = {discriminator, generator[, encoder]}
-    (only the discriminator for method=supervised)."""
+    """The D and G updates of one iteration (module docstring), on `nets` = {discriminator[, generator[,
+    encoder]]}: only the D update for method=supervised or without a generator, whose fake points then come with
+    each batch (`x_fake`: the 2-D case study's complement and perfect samplers)."""
 
     def __init__(self, cfg: GanSSLConfig, nets: nn.ModuleDict, iters_per_epoch: int,
                  log_density: Callable[[Tensor], Tensor] | None = None, epsilon: float | None = None):
@@ -163,6 +164,9 @@ class ComplementGAN(Step):
         self.lr_lambdas = {"discriminator": schedule}
         if cfg.method == "supervised":
             self._updates = (Update(self.supervised_loss, "discriminator", name="loss_d"),)
+            return
+        if "generator" not in nets:
+            self._updates = (Update(self.discriminator_loss, "discriminator", name="loss_d"),)
             return
         g_params = list(nets["generator"].parameters()) + (list(nets["encoder"].parameters()) if "encoder" in nets
                                                              else [])
@@ -185,9 +189,12 @@ class ComplementGAN(Step):
         return loss, len(b["x_unl"]), {"d_sup": loss.item()}
 
     def discriminator_loss(self, nets: nn.ModuleDict, b: dict[str, Tensor]):
-        disc, gen = nets["discriminator"], nets["generator"]
-        with torch.no_grad():
-            xg = gen(uniform_noise(len(b["x_unl"]), gen.d_z))
+        disc = nets["discriminator"]
+        if "x_fake" in b:
+            xg = b["x_fake"]
+        else:
+            with torch.no_grad():
+                xg = nets["generator"](uniform_noise(len(b["x_unl"]), nets["generator"].d_z))
         loss, parts = discriminator_loss(disc(b["x_lab"]), b["y_lab"], disc(b["x_unl"]), disc(xg),
                                          self.cfg.lambda_u, self.cfg.lambda_ent, self.cfg.ent_over)
         return loss, len(b["x_unl"]), parts
