@@ -72,7 +72,7 @@ def _one(job: tuple[str, int, str, dict[str, dict[str, str]]]) -> dict[str, Any]
     method, seed, protocol, settings = job
     cfg = config(method, seed, protocol, settings)
     out = P.run_method(cfg, P.load_graph(cfg.data))
-    rec = {"method": method, "seed": seed, "protocol": protocol, "val_acc": out["val_acc"],
+    rec = {"method": method, "seed": seed, "protocol": protocol, "val_acc": out["valid_acc"],
            "test_acc": out["test_acc"], "train_seconds": round(out["train_seconds"], 2)}
     if protocol == "tuning":
         rec["overrides"] = settings.get(method, {})

@@ -41,7 +41,9 @@ def test_run_writes_complete_run_directory(trained):
             "summary.json", "checkpoints"} <= names
     summary = json.loads((trained / "summary.json").read_text())
     assert summary["steps"] == 6 and summary["test_ppl"] > 1 and len(summary["samples"]) == 1
-    assert "test_ppl" in (trained / "report.md").read_text()
+    report = (trained / "report.md").read_text()
+    assert "| split | loss | ppl |" in report and f"| test | {summary['test_loss']:.4f} | {summary['test_ppl']:.4f} |" \
+        in report
     cfg = yaml.safe_load((trained / "config.yaml").read_text())
     assert cfg["recipe"] == "lm" and cfg["preset"] == "tiny" and cfg["config"]["data"]["corpus"].startswith("dir:")
 

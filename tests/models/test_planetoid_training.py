@@ -77,8 +77,8 @@ def test_model_selection_never_sees_test_labels(method):
     scrambled.labels[data.test_idx] = rng.permutation(data.labels[data.test_idx])[::-1].copy()
     assert not np.array_equal(scrambled.labels, data.labels)
     res2 = run(scrambled, method, short)
-    assert res2["best_round"] == res["best_round"] and res2["val_acc"] == res["val_acc"]
-    assert [h["val_acc"] for h in res2["history"]] == [h["val_acc"] for h in res["history"]]
+    assert res2["best_round"] == res["best_round"] and res2["valid_acc"] == res["valid_acc"]
+    assert [h["valid_acc"] for h in res2["history"]] == [h["valid_acc"] for h in res["history"]]
 
 
 def test_context_budget_scales_with_the_graph_and_warns_when_thin(capsys):

@@ -19,7 +19,7 @@ def test_every_method_runs_from_the_cli(method, tmp_path):
     assert main(["run", "planetoid", "--preset", "tiny", "--method", method, "--out", str(out)]) == 0
     res = json.loads((out / "summary.json").read_text())
     assert res["method"] == method
-    for split in ("train", "val", "test"):
+    for split in ("train", "valid", "test"):
         assert 0.0 <= res[f"{split}_acc"] <= 1.0
     assert res["test_acc"] > 0.4  # 4 balanced classes: chance is 0.25; every method uses features or graph
     assert (out / "report.md").is_file() and (out / "config.yaml").is_file()

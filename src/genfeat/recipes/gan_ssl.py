@@ -19,15 +19,15 @@ for checkpoint selection, the 10k test images for the reported error count; Fash
 can be fetched offline). MNIST-shaped images: pixels in [0, 1] for the MLPs (the MNIST pickle stores k/256; they
 are rescaled to k/255 so the density model sees its 256-level grid; the density model reads 2x - 1); 32x32
 colour images: [-1, 1] for the conv networks of `models/gan_ssl/conv32.py`, as the reference.
-Outputs: `summary.json` (test errors of the validation-selected discriminator, Assumption-1 ratios, the max
-log-p of generated samples under the density model when one is given, seconds per epoch), `report.md`,
-`samples.png`, the weights.
+Outputs: the run record of `train/record.py` (summary.json: the validation-selected discriminator's valid / test
+errors, Assumption-1 ratios, the max log-p of generated samples under the density model when one is given,
+seconds per epoch; report.md; model.safetensors with `discriminator.*`, `generator.*`, `encoder.*`; checkpoints)
+and `samples.png`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,8 +47,9 @@ from genfeat.models.gan_ssl.pixelcnn import PixelCNN
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
 from genfeat.recipes.lm import seed_everything
 from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.logging import machine_info, progress
+from genfeat.train.logging import progress
 from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.record import write_record
 
 DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
 COLOUR32 = ("svhn", "cifar10")  # 32x32x3, the conv networks, pixels in [-1, 1]
@@ -270,33 +271,34 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     t0 = time.perf_counter()
     res = fit_gan_ssl(train, disc, gen, xt, yt, xv, yv, xs, ys, run_dir, encoder=enc,
                       log_density=log_density if density is not None else None, resume_from=resume_from)
-    summary: dict[str, Any] = {"method": train.method, "dataset": cfg.data.dataset,
-                               "labels": 10 * train.labeled_per_class, **res.best, "epochs": train.epochs,
-                               "epoch_s": round(res.train_s / len(res.history), 2),
-                               "wall_s": round(time.perf_counter() - t0, 1), "machine": machine_info()}
+    details: dict[str, Any] = {"method": train.method, "dataset": cfg.data.dataset,
+                               "labels": 10 * train.labeled_per_class, "epochs": train.epochs,
+                               "best_epoch": res.best["epoch"], "epoch_s": round(res.train_s / len(res.history), 2)}
+    notes = [f"Test errors of {len(ys):,} images with the validation-selected discriminator (epoch "
+             f"{res.best['epoch']} of {train.epochs}); {details['epoch_s']} s of training per epoch."]
     if gen is not None:
         with torch.no_grad():
             samples = gen(uniform_noise(1000, gen.d_z, generator=torch.Generator().manual_seed(cfg.seed)))
-        summary |= assumption_ratios(disc, xs, samples)
+        details |= assumption_ratios(disc, xs, samples)
+        notes.append(f"Assumption 1: r_real = {details['r_real']:.3f} (test images with max l > 0), r_gen = "
+                     f"{details['r_gen']:.3f} (generated with max l < 0).")
         if density is not None:
             with torch.no_grad():
                 lp = torch.cat([log_density(samples[a: a + 250]) for a in range(0, 1000, 250)])
-            summary |= {"max_logp_generated": round(float(lp.max()), 1), "epsilon": round(res.epsilon, 1),
+            details |= {"max_logp_generated": round(float(lp.max()), 1), "epsilon": round(res.epsilon, 1),
                         "share_above_epsilon": round(float((lp > res.epsilon).float().mean()), 4)}
+            notes.append(f"Max log-p of 1,000 generated samples under the density model: "
+                         f"{details['max_logp_generated']} (ε = {details['epsilon']}; share above ε "
+                         f"{details['share_above_epsilon']}).")
         _save_grid(samples[:100] if cfg.data.dataset not in COLOUR32 else (samples[:100] + 1) / 2,
                    run_dir / "samples.png")
-    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
-    lines = [f"# gan_ssl {train.method} on {cfg.data.dataset} ({summary['labels']} labels)", "",
-             f"Test errors (of {len(ys):,}) with the validation-selected discriminator (epoch {res.best['epoch']}): "
-             f"**{res.best['test_errors']}**; validation errors {res.best['valid_errors']}.", ""]
-    if "r_real" in summary:
-        lines.append(f"Assumption 1: r_real = {summary['r_real']:.3f} (test images with max l > 0), r_gen = "
-                     f"{summary['r_gen']:.3f} (generated with max l < 0).")
-    if "max_logp_generated" in summary:
-        lines.append(f"Max log-p of 1,000 generated samples under the density model: {summary['max_logp_generated']}"
-                     f" (ε = {summary['epsilon']}; share above ε {summary['share_above_epsilon']}).")
-    lines.append(f"\n{summary['epoch_s']} s per epoch on {summary['machine']['cpu']}.")
-    atomic_write_text(run_dir / "report.md", "\n".join(lines) + "\n")
+        notes.append("![generated samples](samples.png)")
+    nets = [disc] + [m for m in (gen, enc) if m is not None]
+    summary = write_record(run_dir, f"gan_ssl {train.method} on {cfg.data.dataset} ({details['labels']} labels)",
+                           {"valid_errors": res.best["valid_errors"], "test_errors": res.best["test_errors"]},
+                           params=sum(p.numel() for m in nets for p in m.parameters()), steps=res.steps,
+                           best_step=res.best_step, wall_s=time.perf_counter() - t0, train_s=res.train_s,
+                           details=details, notes=notes)
     print(f"test errors {res.best['test_errors']} (valid {res.best['valid_errors']}, epoch {res.best['epoch']}) "
           f"-> {run_dir}")
     return summary
@@ -319,7 +321,8 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
     t0 = time.perf_counter()
     loop = TrainConfig(max_steps=cfg.epochs * batches.per_epoch, schedule="constant", warmup_steps=0, clip_norm=0.0,
                        precision="fp32", log_every=50, eval_every=0, ckpt_every=cfg.ckpt_every)
-    fit(model, bits_per_dim_loss, batches, loop, run_dir, resume_from=resume_from, optimizer=opt, desc="pixelcnn")
+    res = fit(model, bits_per_dim_loss, batches, loop, run_dir, resume_from=resume_from, optimizer=opt,
+              desc="pixelcnn")
     model.eval()
     with torch.no_grad():
         test_bpd = float(torch.stack([model.bits_per_dim(xs[a: a + 250]) for a in
@@ -328,11 +331,15 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
                         progress(range(0, min(len(xt), 5000), 250), "training log-p percentiles")])
     if not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it here
         atomic_write_text(run_dir / "config.yaml", dump_yaml({"recipe": "pixelcnn", "config": to_dict(cfg)}))
-    summary = {"test_bits_per_dim": round(test_bpd, 4), "epochs": cfg.epochs, "filters": cfg.filters,
-               "n_blocks": cfg.n_blocks,
-               "train_logp_percentiles": {q: round(float(torch.quantile(lp, q / 100)), 1) for q in (2, 10, 20, 50)},
-               "wall_s": round(time.perf_counter() - t0, 1), "machine": machine_info()}
-    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+    percentiles = {q: round(float(torch.quantile(lp, q / 100)), 1) for q in (2, 10, 20, 50)}
+    summary = write_record(
+        run_dir, f"PixelCNN density model of {cfg.data.dataset}", {"test_bits_per_dim": round(test_bpd, 4)},
+        params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=None,
+        wall_s=time.perf_counter() - t0, train_s=res.train_time,
+        details={"epochs": cfg.epochs, "filters": cfg.filters, "n_blocks": cfg.n_blocks,
+                 "train_logp_percentiles": percentiles},
+        notes=[f"Test bits/dim on the first {len(xs):,} test images, final weights. Log-density percentiles of "
+               f"the training images (candidates for the LD threshold ε): {percentiles}."])
     print(f"pixelcnn: test {test_bpd:.4f} bits/dim; training log-p 10th percentile "
           f"{summary['train_logp_percentiles'][10]} -> {run_dir}")
     return summary

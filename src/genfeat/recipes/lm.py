@@ -15,7 +15,6 @@ Presets:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import random
 import time
@@ -27,7 +26,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.config import atomic_write_text
 from genfeat.data.lm_data import LMDataConfig, prepare_lm_data
 from genfeat.data.streams import OrderedSegments, ShuffledWindows
 from genfeat.data.tokenizers import Tokenizer, load_tokenizer
@@ -40,8 +38,9 @@ from genfeat.models.lm import CausalLM, sample
 from genfeat.nn.outputs import BackboneOutput
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.logging import machine_info, progress
+from genfeat.train.logging import progress
 from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.record import write_record
 
 
 @dataclass(frozen=True)
@@ -320,18 +319,20 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     model.eval()
     final = arch.evaluate(model, streams["valid"], cfg, per_char, "valid")
     final |= arch.evaluate(model, streams["test"], cfg, per_char, "test")
-    summary = {
-        "arch": arch.name, "params": n_params, "vocab_size": tok.vocab_size, "steps": result.step,
-        "best_step": result.best_step,
-        "train_tokens": result.tokens, "train_tokens_per_s": round(result.tokens_per_s, 1),
-        "train_wall_s": round(result.wall_time, 1), "train_step_s": round(result.train_time, 1),
-        "total_wall_s": round(time.perf_counter() - t0, 1),
-        "stopped_early": result.stopped_early, **{k: round(v, 4) for k, v in final.items()},
-        "world_size": info.world_size, "machine": machine_info(info.device),
-    }
+    details = {"arch": arch.name, "vocab_size": tok.vocab_size, "train_tokens": result.tokens,
+               "train_tokens_per_s": round(result.tokens_per_s, 1), "train_wall_s": round(result.wall_time, 1),
+               "train_step_s": round(result.train_time, 1), "stopped_early": result.stopped_early}
+    samples = generate_text(lm, tok, cfg.sample, seed=cfg.seed) if info.is_main else []
+    m, d = cfg.model, cfg.data
+    notes = [f"Corpus `{d.corpus}` ({d.tokenizer} tokens), {arch.name} {m.n_layer} layers × d={m.d_model}, "
+             f"{m.n_head} heads; batches of {d.batch_size}×{d.seq_len} tokens, {details['train_tokens_per_s']:,.0f} "
+             "tokens/s. Metrics of the best-validation weights.",
+             f"## Samples (top-k = {cfg.sample.top_k}, temperature {cfg.sample.temperature})",
+             "\n".join(f"{i + 1}. {s}" for i, s in enumerate(samples))]
+    summary = write_record(run_dir, "Language model run", final, params=n_params, steps=result.step,
+                           best_step=result.best_step, wall_s=time.perf_counter() - t0, train_s=result.train_time,
+                           details=details | {"samples": samples}, notes=notes)
     if info.is_main:
-        summary["samples"] = generate_text(lm, tok, cfg.sample, seed=cfg.seed)
-        write_report(run_dir, cfg, summary)
         metric = "bpc" if per_char else "ppl"
         print(f"valid {metric} {final['valid_' + metric]:.3f}   test {metric} {final['test_' + metric]:.3f}   "
               f"({result.step} steps, {summary['train_wall_s']} s, {summary['train_tokens_per_s']:,.0f} tok/s)")
@@ -341,27 +342,3 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     return summary
 
 
-def write_report(run_dir: Path, cfg: Any, summary: dict[str, Any]) -> None:
-    m, d = cfg.model, cfg.data
-    metric_rows = "\n".join(f"| {k} | {v:.4f} |" for k, v in summary.items()
-                            if k.startswith(("valid_", "test_")))
-    samples = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(summary["samples"]))
-    text = f"""# Language model run
-
-Corpus `{d.corpus}` ({d.tokenizer} tokens), {summary['arch']} {m.n_layer} layers × d={m.d_model}, {m.n_head} heads,
-{summary['params'] / 1e6:.2f}M parameters. {summary['steps']} steps of {d.batch_size}×{d.seq_len} tokens
-on {summary['machine']['device']} (world size {summary['world_size']}); best validation at step {summary['best_step']}.
-Training took {summary['train_wall_s']} s at {summary['train_tokens_per_s']:,.0f} tokens/s.
-
-| metric (best validation weights) | value |
-|---|---|
-{metric_rows}
-
-![loss curve](loss_curve.png)
-
-## Samples (top-k = {cfg.sample.top_k}, temperature {cfg.sample.temperature})
-
-{samples}
-"""
-    atomic_write_text(run_dir / "report.md", text)
-    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1))

@@ -22,7 +22,6 @@ citeseer and pubmed (I), sbm_a, sbm_b.
 from __future__ import annotations
 
 import dataclasses
-import json
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,7 +31,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.config import atomic_write_text
 from genfeat.data.planetoid import PLANETOID_NAMES, GraphData, download_planetoid, read_planetoid, standard_split
 from genfeat.data.sources import data_home
 from genfeat.errors import ConfigError
@@ -46,7 +44,7 @@ from genfeat.models.planetoid import (
 )
 from genfeat.models.planetoid import baselines as B
 from genfeat.models.planetoid.train import context_nodes_for
-from genfeat.train.logging import machine_info
+from genfeat.train.record import write_record
 
 METHODS = ("planetoid_t", "planetoid_i", "planetoid_g", "graphemb", "feat_lr", "feat_mlp", "lp", "gcn")
 
@@ -200,7 +198,8 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | N
         sampler = make_sampler(data, dataclasses.replace(cfg.sampler, r2=1.0), "G", cfg.seed)
         emb = fit_planetoid(model, data, sampler, cfg.train, run_dir, seed=cfg.seed, context_only=True)
         out = B.logistic_regression(model.embedding.weight.detach(), data, cfg.baseline, run_dir / "classifier")
-        out["train_seconds"] += emb["train_seconds"]
+        for k in ("train_seconds", "params", "steps"):
+            out[k] += emb[k]
         return out
     if m == "feat_lr":
         from genfeat.nn.sparse_linear import SparseRows
@@ -214,18 +213,20 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | N
 
 
 def run(cfg: PlanetoidRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    t0 = time.perf_counter()
     data = load_graph(cfg.data)
     print(data.summary())
     out = run_method(cfg, data, run_dir, resume_from)
-    summary = {"method": cfg.method, "dataset": data.summary(), **{k: v for k, v in out.items() if k != "history"},
-               "machine": machine_info()}
-    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1))
-    lines = [f"# {cfg.method} on {cfg.data.name}", "", data.summary(), "",
-             "| split | accuracy |", "|---|---|"]
-    lines += [f"| {s} | {summary[f'{s}_acc']:.4f} |" for s in ("train", "val", "test") if f"{s}_acc" in summary]
-    cpu = summary["machine"].get("cpu", "this machine")
-    lines += ["", f"Training time: {summary['train_seconds']:.1f} s on {cpu}."]
-    atomic_write_text(run_dir / "report.md", "\n".join(lines) + "\n")
-    print(f"{cfg.method}: val acc {summary['val_acc']:.4f}, test acc {summary['test_acc']:.4f} "
-          f"({summary['train_seconds']:.1f} s) -> {run_dir}")
+    metrics = {k: out.pop(k) for k in ("train_acc", "valid_acc", "test_acc")}
+    fixed = {k: out.pop(k) for k in ("params", "steps", "best_step")}
+    train_s = out.pop("train_seconds")
+    out.pop("history", None)
+    if "step" in out:  # a baseline's best evaluation repeats its step
+        out.pop("step")
+    summary = write_record(run_dir, f"{cfg.method} on {cfg.data.name}", metrics, **fixed,
+                           wall_s=time.perf_counter() - t0, train_s=train_s,
+                           details={"method": cfg.method, "dataset": data.summary(), **out},
+                           notes=["Accuracies of the validation-selected state (label propagation: the solve)."])
+    print(f"{cfg.method}: valid acc {summary['valid_acc']:.4f}, test acc {summary['test_acc']:.4f} "
+          f"({train_s:.1f} s) -> {run_dir}")
     return summary

@@ -24,7 +24,6 @@ Metrics: full ranking over all items, history items not masked (`eval.mask_histo
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.config import atomic_write_text
 from genfeat.data.seqrec import (
     Examples,
     SeqData,
@@ -50,8 +48,8 @@ from genfeat.models.seqrec import SeqRecConfig, build_seqrec
 from genfeat.recipes.lm import seed_everything
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.logging import machine_info
 from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.record import write_record
 
 
 @dataclass(frozen=True)
@@ -250,21 +248,17 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     final = evaluate_seqrec(model, data.valid, cfg.eval, cfg.data.eval_batch_size, "valid")
     final |= evaluate_seqrec(model, data.test, cfg.eval, cfg.data.eval_batch_size, "test")
     epochs = result.step / spe
-    summary = {"model": name, "params": n_params, "dataset": data.stats() | {"name": data.name},
-               "stride": cfg.data.stride, "train_rows": len(rows), "rows_per_batch": per_batch,
-               "epochs": round(epochs, 2), "best_epoch": round((result.best_step or 0) / spe, 2),
+    details = {"model": name, "dataset": data.stats() | {"name": data.name}, "stride": cfg.data.stride,
+               "train_rows": len(rows), "rows_per_batch": per_batch, "epochs": round(epochs, 2),
+               "best_epoch": round((result.best_step or 0) / spe, 2),
                "epoch_train_s": round(result.train_time * spe / max(result.step - result.start_step, 1), 2),
-               "train_wall_s": round(result.wall_time, 1), "total_wall_s": round(time.perf_counter() - t0, 1),
-               **{k: round(v, 5) for k, v in final.items()}, "machine": machine_info(info.device)}
-    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+               "train_wall_s": round(result.wall_time, 1)}
     k = cfg.eval.ks[0]
-    lines = [f"# {name} on {data.name}", "", data.summary(), "", f"| split | Hit@{k} | NDCG@{k} | MRR@{k} | NLL |",
-             "|---|---|---|---|---|"]
-    lines += [f"| {s} | {final[f'{s}_hit@{k}']:.4f} | {final[f'{s}_ndcg@{k}']:.4f} | {final[f'{s}_mrr@{k}']:.4f} | "
-              f"{final[f'{s}_loss']:.4f} |" for s in ("valid", "test")]
-    lines += ["", f"{summary['epochs']} epochs (best {summary['best_epoch']}), {summary['epoch_train_s']} s of "
-              f"training per epoch on {summary['machine'].get('cpu', 'this machine')}."]
-    atomic_write_text(run_dir / "report.md", "\n".join(lines) + "\n")
+    summary = write_record(
+        run_dir, f"{name} on {data.name}", final, params=n_params, steps=result.step, best_step=result.best_step,
+        wall_s=time.perf_counter() - t0, train_s=result.train_time, details=details,
+        notes=[data.summary(), f"{details['epochs']} epochs (best {details['best_epoch']}), "
+               f"{details['epoch_train_s']} s of training per epoch; full ranking, metrics at K = {cfg.eval.ks}."])
     print(f"valid Hit@{k} {final[f'valid_hit@{k}']:.4f} NDCG@{k} {final[f'valid_ndcg@{k}']:.4f}   test Hit@{k} "
           f"{final[f'test_hit@{k}']:.4f} NDCG@{k} {final[f'test_ndcg@{k}']:.4f}   ({summary['epochs']} epochs, "
           f"{summary['epoch_train_s']} s/epoch) -> {run_dir}")

@@ -39,8 +39,8 @@ from genfeat.models.xlnet import XLNetConfig, XLNetLM
 from genfeat.recipes.lm import seed_everything
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.logging import machine_info
 from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.record import write_record
 
 
 @dataclass(frozen=True)
@@ -192,12 +192,13 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
                  resume_from=resume_from, desc=f"xlnet {cfg.objective}")
     load_model_weights(lm_model, run_dir / "model.safetensors")  # the best validation weights
     final = evaluate_pretrain(lm_model, valid, cfg.objective)
-    summary = {"objective": cfg.objective, "params": n_params, "vocab_size": tok.vocab_size,
-               "train_tokens": int(len(streams["train"])), "steps": result.step, "best_step": result.best_step,
-               "valid_loss": round(final["valid_loss"], 4), "train_wall_s": round(result.wall_time, 1),
-               "total_wall_s": round(time.perf_counter() - t0, 1), "machine": machine_info(info.device)}
+    summary = write_record(
+        run_dir, f"XLNet pretraining ({cfg.objective})", final, params=n_params, steps=result.step,
+        best_step=result.best_step, wall_s=time.perf_counter() - t0, train_s=result.train_time,
+        details={"objective": cfg.objective, "vocab_size": tok.vocab_size, "train_tokens": int(len(streams["train"])),
+                 "train_wall_s": round(result.wall_time, 1)},
+        notes=[f"valid_loss: the mean target NLL of {len(valid)} held-out batches (best-validation weights)."])
     if info.is_main:
-        atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
         print(f"valid target NLL {final['valid_loss']:.4f} ({result.step} steps, {summary['train_wall_s']} s) "
               f"-> {run_dir}")
     return summary

@@ -42,9 +42,9 @@ from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice, pair_inputs
 from genfeat.recipes.lm import seed_everything
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
-from genfeat.train.logging import machine_info
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import FitResult, TrainConfig, fit
 from genfeat.train.optim import finetune_optimizer
+from genfeat.train.record import write_record
 from genfeat.train.step import OneLoss
 
 Batch = dict[str, torch.Tensor]
@@ -189,10 +189,10 @@ def build(cls: Callable[..., nn.Module], cfg: Any, *args) -> tuple[nn.Module, Se
 
 def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch], torch.Tensor],
              evaluate: Callable[[nn.Module], float] | None, ft: FinetuneConfig, seed: int, run_dir: Path,
-             desc: str, metric: str = "valid", resume_from: Path | None = None) -> tuple[float, int]:
+             desc: str, metric: str = "valid", resume_from: Path | None = None) -> FitResult:
     """Train on mini-batches of the `train` tensors (first dimension = examples) through `train.fit`:
     checkpoints every eval_every steps, exact resume; keep the weights with the best `evaluate` score, logged
-    as `metric` (the last weights when evaluate is None). Returns (best score or nan, its step)."""
+    as `metric` (the last weights when evaluate is None); those weights are loaded back."""
     opt = finetune_optimizer(model, ft.lr, ft.weight_decay, ft.layer_decay, ft.adam_eps)
     method = OneLoss(lambda m, b: (loss_fn(m, b), len(b["input_ids"])), opt, lambda s: min(
         (s + 1) / max(1, ft.warmup), max(0.0, (ft.steps - s) / max(1, ft.steps - ft.warmup))))
@@ -202,9 +202,7 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
               evaluate=(lambda m: {metric: evaluate(m)}) if evaluate is not None else None, resume_from=resume_from,
               desc=desc)
     load_model_weights(model, run_dir / WEIGHTS)  # the best-validation (or last) weights
-    if evaluate is None:
-        return float("nan"), res.step
-    return res.best_metric, res.best_step
+    return res
 
 
 @torch.no_grad()
@@ -232,12 +230,6 @@ def classification_metrics(pred: torch.Tensor, y: torch.Tensor, task: str) -> di
         else:
             out["f1"] = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
     return out
-
-
-def write_summary(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
-    summary["machine"] = machine_info()
-    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
-    return summary
 
 
 # ----------------------------------------------------------------------------------------- classification
@@ -299,15 +291,19 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
 
     def loss_fn(m, b):
         return m.loss(m(b["input_ids"], b["token_type_ids"], b["attention_mask"]), b["labels"])
-    best, step = finetune(model, train, loss_fn, lambda m: classification_metrics(predict(m, xv), yv, cfg.task)[key],
-                          cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})", f"valid_{key}",
-                          resume_from)
+    res = finetune(model, train, loss_fn, lambda m: classification_metrics(predict(m, xv), yv, cfg.task)[key],
+                   cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})", f"valid_{key}", resume_from)
     test = classification_metrics(predict(model, xt), yt, cfg.task)
-    summary = write_summary(run_dir, {
-        "task": cfg.task, "init": cfg.init, "pretrained": str(cfg.pretrained), "labels": int(len(idx)),
-        f"valid_{key}": round(best, 4), "best_step": step, **{f"test_{k}": round(v, 4) for k, v in test.items()},
-        "test_examples": int(len(yt)), "wall_s": round(time.perf_counter() - t0, 1)})
-    print(f"test {key} {test[key]:.4f} (valid {best:.4f} at step {step}; {len(idx)} labels) -> {run_dir}")
+    summary = write_record(
+        run_dir, f"XLNet fine-tuned on {cfg.task} ({len(idx)} labels, init {cfg.init})",
+        {f"valid_{key}": res.best_metric, **{f"test_{k}": v for k, v in test.items()}},
+        params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=res.best_step,
+        wall_s=time.perf_counter() - t0, train_s=res.train_time,
+        details={"task": cfg.task, "init": cfg.init, "pretrained": str(cfg.pretrained), "labels": int(len(idx)),
+                 "test_examples": int(len(yt))},
+        notes=[f"Test metrics of the best-validation weights ({len(yt):,} test examples)."])
+    print(f"test {key} {test[key]:.4f} (valid {res.best_metric:.4f} at step {res.best_step}; {len(idx)} labels) "
+          f"-> {run_dir}")
     return summary
 
 
@@ -329,17 +325,18 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
 
     def loss_fn(m, b):
         return nn.functional.cross_entropy(m(*(b[f] for f in fields)), b["labels"])
-    best, step = finetune(model, x["train"], loss_fn, lambda m: acc(m, "dev"), cfg.train, cfg.seed, run_dir,
-                          f"xlnet_race ({cfg.init})", "dev_acc", resume_from)
+    res = finetune(model, x["train"], loss_fn, lambda m: acc(m, "dev"), cfg.train, cfg.seed, run_dir,
+                   f"xlnet_race ({cfg.init})", "dev_acc", resume_from)
     levels = np.array([e.level for e in split["test"]])
     test = {"test_acc": acc(model, "test")}
     for lv in ("middle", "high"):
         if (levels == lv).any():
             test[f"test_acc_{lv}"] = acc(model, "test", torch.from_numpy(levels == lv))
-    summary = write_summary(run_dir, {"init": cfg.init, "pretrained": str(cfg.pretrained), "dev_acc": round(best, 4),
-                                      "best_step": step, **{k: round(v, 4) for k, v in test.items()},
-                                      "wall_s": round(time.perf_counter() - t0, 1)})
-    print(f"RACE test accuracy {test['test_acc']:.4f} (dev {best:.4f}) -> {run_dir}")
+    summary = write_record(run_dir, f"XLNet on RACE (init {cfg.init})", {"dev_acc": res.best_metric, **test},
+                           params=sum(p.numel() for p in model.parameters()), steps=res.step,
+                           best_step=res.best_step, wall_s=time.perf_counter() - t0, train_s=res.train_time,
+                           details={"init": cfg.init, "pretrained": str(cfg.pretrained)})
+    print(f"RACE test accuracy {test['test_acc']:.4f} (dev {res.best_metric:.4f}) -> {run_dir}")
     return summary
 
 
@@ -357,8 +354,8 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     train |= {n: torch.tensor([getattr(f, a) for f in feats["train"]]) for n, a in
               (("start_positions", "start_position"), ("end_positions", "end_position"),
                ("is_impossible", "is_impossible"))}
-    finetune(model, train, lambda m, b: m(**b)["loss"], None, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})",
-             resume_from=resume_from)
+    res = finetune(model, train, lambda m, b: m(**b)["loss"], None, cfg.train, cfg.seed, run_dir,
+                   f"xlnet_squad ({cfg.init})", resume_from=resume_from)
     dev = {n: torch.tensor([getattr(f, n) for f in feats["dev"]]) for n in names}
     model.eval()
     with torch.no_grad():
@@ -370,10 +367,15 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     spans = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, float("inf"))[0]
     best = best_null_threshold(spans, nulls, gold)  # the reference's dev-tuned null threshold
     atomic_write_text(run_dir / "predictions.json", json.dumps(preds, indent=1))
-    summary = write_summary(run_dir, {
-        "init": cfg.init, "pretrained": str(cfg.pretrained), "dev_exact": round(at0["exact"], 2),
-        "dev_f1": round(at0["f1"], 2), "dev_exact_best_threshold": round(best["exact"], 2),
-        "dev_f1_best_threshold": round(best["f1"], 2), "best_threshold": best["threshold"],
-        "dev_questions": at0["total"], "wall_s": round(time.perf_counter() - t0, 1)})
+    summary = write_record(
+        run_dir, f"XLNet on SQuAD 2.0 (init {cfg.init})",
+        {"dev_exact": round(at0["exact"], 2), "dev_f1": round(at0["f1"], 2),
+         "dev_exact_best_threshold": round(best["exact"], 2), "dev_f1_best_threshold": round(best["f1"], 2)},
+        params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=None,
+        wall_s=time.perf_counter() - t0, train_s=res.train_time,
+        details={"init": cfg.init, "pretrained": str(cfg.pretrained), "best_threshold": best["threshold"],
+                 "dev_questions": at0["total"]},
+        notes=["The last weights (no model selection); EM / F1 with the null threshold 0 and with the threshold "
+               "that maximises dev F1 (the reference's reported setting)."])
     print(f"SQuAD dev EM {at0['exact']:.2f} F1 {at0['f1']:.2f} (best threshold: F1 {best['f1']:.2f}) -> {run_dir}")
     return summary

@@ -113,7 +113,7 @@ def plot_loss_curve(run_dir: str | os.PathLike, out_name: str = "loss_curve.png"
     if valid:
         ax.plot(*zip(*valid, strict=True), "o-", label="valid loss", lw=1.5)
     ax.set_xlabel("optimizer step")
-    ax.set_ylabel("loss (nats / token)")
+    ax.set_ylabel("loss (the quantity each step minimises)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

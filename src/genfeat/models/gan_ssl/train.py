@@ -90,6 +90,8 @@ class GanSSLResult:
     best: dict[str, float] = field(default_factory=dict)  # epoch, valid_errors, test_errors
     epsilon: float | None = None
     train_s: float = 0.0  # seconds in training steps (evaluations excluded)
+    steps: int = 0
+    best_step: int | None = None
 
 
 @torch.no_grad()
@@ -288,4 +290,5 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     history = [by_step[s] for s in sorted(by_step) if "valid_errors" in by_step[s]]
     best = next(h for h in history if h["step"] == res.best_step)
     return GanSSLResult(disc, gen, history, {"epoch": best["epoch"], "valid_errors": int(best["valid_errors"]),
-                                             "test_errors": int(best["test_errors"])}, epsilon, res.train_time)
+                                             "test_errors": int(best["test_errors"])}, epsilon, res.train_time,
+                        res.step, res.best_step)

@@ -66,13 +66,15 @@ def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, A
     def evaluate(_: nn.Module) -> dict[str, float]:
         pred = logits_fn(False).argmax(-1)
         return {f"{split}_acc": accuracy(pred, data.labels, idx) for split, idx in
-                (("train", data.train_idx), ("val", data.val_idx), ("test", data.test_idx))}
+                (("train", data.train_idx), ("valid", data.val_idx), ("test", data.test_idx))}
 
     loop = TrainConfig(max_steps=steps, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
-                       log_every=eval_every, eval_every=eval_every, early_stop_metric="val_acc", early_stop_mode="max")
+                       log_every=eval_every, eval_every=eval_every, early_stop_metric="valid_acc",
+                       early_stop_mode="max")
     res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=evaluate, optimizer=opt, desc="full batch")
     C.load_model_weights(net, Path(run_dir) / C.WEIGHTS)  # the best-validation state
-    return {**res.best_eval, "train_seconds": res.wall_time}
+    return {**res.best_eval, "best_step": res.best_step, "steps": res.step, "train_seconds": res.wall_time,
+            "params": sum(p.numel() for p in net.parameters())}
 
 
 def logistic_regression(inputs: SparseRows | Tensor, data: GraphData, cfg: BaselineConfig,
@@ -130,9 +132,10 @@ def label_propagation(data: GraphData) -> dict[str, Any]:
     pred = np.where(reach, scores.argmax(1), majority)
     pred_t = torch.from_numpy(pred)
     return {"train_acc": accuracy(pred_t, data.labels, data.train_idx),
-            "val_acc": accuracy(pred_t, data.labels, data.val_idx),
+            "valid_acc": accuracy(pred_t, data.labels, data.val_idx),
             "test_acc": accuracy(pred_t, data.labels, data.test_idx),
-            "unreachable_nodes": int((~reach).sum()), "train_seconds": time.perf_counter() - t0}
+            "unreachable_nodes": int((~reach).sum()), "train_seconds": time.perf_counter() - t0, "params": 0,
+            "steps": 0, "best_step": None}
 
 
 def sparse_dropout(x: Tensor, p: float, training: bool) -> Tensor:

@@ -194,20 +194,21 @@ def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cf
     def evaluate(m: Planetoid) -> dict[str, float]:
         pred = m.predict(all_ids, method.x)
         return {f"{split}_acc": accuracy(pred, data.labels, idx) for split, idx in
-                (("train", data.train_idx), ("val", data.val_idx), ("test", data.test_idx))}
+                (("train", data.train_idx), ("valid", data.val_idx), ("test", data.test_idx))}
 
     steps = warmup + (int(rounds * cfg.t2) if context_only else rounds)
     loop = TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=cfg.eval_every,
                        eval_every=cfg.eval_every, eval_from=warmup, ckpt_every=0 if not context_only else steps,
-                       early_stop_metric="val_acc", early_stop_mode="max", patience=cfg.patience)
+                       early_stop_metric="valid_acc", early_stop_mode="max", patience=cfg.patience)
     res = fit(model, method, batches, loop, run_dir, evaluate=None if context_only else evaluate,
               resume_from=resume_from, desc="Planetoid" + (" (context only)" if context_only else ""))
+    run = {"params": sum(p.numel() for p in model.parameters()), "steps": res.step, "train_seconds": res.wall_time}
     if context_only:
-        return {"train_seconds": res.wall_time}
+        return run
     C.load_model_weights(model, Path(run_dir) / C.WEIGHTS)  # the best-validation state
     best = res.best_eval
-    return {"best_round": res.best_step - warmup, **{k: best[k] for k in ("train_acc", "val_acc", "test_acc")},
-            "branch_test_acc": branch_accuracy(model, data, method.x), "train_seconds": res.wall_time,
+    return {"best_round": res.best_step - warmup, **{k: best[k] for k in ("train_acc", "valid_acc", "test_acc")},
+            "branch_test_acc": branch_accuracy(model, data, method.x), **run, "best_step": res.best_step,
             "history": res.evals}
 
 

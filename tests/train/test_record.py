@@ -1,0 +1,28 @@
+"""The one run record: fixed summary keys, metric naming, the report's table."""
+
+import json
+
+import pytest
+
+from genfeat.train.record import write_record
+
+FIXED = {"params", "steps", "best_step", "wall_s", "train_s", "world_size", "device", "versions", "machine"}
+
+
+def test_summary_has_the_fixed_keys_and_the_report_a_table(tmp_path):
+    s = write_record(tmp_path, "A run", {"valid_acc": 0.5, "test_acc": 0.25, "test_errors": 3}, params=10, steps=4,
+                     best_step=2, wall_s=1.23, train_s=0.5, details={"method": "x"}, notes=["A note."])
+    assert FIXED <= set(s) and s == json.loads((tmp_path / "summary.json").read_text())
+    assert s["valid_acc"] == 0.5 and s["test_errors"] == 3 and s["method"] == "x" and s["versions"]["torch"]
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("# A run\n") and "| split | acc | errors |" in report
+    assert "| valid | 0.5000 |  |" in report and "| test | 0.2500 | 3 |" in report
+    assert "weights of step 2" in report and report.rstrip().endswith("A note.")
+
+
+@pytest.mark.parametrize("metrics, details", [({"accuracy": 1.0}, {}), ({"val_acc": 1.0}, {}),
+                                              ({"test_acc": 1.0}, {"params": 3}), ({"test_acc": 1.0}, {"machine": 1})])
+def test_metric_names_and_fixed_keys_are_enforced(tmp_path, metrics, details):
+    with pytest.raises(ValueError):
+        write_record(tmp_path, "x", metrics, params=1, steps=1, best_step=None, wall_s=0, train_s=0, details=details)
+    assert not (tmp_path / "summary.json").exists()
