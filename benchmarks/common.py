@@ -50,16 +50,6 @@ def load_result(name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def recorded_run(name: str, **key: Any) -> dict[str, Any] | None:
-    """The run of the recorded docs/results/<name>.json whose fields equal `key` (a table keeps its runs in
-    results["runs"]), marked with the date it was recorded (`recorded`); None when there is none."""
-    rec = load_result(name) or {}
-    for run in rec.get("results", {}).get("runs", []):
-        if all(run.get(k) == v for k, v in key.items()):
-            return {"recorded": rec["date"]} | run  # a run reused before keeps its first date
-    return None
-
-
 def result_sources(names: list[str]) -> dict[str, dict[str, str]]:
     """Command, date and CPU of each recorded result among `names` (for summary pages)."""
     return {name: {"command": rec["command"], "date": rec["date"], "machine": rec["machine"]["cpu"]}

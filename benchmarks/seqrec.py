@@ -4,7 +4,7 @@ docs/results/seqrec.{md,json}.
     genfeat data fetch ml-100k
     python -m benchmarks.seqrec [--seeds 0 1 2] [--epochs 300] [--patience 10] [--device cuda]
     python -m benchmarks.seqrec --train-only --encoders sasrec --heads softmax c     # one worker's share
-    python -m benchmarks.seqrec --collect [--keep-recorded]                           # table from the kept runs
+    python -m benchmarks.seqrec --collect                                             # table from the kept runs
     python -m benchmarks.seqrec --stride 10 ...       # training windows (data.stride): fewer encoder passes
 
 Each run is `genfeat run seqrec --preset {sasrec,gru4rec,repeatnet}_ml100k --model.head HEAD --seed S` with the
@@ -25,7 +25,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, recorded_run, render, result_args, write_results
+from benchmarks.common import claim_run_dir, render, result_args, write_results
 from genfeat.recipes import seqrec as R
 from genfeat.train.checkpoint import latest_checkpoint
 
@@ -59,10 +59,8 @@ def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None
     done = run_dir / "summary.json"
     if done.exists():
         return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
-    if args.collect and not args.keep_recorded:
+    if args.collect:
         return None
-    if args.collect:  # a run kept only in the record (its directory went with an earlier machine), or none
-        return recorded_run(NAME, encoder=encoder, head=head, seed=seed, stride=args.stride)
     if not claim_run_dir(run_dir, resume=True):
         return None
     s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride), run_dir,
@@ -117,8 +115,8 @@ def markdown(record: dict[str, Any]) -> str:
     threads = "/".join(sorted({str(r.get("torch_threads", "?")) for r in res["runs"]}))
     kept = sorted({r["recorded"] for r in res["runs"] if "recorded" in r})
     kept = (f" {sum('recorded' in r for r in res['runs'])} of the {len(res['runs'])} runs were taken from the record "
-            f"of {', '.join(kept)} (`--keep-recorded`: their run directories went with an earlier machine; each "
-            "carries `recorded` in the JSON)." if kept else "")
+            f"of {', '.join(kept)} (their run directories went with an earlier machine; each carries `recorded` in "
+            "the JSON)." if kept else "")
     return f"""# Sequential recommendation on MovieLens-100K (thesis C Table 2.7 protocol)
 
 {{header}}MovieLens-100K from the recbole 1.2.1 wheel ({ds.get('users', '?')} users, {ds.get('items', '?')} items,
@@ -154,9 +152,6 @@ def main() -> None:
                     help="0: prefix examples (RecBole, the thesis); k >= 1: training windows (data.stride), about "
                          "k-fold fewer encoder passes per epoch")
     result_args(ap, [0, 1, 2], runs="runs/bench_seqrec")
-    ap.add_argument("--keep-recorded", action="store_true",
-                    help="with --collect: a run with no directory under --runs is taken from the recorded "
-                         "docs/results/seqrec.json (marked with its date in `recorded`)")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

@@ -1,6 +1,5 @@
 """Benchmark workers share run directories (`benchmarks.common.claim_run_dir`): a live owner keeps its run, a gone
-owner's run is taken over once, kept for resuming or emptied; a run whose directory is gone can be taken from the
-record (`recorded_run`)."""
+owner's run is taken over once, kept for resuming or emptied."""
 
 from __future__ import annotations
 
@@ -47,17 +46,3 @@ def test_unknown_owner_by_age(tmp_path):
     (run / "metrics.jsonl").write_text("{}\n")
     assert not claim_run_dir(run, stale_s=3600)  # written just now: maybe alive elsewhere
     assert claim_run_dir(run, stale_s=0)
-
-
-def test_recorded_run_matches_every_key(tmp_path, monkeypatch):
-    import json
-
-    from benchmarks import common
-    runs = [{"encoder": "a", "seed": 0, "score": 1.0}, {"encoder": "a", "seed": 1, "score": 2.0},
-            {"encoder": "b", "seed": 1, "score": 3.0, "recorded": "2026-01-01"}]
-    (tmp_path / "t.json").write_text(json.dumps({"date": "2026-02-02", "results": {"runs": runs}}))
-    monkeypatch.setattr(common, "RESULTS", tmp_path)
-    assert common.recorded_run("t", encoder="a", seed=1) == runs[1] | {"recorded": "2026-02-02"}
-    assert common.recorded_run("t", encoder="b", seed=1)["recorded"] == "2026-01-01"  # the first date is kept
-    assert common.recorded_run("t", encoder="b", seed=0) is None
-    assert common.recorded_run("missing", encoder="a") is None
