@@ -4,10 +4,11 @@
 
 Bad inputs: each row runs `genfeat ...` in a fresh process against a tiny trained LM run and a PTB-format corpus
 made here, and records the exit code, the last line of stderr, whether a Python traceback was printed, and what
-was left on disk. Interruptions: a run of each recipe (LM, Transformer-XL with its memory, GAN-SSL with its two
-optimizers, the PixelCNN, Planetoid's alternating schedule, XLNet fine-tuning) is sent SIGINT / SIGTERM /
-SIGKILL at a random moment after its first checkpoint, then resumed (`--resume`); the final checkpoint's weights
-are compared bit for bit with an uninterrupted run of the same config.
+was left on disk. Interruptions: a run of each recipe (LM, Transformer-XL with its memory, XLNet pretraining,
+sequential recommendation, GAN-SSL with its two optimizers, the PixelCNN, Planetoid's alternating schedule, XLNet
+fine-tuning) is sent SIGINT / SIGTERM / SIGKILL at a random moment after its first checkpoint, then resumed
+(`--resume`); the final checkpoint's weights are compared bit for bit with an uninterrupted run of the same config.
+The image, graph and text-classification runs read the data cache (`GENFEAT_DATA`; fetched when missing).
 A row passes when there is no traceback, the exit code is non-zero, stderr ends with one `genfeat: error: ...`
 line, and nothing was written that was not asked for.
 """
@@ -155,17 +156,19 @@ def interruption_runs(work: Path, env: dict[str, str]) -> dict[str, list[str]]:
     data = corpus(work)
     text = ["--data.corpus", f"dir:{data}", "--train.max_steps", "300", "--train.eval_every", "50",
             "--train.log_every", "10", "--train.device", "cpu"]
-    for name in ("mnist", "bbc-news"):
+    for name in ("mnist", "bbc-news", "ml-100k"):
         assert sh(["data", "fetch", name], work, env, timeout=900).returncode == 0
     pre = work / "xlnet_pretrain"
     assert sh(["run", "xlnet_pretrain", "--preset", "tiny", "--out", pre], work, env).returncode == 0
     return {
         "lm": ["--preset", "tiny", *text],
         "transformer_xl": ["--preset", "tiny", *text],
+        "xlnet_pretrain": ["--preset", "tiny", "--train.max_steps", "300", "--train.eval_every", "50"],
+        "seqrec": ["--preset", "gru4rec_ml100k", "--train.max_steps", "300", "--train.ckpt_every", "50"],
         "gan_ssl": ["--preset", "tiny", "--data.limit_train", "10000", "--train.epochs", "3"],
         "pixelcnn": ["--preset", "tiny", "--data.limit_train", "2000", "--epochs", "3", "--ckpt_every", "20"],
         "planetoid": ["--preset", "tiny", "--method", "planetoid_t", "--train.t1", "1.5", "--train.n1", "30"],
-        "xlnet_classify": ["--preset", "tiny", "--pretrained", str(pre), "--train.steps", "200",
+        "xlnet_classify": ["--preset", "tiny", "--pretrained", str(pre), "--train.max_steps", "200",
                            "--train.eval_every", "20", "--limit_docs", "200"],
     }
 

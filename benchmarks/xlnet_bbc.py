@@ -68,7 +68,7 @@ def finetune(init: str, seed: int, args) -> dict[str, Any] | None:
     base = F.bbc_100()
     cfg = dataclasses.replace(base, seed=seed, pretrained=str(source),
                               init=init if init in ("scratch", "body") else "pretrained", max_len=args.max_len,
-                              train=dataclasses.replace(base.train, steps=args.finetune_steps, lr=args.finetune_lr))
+                              train=dataclasses.replace(base.train, max_steps=args.finetune_steps, lr=args.finetune_lr))
     return F.run_classify(cfg, run) | {"init_name": init, "seed": seed}
 
 

@@ -41,7 +41,8 @@ def test_pixelcnn_then_gan_ssl_with_ld(mnist_pickle, tmp_path):
                  "--train.lambda_ld", "1e-4", "--train.ld_samples", "10"]) == 0
     g = json.loads((out / "summary.json").read_text())
     assert 0 <= g["test_errors"] <= 60 and {"r_real", "r_gen", "max_logp_generated", "epsilon"} <= set(g)
-    assert (out / "samples.png").exists()
+    assert (out / "samples.png").exists() and (out / "loss_curve.png").exists()  # loss_d and loss_g
+    assert "![loss curve](loss_curve.png)" in (out / "report.md").read_text()
     from genfeat.train.checkpoint import load_weights
 
     names = {k.split(".")[0] for k in load_weights(out / "model.safetensors")}
@@ -135,3 +136,11 @@ def test_pixelcnn_resumes_bit_for_bit(mnist_pickle, tmp_path):
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     assert json.loads((a / "summary.json").read_text())["test_bits_per_dim"] == \
         json.loads((b / "summary.json").read_text())["test_bits_per_dim"]
+
+
+def test_gan_ssl_honours_train_max_steps(mnist_pickle, tmp_path):
+    """train.max_steps is the iteration budget (the spelling every recipe honours), an epoch and a half here."""
+    out = tmp_path / "gan"
+    assert main(["run", "gan_ssl", "--preset", "tiny", "--train.max_steps", "9", "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["steps"] == 9 and s["epochs"] == 1.5

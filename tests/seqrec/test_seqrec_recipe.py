@@ -57,10 +57,19 @@ def test_seqrec_bad_stride(inter_file, tmp_path, args):
 
 
 def test_seqrec_resumes_with_a_longer_epoch_budget(inter_file, tmp_path):
-    """seqrec budgets in epochs (train.max_steps is derived from them), so --resume with more epochs continues."""
+    """seqrec budgets in epochs (unless train.max_steps is given), so --resume with more epochs continues."""
     out = tmp_path / "run"
     assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", f"atomic:{inter_file}", "--out", str(out),
                  "--epochs", "2", "--train.patience", "0"]) == 0
     assert main(["run", "--resume", str(out), "--epochs", "3"]) == 0
     assert json.loads((out / "summary.json").read_text())["epochs"] == 3
     assert main(["run", "--resume", str(out), "--epochs", "3"]) == 2  # nothing left to train: said, not ignored
+
+
+def test_seqrec_honours_train_max_steps(inter_file, tmp_path):
+    """train.max_steps, when given, is the step budget (the same spelling as every other recipe); without it the
+    budget is epochs x steps per epoch."""
+    out = tmp_path / "run"
+    assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", f"atomic:{inter_file}", "--out", str(out),
+                 "--train.max_steps", "5", "--train.patience", "0"]) == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 5

@@ -230,7 +230,7 @@ def test_classify_resumes_bit_for_bit(bbc_corpus, tmp_path):
     pre = tmp_path / "pre"
     main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(pre)])
     a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["run", "xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--train.steps", "8",
+    assert main(["run", "xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--train.max_steps", "8",
                  "--train.eval_every", "3", "--out", str(a)]) == 0
     shutil.copytree(a, b)
     last = latest_checkpoint(b)

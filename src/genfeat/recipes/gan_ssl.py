@@ -267,15 +267,17 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
 
     train = dataclasses.replace(cfg.train, seed=cfg.seed)
     print(f"gan_ssl {train.method} on {cfg.data.dataset}: {len(xt):,} training images "
-          f"({10 * train.labeled_per_class} labeled), {train.epochs} epochs")
+          f"({10 * train.labeled_per_class} labeled), " + (f"{train.epochs} epochs" if train.max_steps is None else
+                                                            f"{train.max_steps} iterations"))
     t0 = time.perf_counter()
     res = fit_gan_ssl(train, disc, gen, xt, yt, xv, yv, xs, ys, run_dir, encoder=enc,
                       log_density=log_density if density is not None else None, resume_from=resume_from)
     details: dict[str, Any] = {"method": train.method, "dataset": cfg.data.dataset,
-                               "labels": 10 * train.labeled_per_class, "epochs": train.epochs,
+                               "labels": 10 * train.labeled_per_class,
+                               "epochs": round(res.steps / (len(xt) // train.batch_unlabeled), 2),
                                "best_epoch": res.best["epoch"], "epoch_s": round(res.train_s / len(res.history), 2)}
     notes = [f"Test errors of {len(ys):,} images with the validation-selected discriminator (epoch "
-             f"{res.best['epoch']} of {train.epochs}); {details['epoch_s']} s of training per epoch."]
+             f"{res.best['epoch']} of {details['epochs']}); {details['epoch_s']} s of training per epoch."]
     if gen is not None:
         with torch.no_grad():
             samples = gen(uniform_noise(1000, gen.d_z, generator=torch.Generator().manual_seed(cfg.seed)))

@@ -74,8 +74,9 @@ class SeqRecEvalConfig:
 
 def train_config(**kw: Any) -> TrainConfig:
     """The thesis's RecBole training settings (Adam 1e-3, no decay, no clipping, early stopping on valid NDCG@10);
-    `kw` overrides fields. max_steps / eval_every are set from the epochs by `train_and_evaluate`."""
-    base = {"max_steps": 1, "lr": 1e-3, "warmup_steps": 0, "schedule": "constant", "weight_decay": 0.0,
+    `kw` overrides fields. `max_steps` None: the budget is `epochs` x steps per epoch (a given train.max_steps is
+    the budget instead); `eval_every` counts epochs."""
+    base = {"max_steps": None, "lr": 1e-3, "warmup_steps": 0, "schedule": "constant", "weight_decay": 0.0,
             "clip_norm": 0.0, "log_every": 50, "eval_every": 1, "early_stop_metric": "valid_ndcg@10",
             "early_stop_mode": "max", "patience": 10, "keep_last": 1}
     return TrainConfig(**(base | kw))
@@ -87,7 +88,7 @@ class SeqRecRunConfig:
     epochs: int = 300  # upper bound; early stopping usually ends the run sooner
     data: SeqRecDataConfig = field(default_factory=SeqRecDataConfig)
     model: SeqRecConfig = field(default_factory=SeqRecConfig)
-    train: TrainConfig = field(default_factory=train_config)  # max_steps / eval_every are set from the epochs
+    train: TrainConfig = field(default_factory=train_config)  # eval_every in epochs; max_steps None: from epochs
     eval: SeqRecEvalConfig = field(default_factory=SeqRecEvalConfig)
 
     def __post_init__(self) -> None:
@@ -234,7 +235,8 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
         per_batch = max(1, round(per_batch * len(rows) / max(rows.n_targets, 1)))
     batches = ExampleBatches(rows, per_batch, cfg.seed)
     spe = batches.steps_per_epoch
-    tc = dataclasses.replace(cfg.train, max_steps=cfg.epochs * spe, eval_every=spe * cfg.train.eval_every,
+    budget = cfg.train.max_steps if cfg.train.max_steps is not None else cfg.epochs * spe
+    tc = dataclasses.replace(cfg.train, max_steps=budget, eval_every=spe * cfg.train.eval_every,
                              log_every=min(cfg.train.log_every, spe))
     name = cfg.model.encoder if cfg.model.encoder == "repeatnet" else f"{cfg.model.encoder}+{cfg.model.head}"
     rows_desc = (f"{len(rows):,} windows (stride {cfg.data.stride}, {per_batch} per batch)" if cfg.data.stride

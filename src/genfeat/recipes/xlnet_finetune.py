@@ -52,10 +52,10 @@ Batch = dict[str, torch.Tensor]
 
 @dataclass(frozen=True)
 class FinetuneConfig:
-    steps: int = 400
+    max_steps: int = 400
     batch_size: int = 16
     lr: float = 1e-4
-    warmup: int = 40
+    warmup_steps: int = 40
     weight_decay: float = 0.01  # not on LayerNorm parameters and biases (the reference's exclusion)
     layer_decay: float = 1.0  # layer l trains at lr * layer_decay ** (N - 1 - l) (reference: 0.75 for SQuAD)
     adam_eps: float = 1e-8
@@ -63,8 +63,8 @@ class FinetuneConfig:
     eval_every: int = 50
 
     def __post_init__(self) -> None:
-        if min(self.steps, self.batch_size, self.eval_every) < 1 or self.lr <= 0:
-            raise ConfigError("train.steps, batch_size and eval_every must be >= 1 and lr > 0")
+        if min(self.max_steps, self.batch_size, self.eval_every) < 1 or self.lr <= 0:
+            raise ConfigError("train.max_steps, batch_size and eval_every must be >= 1 and lr > 0")
         if not 0.0 < self.layer_decay <= 1.0:
             raise ConfigError(f"train.layer_decay must be in (0, 1], got {self.layer_decay}")
 
@@ -100,8 +100,8 @@ class XLNetRaceConfig:
     data_dir: str = ""  # RACE/ with train/, dev/, test/ (each middle/ and high/)
     max_len: int = 512
     max_qa: int = 128
-    train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=8, lr=2e-5, steps=12000,
-                                                                         warmup=1000, eval_every=1000,
+    train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=8, lr=2e-5, max_steps=12000,
+                                                                         warmup_steps=1000, eval_every=1000,
                                                                          weight_decay=0.0, adam_eps=1e-6))
 
 
@@ -116,8 +116,8 @@ class XLNetSquadConfig:
     doc_stride: int = 128
     max_query: int = 64
     max_answer: int = 64
-    train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=48, lr=3e-5, steps=8000,
-                                                                         warmup=1000, eval_every=8000,
+    train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=48, lr=3e-5, max_steps=8000,
+                                                                         warmup_steps=1000, eval_every=8000,
                                                                          layer_decay=0.75, adam_eps=1e-6))
 
 
@@ -129,7 +129,7 @@ def bbc_100() -> XLNetClassifyConfig:
 def classify_tiny() -> XLNetClassifyConfig:
     """Seconds; for tests."""
     return XLNetClassifyConfig(labels_per_class=2, max_len=32, limit_docs=40,
-                               train=FinetuneConfig(steps=4, batch_size=4, eval_every=2, warmup=1))
+                               train=FinetuneConfig(max_steps=4, batch_size=4, eval_every=2, warmup_steps=1))
 
 
 CLASSIFY_PRESETS = {"bbc_100": bbc_100, "tiny": classify_tiny}
@@ -140,7 +140,8 @@ def race() -> XLNetRaceConfig:
 
 def race_tiny() -> XLNetRaceConfig:
     """Seconds; for tests."""
-    return XLNetRaceConfig(max_len=48, max_qa=16, train=FinetuneConfig(steps=3, batch_size=2, eval_every=3, warmup=1))
+    return XLNetRaceConfig(max_len=48, max_qa=16,
+                           train=FinetuneConfig(max_steps=3, batch_size=2, eval_every=3, warmup_steps=1))
 
 
 def squad2() -> XLNetSquadConfig:
@@ -151,7 +152,7 @@ def squad2() -> XLNetSquadConfig:
 def squad_tiny() -> XLNetSquadConfig:
     """Seconds; for tests."""
     return XLNetSquadConfig(max_len=64, doc_stride=32, max_query=16,
-                            train=FinetuneConfig(steps=3, batch_size=4, eval_every=3, warmup=1))
+                            train=FinetuneConfig(max_steps=3, batch_size=4, eval_every=3, warmup_steps=1))
 
 
 RACE_PRESETS = {"race": race, "tiny": race_tiny}
@@ -195,8 +196,8 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
     as `metric` (the last weights when evaluate is None); those weights are loaded back."""
     opt = finetune_optimizer(model, ft.lr, ft.weight_decay, ft.layer_decay, ft.adam_eps)
     method = OneLoss(lambda m, b: (loss_fn(m, b), len(b["input_ids"])), opt, lambda s: min(
-        (s + 1) / max(1, ft.warmup), max(0.0, (ft.steps - s) / max(1, ft.steps - ft.warmup))))
-    loop = TrainConfig(max_steps=ft.steps, clip_norm=1.0, precision="fp32", log_every=10, eval_every=ft.eval_every,
+        (s + 1) / max(1, ft.warmup_steps), max(0.0, (ft.max_steps - s) / max(1, ft.max_steps - ft.warmup_steps))))
+    loop = TrainConfig(max_steps=ft.max_steps, clip_norm=1.0, precision="fp32", log_every=10, eval_every=ft.eval_every,
                        ckpt_every=ft.eval_every, early_stop_metric=metric, early_stop_mode="max")
     res = fit(model, method, StreamBatches(train, ft.batch_size, np.random.default_rng(seed)), loop, run_dir,
               evaluate=(lambda m: {metric: evaluate(m)}) if evaluate is not None else None, resume_from=resume_from,

@@ -95,12 +95,14 @@ def read_metrics(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return rows
 
 
-def plot_loss_curve(run_dir: str | os.PathLike, out_name: str = "loss_curve.png") -> Path | None:
-    """Training loss (and any `valid_loss`) against step, from metrics.jsonl."""
+def plot_loss_curve(run_dir: str | os.PathLike, names: Iterable[str] = ("loss",),
+                    out_name: str = "loss_curve.png") -> Path | None:
+    """The training losses `names` (each update's, e.g. loss_d and loss_g of a GAN) and any `valid_loss` against
+    step, from metrics.jsonl."""
     rows = read_metrics(run_dir)
-    train = [(r["step"], r["loss"]) for r in rows if "loss" in r]
-    valid = [(r["step"], r["valid_loss"]) for r in rows if "valid_loss" in r]
-    if not train and not valid:
+    curves = {name: [(r["step"], r[name]) for r in rows if name in r] for name in (*names, "valid_loss")}
+    curves = {k: v for k, v in curves.items() if v}
+    if not curves:
         return None
     import matplotlib
 
@@ -108,12 +110,12 @@ def plot_loss_curve(run_dir: str | os.PathLike, out_name: str = "loss_curve.png"
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
-    if train:
-        ax.plot(*zip(*train, strict=True), label="train loss", lw=1)
-    if valid:
-        ax.plot(*zip(*valid, strict=True), "o-", label="valid loss", lw=1.5)
+    for name, points in curves.items():
+        valid = name == "valid_loss"
+        ax.plot(*zip(*points, strict=True), "o-" if valid else "-", label=name.replace("_", " "),
+                lw=1.5 if valid else 1)
     ax.set_xlabel("optimizer step")
-    ax.set_ylabel("loss (the quantity each step minimises)")
+    ax.set_ylabel("loss (as logged)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

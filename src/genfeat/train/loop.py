@@ -44,7 +44,7 @@ from genfeat.train.step import LossFn, OneLoss, Step
 
 @dataclass(frozen=True)
 class TrainConfig:
-    max_steps: int = 1000
+    max_steps: int | None = 1000  # None: the recipe's own budget (seqrec: epochs x steps per epoch)
     lr: float = 3e-4
     min_lr_ratio: float = 0.1  # cosine/linear decay floor, as a fraction of lr
     warmup_steps: int = 100
@@ -67,7 +67,7 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("max_steps", "grad_accum", "log_every", "keep_last"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
         for name in ("warmup_steps", "eval_every", "eval_from", "ckpt_every", "patience"):
             if getattr(self, name) < 0:
@@ -192,6 +192,8 @@ def fit(
     On CPU this turns on flush-to-zero for subnormal floats (`torch.set_flush_denormal`, process-wide): once an
     LM's distributions sharpen, the softmax backward's exp(log p) underflows into subnormals for most of the
     vocabulary, and CPU arithmetic on subnormals takes a slow path; values below 1.2e-38 become 0."""
+    if cfg.max_steps is None:
+        raise ConfigError("train.max_steps is not set (this recipe sets it from its epochs)")
     info = D.current()
     run_dir = Path(run_dir)
     device = next(model.parameters()).device
@@ -374,7 +376,7 @@ def fit(
     result.wall_time = time.perf_counter() - t_start
     result.best_metric, result.best_step, result.best_eval = best, best_step, best_eval
     if info.is_main:
-        plot_loss_curve(run_dir)
+        plot_loss_curve(run_dir, losses or ("loss",))
     if result.interrupted:
         raise Interrupted(f"interrupted at step {step}; checkpoint written. Continue with "
                            f"`genfeat run --resume {run_dir}`")

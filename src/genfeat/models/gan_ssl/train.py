@@ -53,6 +53,7 @@ class GanSSLConfig:
     batch_labeled: int = 100
     batch_unlabeled: int = 100
     epochs: int = 20
+    max_steps: int | None = None  # the step (iteration) budget; None: epochs x iterations per epoch
     lr_d: float = 3e-3
     betas_d: tuple[float, float] = (0.5, 0.9999)
     lr_g: float = 1e-3
@@ -78,8 +79,8 @@ class GanSSLConfig:
             raise ConfigError(f"gan_ssl method must be gan or supervised, got {self.method!r}")
         if self.ent_over not in ("k", "k+1"):
             raise ConfigError(f"ent_over must be k or k+1, got {self.ent_over!r}")
-        if self.epochs < 1 or self.labeled_per_class < 1:
-            raise ConfigError("epochs and labeled_per_class must be >= 1")
+        if self.epochs < 1 or self.labeled_per_class < 1 or (self.max_steps is not None and self.max_steps < 1):
+            raise ConfigError("epochs, max_steps and labeled_per_class must be >= 1")
 
 
 @dataclass
@@ -180,7 +181,8 @@ class ComplementGAN(Step):
 
     def _lr_factor(self, iters: int) -> Callable[[int], float]:
         cfg = self.cfg
-        return lambda step: max(cfg.lr_floor, min(3.0 * (1.0 - (step // iters) / cfg.epochs), 1.0))
+        epochs = cfg.epochs if cfg.max_steps is None else cfg.max_steps / iters  # the schedule spans the budget
+        return lambda step: max(cfg.lr_floor, min(3.0 * (1.0 - (step // iters) / epochs), 1.0))
 
     def updates(self, step: int) -> Sequence[Update]:
         self.step = step
@@ -277,7 +279,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     def evaluate(_: nn.Module) -> dict[str, float]:
         return {"valid_errors": count_errors(disc, x_valid, y_valid), "test_errors": count_errors(disc, x_test, y_test)}
 
-    loop = TrainConfig(max_steps=cfg.epochs * iters, clip_norm=0.0, precision="fp32",
+    loop = TrainConfig(max_steps=cfg.max_steps or cfg.epochs * iters, clip_norm=0.0, precision="fp32",
                        log_every=iters, eval_every=iters, keep_last=2, early_stop_metric="valid_errors",
                        early_stop_mode="min")
     res = fit(nets, method, batches, loop, run_dir, evaluate=evaluate, resume_from=resume_from,
