@@ -43,6 +43,8 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
                 return coerce(value, arg, name)
             except ConfigError as e:
                 errors.append(str(e))
+        if len(errors) == 1:  # an optional value (X | None): X's own message, plus the way to unset it
+            raise ConfigError(errors[0] + (" (or none)" if type(None) in args else ""))
         raise ConfigError(f"{name}: cannot read {value!r} as {_type_name(tp)}")
     if origin is Literal:
         choices = get_args(tp)

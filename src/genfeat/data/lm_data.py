@@ -35,10 +35,13 @@ class LMDataConfig:
     batch_size: int = 32  # global batch (split over ranks)
     eval_batch_size: int = 10
     iterator: Literal["ordered", "shuffled"] = "ordered"
+    eval_tokens: int = 0  # > 0: validation and test use their first N tokens only (tiny presets, quick looks)
 
     def __post_init__(self):
         if self.seq_len < 1 or self.batch_size < 1 or self.eval_batch_size < 1:
             raise ValueError("seq_len, batch_size and eval_batch_size must be positive")
+        if self.eval_tokens < 0:
+            raise ValueError("eval_tokens must be >= 0 (0: all)")
         if self.tokenizer in ("bpe", "unigram") and self.vocab_size < 64:
             raise ValueError(f"tokenizer={self.tokenizer} needs vocab_size >= 64 (the size to train)")
 

@@ -86,7 +86,7 @@ def check_sample_prompt(data: LMDataConfig, sample: SampleConfig) -> None:
 def tiny() -> LMRunConfig:
     """Seconds; for tests."""
     return LMRunConfig(
-        data=LMDataConfig(seq_len=16, batch_size=4, eval_batch_size=4),
+        data=LMDataConfig(seq_len=16, batch_size=4, eval_batch_size=4, eval_tokens=2048),
         model=gpt_presets.tiny(),
         train=TrainConfig(max_steps=6, lr=1e-3, warmup_steps=2, log_every=2, eval_every=3),
         sample=SampleConfig(n=1, max_new_tokens=8),
@@ -295,6 +295,8 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     if not info.is_main:
         tok, streams = prepare_lm_data(cfg.data)
     cfg = resolve(cfg, tok)
+    if cfg.data.eval_tokens:
+        streams = {**streams, **{k: streams[k][: cfg.data.eval_tokens] for k in ("valid", "test")}}
     if info.is_main:
         tok.save(run_dir / "tokenizer.json")
 

@@ -120,7 +120,8 @@ def _ptb(model: TXLConfig, train: TrainConfig, **kw) -> TXLRunConfig:
 def tiny() -> TXLRunConfig:
     """Seconds; for tests."""
     m = txl_presets.tiny()
-    return TXLRunConfig(data=LMDataConfig(seq_len=m.tgt_len, batch_size=4, eval_batch_size=4), model=m,
+    return TXLRunConfig(data=LMDataConfig(seq_len=m.tgt_len, batch_size=4, eval_batch_size=4, eval_tokens=2048),
+                        model=m,
                         train=TrainConfig(max_steps=6, lr=1e-3, warmup_steps=2, log_every=2, eval_every=3,
                                           clip_norm=0.25),
                         eval=TXLEvalConfig(mem_len=16), sample=SampleConfig(n=1, max_new_tokens=8))
