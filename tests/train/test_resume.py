@@ -85,3 +85,19 @@ def test_resume_into_an_optimizer_over_other_parameters_is_refused(tmp_path, cha
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
     with pytest.raises(CheckpointError, match="parameter groups differ"):
         C.restore_checkpoint(tmp_path / "a/checkpoints/step_00000003", lm_b, {"model": opt}, {"model": sched})
+
+
+def test_throughput_covers_the_whole_run_across_a_resume(tmp_path):
+    """tokens / s of a resumed run counts every token and every second in training steps since step 0, not only
+    this call's (a run resumed at its last step would otherwise report its whole token count over seconds)."""
+    cfg = TrainConfig(max_steps=6, lr=3e-3, warmup_steps=1, eval_every=3, keep_last=10)
+    lm, data = make()
+    first = fit(lm, lm_loss, data, TrainConfig(**{**cfg.__dict__, "max_steps": 3}), tmp_path, evaluate=evaluate)
+    ckpt = tmp_path / "checkpoints/step_00000003"
+    state = C.load_trainer_state(ckpt)
+    assert state["train_time"] == first.train_time
+    torch.save({**state, "train_time": 1000.0}, ckpt / C.STATE)  # as if the first part had taken 1,000 s
+    lm, data = make()
+    res = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate, resume_from=ckpt)
+    assert res.tokens == 2 * first.tokens and 1000.0 < res.train_time < 1100.0
+    assert res.tokens_per_s == res.tokens / res.train_time

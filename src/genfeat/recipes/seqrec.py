@@ -253,7 +253,7 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     details = {"model": name, "dataset": data.stats() | {"name": data.name}, "stride": cfg.data.stride,
                "train_rows": len(rows), "rows_per_batch": per_batch, "epochs": round(epochs, 2),
                "best_epoch": round((result.best_step or 0) / spe, 2),
-               "epoch_train_s": round(result.train_time * spe / max(result.step - result.start_step, 1), 2),
+               "epoch_train_s": round(result.train_time * spe / max(result.step, 1), 2),
                "train_wall_s": round(result.wall_time, 1)}
     k = cfg.eval.ks[0]
     summary = write_record(

@@ -81,8 +81,7 @@ class FitResult:
     step: int
     tokens: int
     wall_time: float  # everything, including evaluation and checkpoints
-    train_time: float = 0.0  # optimizer steps only (what tokens/s is measured over)
-    new_tokens: int = 0  # tokens processed by this call (not counting a resumed run's earlier ones)
+    train_time: float = 0.0  # inside training steps, over the whole run (resumes included): tokens/s's denominator
     start_step: int = 0  # the step this call started from (a resumed run's checkpoint)
     best_metric: float | None = None
     best_step: int | None = None
@@ -93,7 +92,7 @@ class FitResult:
 
     @property
     def tokens_per_s(self) -> float:
-        return self.new_tokens / max(self.train_time, 1e-9)
+        return self.tokens / max(self.train_time, 1e-9)
 
 
 def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
@@ -210,16 +209,16 @@ def fit(
     optimizers = method.optimizers
     schedulers = {k: torch.optim.lr_scheduler.LambdaLR(optimizers[k], f) for k, f in method.lr_lambdas.items()}
     data = dict(train_data) if isinstance(train_data, Mapping) else {"train": train_data}
-    step, tokens, best, best_step, bad_evals, best_eval = 0, 0, None, None, 0, {}
+    step, tokens, best, best_step, bad_evals, best_eval, train_time = 0, 0, None, None, 0, {}, 0.0
     if resume_from is not None:
         done = int(Path(resume_from).name[len("step_"):])
         if done >= cfg.max_steps:  # checked before the restore, so a refused resume changes nothing
             raise ConfigError(f"{resume_from} is at step {done} and the run's budget is {cfg.max_steps} steps: "
                               "nothing to train; give a larger budget (train.max_steps, or the recipe's epochs)")
         state = C.restore_checkpoint(resume_from, model, optimizers, schedulers)
-        step, tokens, best, best_step, bad_evals, best_eval = (state["step"], state["tokens"], state["best"],
-                                                               state["best_step"], state["bad_evals"],
-                                                               state["best_eval"])
+        step, tokens, best, best_step, bad_evals, best_eval, train_time = (
+            state["step"], state["tokens"], state["best"], state["best_step"], state["bad_evals"], state["best_eval"],
+            state["train_time"])
         for name, it in data.items():  # each rank's own data position
             if hasattr(it, "load_state_dict"):
                 it.load_state_dict(state["data"][name][info.rank])
@@ -229,10 +228,11 @@ def fit(
             atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     logger = MetricsLogger(run_dir, enabled=info.is_main)
     result = FitResult(step=step, tokens=tokens, wall_time=0.0, best_metric=best, best_step=best_step,
-                       start_step=step)
+                       start_step=step, train_time=train_time)
 
     def checkpoint() -> Path:
-        extra = {"tokens": tokens, "best": best, "best_step": best_step, "best_eval": best_eval, "bad_evals": bad_evals,
+        extra = {"tokens": tokens, "train_time": result.train_time, "best": best, "best_step": best_step,
+                 "best_eval": best_eval, "bad_evals": bad_evals,
                  "data": {k: D.gather_objects(it.state_dict()) for k, it in data.items() if hasattr(it, "state_dict")},
                  "method": D.gather_objects(method.state_dict())}
         return C.save_checkpoint(run_dir, step, model, optimizers, schedulers, extra, cfg.keep_last)
@@ -307,7 +307,6 @@ def fit(
                         if update.data is not None:
                             tokens += n_tok * info.world_size
                             tok_log += n_tok * info.world_size
-                            result.new_tokens += n_tok * info.world_size
                         for k, v in (parts[0] if parts else {}).items():
                             entry = sums.setdefault(k, [0.0, 0])
                             entry[0] += v / cfg.grad_accum
