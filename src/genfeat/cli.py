@@ -210,16 +210,12 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def _load_lm_run(run_dir: Path, device_name: str):
     """(model, tokenizer, config) of a language-model run directory."""
+    from genfeat.api import load
     from genfeat.registry import get_recipe
-    from genfeat.train import distributed as D
 
+    model, tok = load(run_dir, device_name)
     saved = load_yaml(run_dir / "config.yaml")
-    recipe, _ = get_recipe(saved["recipe"])
-    if recipe.load_for_generation is None:
-        raise ConfigError(f"{run_dir} is a {recipe.name!r} run, not a language model")
-    cfg = from_dict(recipe.config_cls, saved["config"])
-    lm_model, tok = recipe.load_for_generation(run_dir, cfg, D.resolve_device(device_name))
-    return lm_model, tok, cfg
+    return model, tok, from_dict(get_recipe(saved["recipe"])[0].config_cls, saved["config"])
 
 
 GENERATE_CHUNK = 64  # samples per batch: memory stays bounded however large -n is
