@@ -38,6 +38,7 @@ def test_ls(capsys):
 def test_run_writes_complete_run_directory(trained):
     names = {p.name for p in trained.iterdir()}
     assert {"config.yaml", "metrics.jsonl", "model.safetensors", "report.md", "loss_curve.png", "tokenizer.json",
+            "genfeat_tokenizer.json",
             "summary.json", "checkpoints"} <= names
     summary = json.loads((trained / "summary.json").read_text())
     assert summary["steps"] == 6 and summary["test_ppl"] > 1 and len(summary["samples"]) == 1

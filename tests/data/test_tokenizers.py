@@ -58,3 +58,22 @@ def test_bad_tokenizer_file(tmp_path):
     (tmp_path / "t.json").write_text("{not json")
     with pytest.raises(DataError, match="t.json is missing or corrupt"):
         load_tokenizer(tmp_path / "t.json")
+
+
+@pytest.mark.parametrize("kind", ["word", "char", "byte", "bpe", "unigram"])
+def test_run_directory_tokenizer_reads_in_hugging_face_tokenizers(tmp_path, kind):
+    """save_tokenizer writes genfeat's file and HF's tokenizer.json: `tokenizers.Tokenizer.from_file` gives the
+    same ids as genfeat's own encode, on seen and unseen text (unknown words, non-ASCII, tabs, newlines)."""
+    from tokenizers import Tokenizer as TK
+
+    from genfeat.data.tokenizers import save_tokenizer
+
+    lines = ["the cat sat on the mat", "héllo wörld — ünïcode 😀", "a\tb  c"]
+    tok = {"word": lambda: WordTokenizer.build(lines), "char": lambda: CharTokenizer.build(lines[:2]),
+           "byte": ByteTokenizer, "bpe": lambda: HFTokenizer.train(lines * 20, "bpe", 300),
+           "unigram": lambda: HFTokenizer.train(lines * 50, "unigram", 60)}[kind]()
+    save_tokenizer(tok, tmp_path)
+    hf = TK.from_file(str(tmp_path / "tokenizer.json"))
+    for text in [*lines, "unseen wörds zzz", "x\ny"]:
+        assert hf.encode(text).ids == tok.encode(text), text
+    assert load_tokenizer(tmp_path).encode(lines[0]) == tok.encode(lines[0])  # genfeat reads its own file

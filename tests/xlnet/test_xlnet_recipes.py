@@ -69,9 +69,14 @@ def test_sentencepiece_special_ids_and_round_trip(tmp_path):
     assert tok.decode(tok.encode(text)) == text
     assert tok.word_start[tok.encode(text)].sum() == 5  # one word start per word
     tok.save(tmp_path / "t.json")
-    from genfeat.data.tokenizers import load_tokenizer
+    from genfeat.data.tokenizers import load_tokenizer, save_tokenizer
 
     assert load_tokenizer(tmp_path / "t.json").encode(text) == tok.encode(text)
+    save_tokenizer(tok, tmp_path / "run")  # a run directory: spiece.model is what SentencePiece and HF read
+    import sentencepiece as spm
+
+    assert spm.SentencePieceProcessor(model_file=str(tmp_path / "run" / "spiece.model")).encode(text) == \
+        tok.encode(text)
 
 
 @pytest.mark.parametrize("objective", ["plm", "mlm"])
@@ -241,3 +246,29 @@ def test_classify_resumes_bit_for_bit(bbc_corpus, tmp_path):
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     assert json.loads((a / "summary.json").read_text())["test_accuracy"] == \
         json.loads((b / "summary.json").read_text())["test_accuracy"]
+
+
+def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):
+    """hf/ in an xlnet_pretrain run: transformers' AutoModelForCausalLM and AutoTokenizer read it, with the run's
+    kept weights (the same logits as genfeat's model on one segment) and the same token ids."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from genfeat.models.xlnet import XLNetLM
+    from genfeat.recipes.xlnet_finetune import load_pretrained
+    from genfeat.train.checkpoint import load_model_weights
+
+    pre = tmp_path / "pre"
+    assert main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(pre)]) == 0
+    text = "shares profits market film music"
+    tok, cfg, weights = load_pretrained(pre)
+    hf_tok = AutoTokenizer.from_pretrained(str(pre / "hf"))
+    assert hf_tok(text, add_special_tokens=False)["input_ids"] == tok.encode(text)
+    hf = AutoModelForCausalLM.from_pretrained(str(pre / "hf")).eval()
+    ours = XLNetLM(cfg)
+    load_model_weights(ours, weights)
+    ours.eval()
+    x = torch.tensor([tok.encode(text)])
+    with torch.no_grad():
+        ref = hf(input_ids=x).logits
+        mine = ours(x)[0].scores
+    assert torch.allclose(mine, ref, atol=1e-4), (mine - ref).abs().max()

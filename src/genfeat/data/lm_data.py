@@ -17,6 +17,7 @@ from genfeat.data.corpora import SPLITS, load_corpus
 from genfeat.data.sources import data_home, require
 from genfeat.data.streams import read_stream, write_stream
 from genfeat.data.tokenizers import (
+    GENFEAT_FILE,
     ByteTokenizer,
     CharTokenizer,
     HFTokenizer,
@@ -70,7 +71,7 @@ def _cache_dir(cfg: LMDataConfig) -> Path:
 def prepare_lm_data(cfg: LMDataConfig) -> tuple[Tokenizer, dict[str, np.memmap]]:
     """Tokenizer and {split: token memmap}; built once per (corpus, tokenizer) and cached atomically."""
     cache = _cache_dir(cfg)
-    if not (cache / "tokenizer.json").is_file():
+    if not (cache / GENFEAT_FILE).is_file():
         splits = load_corpus(cfg.corpus)
         tok = build_tokenizer(cfg, splits["train"])
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -79,11 +80,11 @@ def prepare_lm_data(cfg: LMDataConfig) -> tuple[Tokenizer, dict[str, np.memmap]]
         try:
             for split in SPLITS:
                 write_stream(tmp / f"{split}.bin", tok.encode_lines(splits[split]), tok.vocab_size)
-            tok.save(tmp / "tokenizer.json")
+            tok.save(tmp / GENFEAT_FILE)
             if cache.exists():
                 shutil.rmtree(cache)
             os.replace(tmp, cache)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    tok = load_tokenizer(cache / "tokenizer.json")
+    tok = load_tokenizer(cache / GENFEAT_FILE)
     return tok, {s: read_stream(cache / f"{s}.bin") for s in SPLITS}

@@ -4,6 +4,11 @@ trainable BPE / unigram (HF `tokenizers`), and trainable SentencePiece with XLNe
     tok.encode_lines(lines) -> np.ndarray of ids      (the whole corpus, fast)
     tok.decode(ids) -> str         tok.vocab_size      tok.eos_id      tok.save(path) / load_tokenizer(path)
 
+In a run directory (`save_tokenizer` / `load_tokenizer(run_dir)`): `genfeat_tokenizer.json`, genfeat's own file
+(what genfeat reads back), and the same tokenizer in Hugging Face's format, so the usual tools read it:
+`tokenizer.json` for `tokenizers.Tokenizer.from_file` (word, character, byte, BPE, unigram and GPT-2 tokenizers:
+the same ids as `encode`), `spiece.model` for SentencePiece (XLNet's `XLNetTokenizer` / `AutoTokenizer`).
+
 Line convention: the word tokenizer appends `<eos>` after every line (Mikolov PTB); the others
 encode the text with its newlines.
 """
@@ -44,6 +49,10 @@ class Tokenizer:
         from genfeat.config import atomic_write_text
 
         atomic_write_text(path, json.dumps({"kind": self.kind, **self.to_json()}))
+
+    def hf(self):
+        """The same tokenizer as a HF `tokenizers.Tokenizer` (encode gives the same ids), or None."""
+        return None
 
 
 class WordTokenizer(Tokenizer):
@@ -87,6 +96,14 @@ class WordTokenizer(Tokenizer):
     def to_json(self) -> dict:
         return {"itos": self.itos, "unk": self.unk, "eos": self.eos}
 
+    def hf(self):
+        from tokenizers import Tokenizer as TK
+        from tokenizers import models, pre_tokenizers
+
+        tk = TK(models.WordLevel(vocab=self.stoi, unk_token=self.unk))
+        tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        return tk
+
 
 class CharTokenizer(Tokenizer):
     """Characters seen in the training text (plus `<unk>` = id 0)."""
@@ -122,6 +139,15 @@ class CharTokenizer(Tokenizer):
     def to_json(self) -> dict:
         return {"chars": "".join(self.itos[1:])}
 
+    def hf(self):
+        from tokenizers import Regex, decoders, models, pre_tokenizers
+        from tokenizers import Tokenizer as TK
+
+        tk = TK(models.WordLevel(vocab=self.stoi, unk_token="<unk>"))
+        tk.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every character a token
+        tk.decoder = decoders.Fuse()
+        return tk
+
 
 class ByteTokenizer(Tokenizer):
     """UTF-8 bytes, vocabulary 256 (enwik8 / bits-per-character setting)."""
@@ -144,6 +170,18 @@ class ByteTokenizer(Tokenizer):
 
     def to_json(self) -> dict:
         return {}
+
+    def hf(self):
+        from tokenizers import Regex, decoders, models, pre_tokenizers
+        from tokenizers import Tokenizer as TK
+
+        byte_char = {b: c for b, c in enumerate(_bytes_to_unicode())}  # GPT-2's printable stand-in per byte
+        tk = TK(models.WordLevel(vocab={c: b for b, c in byte_char.items()}, unk_token=byte_char[0]))
+        tk.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")])  # one token per byte
+        tk.decoder = decoders.ByteLevel()
+        return tk
 
 
 class HFTokenizer(Tokenizer):
@@ -203,6 +241,9 @@ class HFTokenizer(Tokenizer):
 
     def to_json(self) -> dict:
         return {"tokenizer": self.tk.to_str(), "eos": self.eos}
+
+    def hf(self):
+        return self.tk
 
 
 class SentencePieceTokenizer(Tokenizer):
@@ -264,8 +305,40 @@ class SentencePieceTokenizer(Tokenizer):
         return {"model": base64.b64encode(self.proto).decode("ascii")}
 
 
+GENFEAT_FILE, HF_FILE, SPM_FILE = "genfeat_tokenizer.json", "tokenizer.json", "spiece.model"
+
+
+def _bytes_to_unicode() -> list[str]:
+    """GPT-2's map from the 256 bytes to printable characters (what HF's ByteLevel pre-tokenizer emits), in byte
+    order."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    out, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            out[b] = chr(b)
+        else:
+            out[b], extra = chr(256 + extra), extra + 1
+    return [out[b] for b in range(256)]
+
+
+def save_tokenizer(tok: Tokenizer, directory: str | Path) -> None:
+    """genfeat_tokenizer.json, and HF's tokenizer.json (or spiece.model for SentencePiece) beside it."""
+    from genfeat.config import atomic_write_bytes, atomic_write_text
+
+    directory = Path(directory)
+    tok.save(directory / GENFEAT_FILE)
+    hf = tok.hf()
+    if hf is not None:
+        atomic_write_text(directory / HF_FILE, hf.to_str())
+    if isinstance(tok, SentencePieceTokenizer):
+        atomic_write_bytes(directory / SPM_FILE, tok.proto)
+
+
 def load_tokenizer(path: str | Path) -> Tokenizer:
+    """From a genfeat tokenizer file, or a directory holding genfeat_tokenizer.json (a run directory)."""
     path = Path(path)
+    if path.is_dir():
+        path = path / GENFEAT_FILE
     try:
         data = json.loads(path.read_text())
         kind = data.pop("kind")

@@ -28,7 +28,7 @@ import torch
 
 from genfeat.data.lm_data import LMDataConfig, prepare_lm_data
 from genfeat.data.streams import OrderedSegments, ShuffledWindows
-from genfeat.data.tokenizers import Tokenizer, load_tokenizer
+from genfeat.data.tokenizers import Tokenizer, load_tokenizer, save_tokenizer
 from genfeat.errors import ConfigError
 from genfeat.losses import nll
 from genfeat.metrics import bits_per_character, perplexity
@@ -271,7 +271,7 @@ def generate_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, n: int | None 
 
 def load_for_generation(run_dir: Path, cfg: Any, device: torch.device, arch: Arch = GPT
                         ) -> tuple[CausalLM, Tokenizer]:
-    tok = load_tokenizer(run_dir / "tokenizer.json")
+    tok = load_tokenizer(run_dir)
     cfg = resolve(cfg, tok)
     lm = arch.build(cfg.model).to(device)
     load_model_weights(lm, run_dir / "model.safetensors")
@@ -298,7 +298,7 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     if cfg.data.eval_tokens:
         streams = {**streams, **{k: streams[k][: cfg.data.eval_tokens] for k in ("valid", "test")}}
     if info.is_main:
-        tok.save(run_dir / "tokenizer.json")
+        save_tokenizer(tok, run_dir)
 
     lm = arch.build(cfg.model).to(info.device)
     n_params = sum(p.numel() for p in lm.parameters())

@@ -8,10 +8,10 @@ xlnet.md §2.13). Fine-tuning is in `genfeat.recipes.xlnet_finetune`.
 Pretraining corpus: the articles of the BBC News training split (their labels unused; the split is fixed by
 `data.split_seed`, the same split the classifier uses, so no test article is seen), or any genfeat LM corpus
 (`data.corpus`, e.g. wiki-xml, austen), or several joined with "+" (bbc-news+ptb: the BBC articles and PTB's WSJ
-text). A SentencePiece unigram vocabulary is trained on it and kept in the run
-directory (`tokenizer.json`); documents are separated by <eod>. Batches: `PretrainStream` (reuse part + A <sep>
-B <sep> <cls>, memory of the reuse part carried to the next step, about 1/6 of the tokens predicted in spans).
-Validation: the same objective on the validation articles. Distributed: `torchrun ... genfeat run
+text). A SentencePiece unigram vocabulary is trained on it and kept in the run directory (`genfeat_tokenizer.json`,
+and `spiece.model`); documents are separated by <eod>. Batches: `PretrainStream` (reuse
+part + A <sep> B <sep> <cls>, memory of the reuse part carried to the next step, about 1/6 of the tokens predicted
+in spans). Validation: the same objective on the validation articles. Distributed: `torchrun ... genfeat run
 xlnet_pretrain ...` (each rank reads its own stream, seeded by rank).
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +32,12 @@ from genfeat.config import atomic_write_text
 from genfeat.data.corpora import load_corpus
 from genfeat.data.plm import PretrainStream
 from genfeat.data.text_classification import load_bbc_news, stratified_split
-from genfeat.data.tokenizers import SentencePieceTokenizer, load_tokenizer
+from genfeat.data.tokenizers import GENFEAT_FILE, SPM_FILE, SentencePieceTokenizer, load_tokenizer, save_tokenizer
 from genfeat.errors import ConfigError
 from genfeat.losses.nll import nll
 from genfeat.losses.plm import mlm_forward, plm_forward
 from genfeat.models.xlnet import XLNetConfig, XLNetLM
+from genfeat.models.xlnet.hf import save_pretrained
 from genfeat.recipes.lm import seed_everything
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
@@ -163,12 +165,11 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
     seed_everything(cfg.seed)
     dc = cfg.data
     docs = pretrain_documents(dc)
-    tok_path = run_dir / "tokenizer.json"
-    if info.is_main and not tok_path.exists():  # rank 0 trains the vocabulary; a resumed run keeps its own
-        SentencePieceTokenizer.train((line for d in docs["train"] for line in d.split("\n")), dc.vocab_size
-                                     ).save(tok_path)
+    if info.is_main and not (run_dir / GENFEAT_FILE).exists():  # rank 0 trains it; a resumed run keeps its own
+        save_tokenizer(SentencePieceTokenizer.train((line for d in docs["train"] for line in d.split("\n")),
+                                                    dc.vocab_size), run_dir)
     D.barrier()
-    tok = load_tokenizer(tok_path)
+    tok = load_tokenizer(run_dir)
     streams = {k: encode_documents(tok, v) for k, v in docs.items()}
     model_cfg = dataclasses.replace(cfg.model, vocab_size=tok.vocab_size, reuse_len=dc.reuse_len, bi_data=dc.bi_data)
     if info.is_main:
@@ -192,6 +193,9 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
                  resume_from=resume_from, desc=f"xlnet {cfg.objective}")
     load_model_weights(lm_model, run_dir / "model.safetensors")  # the best validation weights
     final = evaluate_pretrain(lm_model, valid, cfg.objective)
+    if info.is_main:  # the same weights as a Hugging Face directory: AutoModel / AutoTokenizer.from_pretrained(hf/)
+        save_pretrained(lm_model, run_dir / "hf")
+        shutil.copyfile(run_dir / SPM_FILE, run_dir / "hf" / SPM_FILE)
     summary = write_record(
         run_dir, f"XLNet pretraining ({cfg.objective})", final, params=n_params, steps=result.step,
         best_step=result.best_step, wall_s=time.perf_counter() - t0, train_s=result.train_time,

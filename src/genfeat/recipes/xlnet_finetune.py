@@ -35,7 +35,7 @@ from genfeat.data.batches import StreamBatches
 from genfeat.data.race import load_race, race_inputs
 from genfeat.data.squad import load_squad_json, squad_features, squad_predictions
 from genfeat.data.text_classification import GLUE_COLUMNS, load_bbc_news, load_glue_tsv, stratified_split
-from genfeat.data.tokenizers import SentencePieceTokenizer, load_tokenizer
+from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_tokenizer
 from genfeat.errors import ConfigError, DataError
 from genfeat.metrics.squad import best_null_threshold, squad_scores
 from genfeat.models.xlnet import XLNetConfig
@@ -165,11 +165,11 @@ def load_pretrained(run: str | Path) -> tuple[SentencePieceTokenizer, XLNetConfi
         raise ConfigError("fine-tuning needs pretrained=RUN_DIR (an xlnet_pretrain run: its tokenizer and network; "
                           "with init=scratch its weights are not used)")
     run = Path(run)
-    if not (run / "model_config.json").is_file() or not (run / "tokenizer.json").is_file():
-        raise ConfigError(f"{run}: not an xlnet_pretrain run directory (model_config.json / tokenizer.json "
+    if not (run / "model_config.json").is_file() or not (run / GENFEAT_FILE).is_file():
+        raise ConfigError(f"{run}: not an xlnet_pretrain run directory (model_config.json / {GENFEAT_FILE} "
                           "missing); train one with `genfeat run xlnet_pretrain`")
     cfg = XLNetConfig(**json.loads((run / "model_config.json").read_text()))
-    return load_tokenizer(run / "tokenizer.json"), cfg, run / "model.safetensors"
+    return load_tokenizer(run), cfg, run / "model.safetensors"
 
 
 def build(cls: Callable[..., nn.Module], cfg: Any, *args) -> tuple[nn.Module, SentencePieceTokenizer]:
