@@ -47,7 +47,8 @@ def density_run(root: Path, dataset: str, epochs: int, blocks: int) -> Path:
     if not (out / "summary.json").exists():
         out.mkdir(parents=True, exist_ok=True)
         cfg = R.PIXELCNN_PRESETS["mnist" if dataset == "mnist" else "fashion_mnist"]()
-        R.run_pixelcnn(dataclasses.replace(cfg, epochs=epochs, n_blocks=blocks), out)
+        R.run_pixelcnn(dataclasses.replace(cfg, n_blocks=blocks, train=dataclasses.replace(cfg.train, epochs=epochs)),
+                       out)
     return out
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from genfeat.cli import main
 from genfeat.data.images import MNIST_PKL
@@ -123,19 +122,10 @@ def test_gan_ssl_run_resumes_from_the_command_line(mnist_pickle, tmp_path):
 def test_pixelcnn_resumes_bit_for_bit(mnist_pickle, tmp_path):
     """Two epochs of the density model checkpointed every 2 steps; a copy of the run whose last checkpoint
     (step 8) is removed resumes from step 6 (mid-way through epoch 2) to the same final weights, bit for bit."""
-    import shutil
+    from tests.resume_check import assert_resume_is_exact
 
-    from genfeat.train.checkpoint import load_weights
-
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["run", "pixelcnn", "--preset", "tiny", "--epochs", "2", "--ckpt_every", "2", "--out", str(a)]) == 0
-    shutil.copytree(a, b)
-    shutil.rmtree(b / "checkpoints" / "step_00000008")
-    assert main(["run", "--resume", str(b)]) == 0
-    wa, wb = load_weights(a / "model.safetensors"), load_weights(b / "model.safetensors")
-    assert all(torch.equal(wa[k], wb[k]) for k in wa)
-    assert json.loads((a / "summary.json").read_text())["test_bits_per_dim"] == \
-        json.loads((b / "summary.json").read_text())["test_bits_per_dim"]
+    assert_resume_is_exact(["pixelcnn", "--preset", "tiny", "--train.epochs", "2", "--train.ckpt_every", "2"],
+                           tmp_path, "test_bits_per_dim")
 
 
 def test_gan_ssl_honours_train_max_steps(mnist_pickle, tmp_path):
@@ -144,3 +134,9 @@ def test_gan_ssl_honours_train_max_steps(mnist_pickle, tmp_path):
     assert main(["run", "gan_ssl", "--preset", "tiny", "--train.max_steps", "9", "--out", str(out)]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["steps"] == 9 and s["epochs"] == 1.5
+
+
+def test_pixelcnn_honours_train_max_steps(mnist_pickle, tmp_path):
+    out = tmp_path / "dens"
+    assert main(["run", "pixelcnn", "--preset", "tiny", "--train.max_steps", "3", "--out", str(out)]) == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 3

@@ -228,24 +228,12 @@ def test_torchrun_pretraining(bbc_corpus, tmp_path):
 def test_classify_resumes_bit_for_bit(bbc_corpus, tmp_path):
     """Fine-tuning (dropout on, a stream of shuffled batches that crosses epochs) checkpoints every evaluation; a
     copy of the run without its last checkpoint resumes from the one before to the same weights, bit for bit."""
-    import shutil
-
-    from genfeat.train.checkpoint import latest_checkpoint, load_weights
+    from tests.resume_check import assert_resume_is_exact
 
     pre = tmp_path / "pre"
     main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(pre)])
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["run", "xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--train.max_steps", "8",
-                 "--train.eval_every", "3", "--out", str(a)]) == 0
-    shutil.copytree(a, b)
-    last = latest_checkpoint(b)
-    assert last.name == "step_00000008"
-    shutil.rmtree(last)
-    assert main(["run", "--resume", str(b)]) == 0
-    wa, wb = load_weights(a / last.relative_to(b) / "model.safetensors"), load_weights(last / "model.safetensors")
-    assert all(torch.equal(wa[k], wb[k]) for k in wa)
-    assert json.loads((a / "summary.json").read_text())["test_accuracy"] == \
-        json.loads((b / "summary.json").read_text())["test_accuracy"]
+    assert_resume_is_exact(["xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--train.max_steps", "8",
+                            "--train.eval_every", "3"], tmp_path, "test_accuracy")
 
 
 def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):

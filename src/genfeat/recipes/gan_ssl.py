@@ -91,16 +91,27 @@ class GanSSLRunConfig:
 
 
 @dataclass(frozen=True)
+class PixelCNNTrainConfig:
+    epochs: int = 3
+    max_steps: int | None = None  # the step budget; None: epochs x batches per epoch
+    batch_size: int = 64
+    lr: float = 1e-3
+    ckpt_every: int = 200  # steps
+
+    def __post_init__(self) -> None:
+        budget = self.max_steps if self.max_steps is not None else 1
+        if min(self.epochs, self.batch_size, self.ckpt_every, budget) < 1:
+            raise ConfigError("train.epochs, max_steps, batch_size and ckpt_every must be >= 1")
+
+
+@dataclass(frozen=True)
 class PixelCNNRunConfig:
     seed: int = 0
     data: ImageDataConfig = field(default_factory=ImageDataConfig)
     filters: int = 32
     n_blocks: int = 4
     n_mix: int = 5
-    epochs: int = 3
-    batch_size: int = 64
-    lr: float = 1e-3
-    ckpt_every: int = 200  # steps
+    train: PixelCNNTrainConfig = field(default_factory=PixelCNNTrainConfig)
 
 
 # ----------------------------------------------------------------------------------------- presets
@@ -162,8 +173,8 @@ def pixelcnn_fashion() -> PixelCNNRunConfig:
 
 def pixelcnn_tiny() -> PixelCNNRunConfig:
     """Seconds; for tests."""
-    return PixelCNNRunConfig(data=ImageDataConfig(limit_train=200), filters=8, n_blocks=1, n_mix=2, epochs=1,
-                             batch_size=50)
+    return PixelCNNRunConfig(data=ImageDataConfig(limit_train=200), filters=8, n_blocks=1, n_mix=2,
+                             train=PixelCNNTrainConfig(epochs=1, batch_size=50))
 
 
 PIXELCNN_PRESETS = {"mnist": pixelcnn_mnist, "fashion_mnist": pixelcnn_fashion, "tiny": pixelcnn_tiny}
@@ -312,17 +323,19 @@ def bits_per_dim_loss(model: PixelCNN, x: torch.Tensor) -> tuple[torch.Tensor, i
 
 def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     """Train the density model on the training images (in [-1, 1]) with Adam on bits/dim, checkpointing every
-    `ckpt_every` steps; report test bits/dim and the training images' log-p percentiles (the LD threshold
+    `train.ckpt_every` steps; report test bits/dim and the training images' log-p percentiles (the LD threshold
     candidates)."""
     seed_everything(cfg.seed)
     data = load_images(cfg.data)
     xt, xs = data["train"][0] * 2 - 1, data["test"][0][:2000] * 2 - 1
     model = PixelCNN(1, cfg.filters, cfg.n_blocks, cfg.n_mix)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    batches = EpochBatches(xt, cfg.batch_size, np.random.default_rng(cfg.seed))
+    tc = cfg.train
+    opt = torch.optim.Adam(model.parameters(), lr=tc.lr)
+    batches = EpochBatches(xt, tc.batch_size, np.random.default_rng(cfg.seed))
     t0 = time.perf_counter()
-    loop = TrainConfig(max_steps=cfg.epochs * batches.per_epoch, schedule="constant", warmup_steps=0, clip_norm=0.0,
-                       precision="fp32", log_every=50, eval_every=0, ckpt_every=cfg.ckpt_every)
+    budget = tc.max_steps if tc.max_steps is not None else tc.epochs * batches.per_epoch
+    loop = TrainConfig(max_steps=budget, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
+                       log_every=50, eval_every=0, ckpt_every=tc.ckpt_every)
     res = fit(model, bits_per_dim_loss, batches, loop, run_dir, resume_from=resume_from, optimizer=opt,
               desc="pixelcnn")
     model.eval()
@@ -338,7 +351,7 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
         run_dir, f"PixelCNN density model of {cfg.data.dataset}", {"test_bits_per_dim": round(test_bpd, 4)},
         params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=None,
         wall_s=time.perf_counter() - t0, train_s=res.train_time,
-        details={"epochs": cfg.epochs, "filters": cfg.filters, "n_blocks": cfg.n_blocks,
+        details={"epochs": round(res.step / batches.per_epoch, 2), "filters": cfg.filters, "n_blocks": cfg.n_blocks,
                  "train_logp_percentiles": percentiles},
         notes=[f"Test bits/dim on the first {len(xs):,} test images, final weights. Log-density percentiles of "
                f"the training images (candidates for the LD threshold ε): {percentiles}."])

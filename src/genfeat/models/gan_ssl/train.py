@@ -279,9 +279,9 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     def evaluate(_: nn.Module) -> dict[str, float]:
         return {"valid_errors": count_errors(disc, x_valid, y_valid), "test_errors": count_errors(disc, x_test, y_test)}
 
-    loop = TrainConfig(max_steps=cfg.max_steps or cfg.epochs * iters, clip_norm=0.0, precision="fp32",
-                       log_every=iters, eval_every=iters, keep_last=2, early_stop_metric="valid_errors",
-                       early_stop_mode="min")
+    budget = cfg.max_steps if cfg.max_steps is not None else cfg.epochs * iters
+    loop = TrainConfig(max_steps=budget, clip_norm=0.0, precision="fp32", log_every=iters, eval_every=iters,
+                       keep_last=2, early_stop_metric="valid_errors", early_stop_mode="min")
     res = fit(nets, method, batches, loop, run_dir, evaluate=evaluate, resume_from=resume_from,
               desc=f"gan_ssl {cfg.method}")
     C.load_model_weights(nets, Path(run_dir) / C.WEIGHTS)  # the best-validation networks

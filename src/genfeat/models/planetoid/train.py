@@ -47,6 +47,7 @@ class PlanetoidTrainConfig:
     lr_ctx: float | None = None  # None: 0.025 for T and G, 0.01 for I
     warmup_steps: int | None = None  # None: 2000, scaled with the graph (`context_budget`)
     rounds: int | None = None  # None: 3000, scaled with the graph
+    max_steps: int | None = None  # the whole step budget (warm-up steps + rounds); None: warm-up + rounds
     eval_every: int = 50  # rounds
     patience: int = 0  # stop after this many evaluations without a better validation accuracy (0: never)
 
@@ -57,6 +58,8 @@ class PlanetoidTrainConfig:
             raise ConfigError("train.n1, train.n2 and train.eval_every must be >= 1")
         if (self.warmup_steps is not None and self.warmup_steps < 0) or (self.rounds is not None and self.rounds < 1):
             raise ConfigError("train.warmup_steps must be >= 0 and train.rounds >= 1")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ConfigError("train.max_steps must be >= 1")
 
 
 BASE_WARMUP, BASE_ROUNDS, BASE_NODES = 2000, 3000, 3000
@@ -197,6 +200,8 @@ def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cf
                 (("train", data.train_idx), ("valid", data.val_idx), ("test", data.test_idx))}
 
     steps = warmup + (int(rounds * cfg.t2) if context_only else rounds)
+    if cfg.max_steps is not None:
+        steps = cfg.max_steps
     loop = TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=cfg.eval_every,
                        eval_every=cfg.eval_every, eval_from=warmup, ckpt_every=0 if not context_only else steps,
                        early_stop_metric="valid_acc", early_stop_mode="max", patience=cfg.patience)
