@@ -79,11 +79,17 @@ def interleaved_median_seconds(steps: dict[str, Callable[[], None]], repeats: in
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def reading(name: str) -> str:
+    """The interpretation of a results page: written by hand, after the numbers, in docs/results/<name>.reading.md
+    (a re-run or a re-render keeps it; never passed on a command line)."""
+    path = RESULTS / f"{name}.reading.md"
+    return path.read_text().strip() if path.is_file() else ""
+
+
 def result_args(ap: argparse.ArgumentParser, seeds: list[int], runs: str | None = None) -> None:
-    """The options every results benchmark shares: --seeds, --reading, --render-only and, for benchmarks that keep
-    one directory per run (resumable, shared by parallel workers), --runs, --train-only and --collect."""
+    """The options every results benchmark shares: --seeds, --render-only and, for benchmarks that keep one
+    directory per run (resumable, shared by parallel workers), --runs, --train-only and --collect."""
     ap.add_argument("--seeds", type=int, nargs="+", default=seeds)
-    ap.add_argument("--reading", default="", help="an interpretation paragraph kept in the JSON")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
     if runs is not None:
         ap.add_argument("--runs", default=runs, help="where the trained runs are kept")

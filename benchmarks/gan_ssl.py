@@ -21,7 +21,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, render, result_args, write_results
+from benchmarks.common import claim_run_dir, reading, render, result_args, write_results
 from genfeat.recipes import gan_ssl as R
 
 NAME = "gan_ssl"
@@ -132,7 +132,7 @@ def markdown(record: dict[str, Any]) -> str:
 |---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 {check}
-{res.get('reading', '')}
+{reading(NAME)}
 """
 
 
@@ -162,7 +162,7 @@ def main() -> None:
                 f"{pix['test_bits_per_dim']} bits/dim, 10th percentile of training log-p "
                 f"{pix['train_logp_percentiles']['10']}") if pix else "none trained"
     check = ld_direction_check(dens.parent, float(pix["train_logp_percentiles"]["10"])) if pix else None
-    print(write_results(NAME, {"epochs": args.epochs, "runs": runs, "pixelcnn": pix_desc, "reading": args.reading,
+    print(write_results(NAME, {"epochs": args.epochs, "runs": runs, "pixelcnn": pix_desc,
                                "ld_direction_check": check}, markdown, seeds=args.seeds))
 
 

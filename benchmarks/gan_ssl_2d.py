@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import RESULTS, render, result_args, write_results
+from benchmarks.common import RESULTS, reading, render, result_args, write_results
 from genfeat.data.synthetic2d import DATASETS, ComplementSampler, PerfectSampler, make_toy
 from genfeat.models.gan_ssl.toy2d import GENERATORS, evaluate_toy, generated_points, train_toy
 
@@ -108,7 +108,7 @@ Spec §5.1 claims:
 
 ![decision regions](gan_ssl_2d.png)
 
-{res.get('reading', '')}
+{reading(NAME)}
 """
 
 
@@ -155,7 +155,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     plot(keep, datas, RESULTS / f"{NAME}.png")
     print(write_results(NAME, {"datasets": list(DATASETS), "steps": args.steps, "hidden": args.hidden,
-                               "runs": runs, "claims": check(runs, list(DATASETS)), "reading": args.reading},
+                               "runs": runs, "claims": check(runs, list(DATASETS))},
                         markdown, seeds=args.seeds))
 
 

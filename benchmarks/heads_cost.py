@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks.common import interleaved_median_seconds, render, write_results
+from benchmarks.common import interleaved_median_seconds, reading, render, write_results
 from genfeat.heads.config import build_head, named_head
 from genfeat.losses.nll import nll
 from genfeat.nn.outputs import BackboneOutput
@@ -157,7 +157,7 @@ Goals from the issue:
 
 {chr(10).join(goals)}
 
-{res.get('reading', '')}
+{reading(NAME)}
 """
 
 
@@ -169,7 +169,6 @@ def main() -> None:
     ap.add_argument("--model-heads", nargs="*", default=MODEL_HEADS, help="whole-model timings (none: skip)")
     ap.add_argument("--model-batch", type=int, default=4, help="whole model: sequences per batch (thesis: 4)")
     ap.add_argument("--model-length", type=int, default=200, help="whole model: tokens per sequence (thesis: 200)")
-    ap.add_argument("--reading", default="", help="an interpretation paragraph kept in the JSON")
     ap.add_argument("--render-only", action="store_true")
     args = ap.parse_args()
     if args.render_only:
@@ -193,8 +192,7 @@ def main() -> None:
             model["flops"][mode] = {n: counted_flops(step) for n, step in steps.items()}
             for name, sec in model[mode].items():
                 print(f"GPT-2 Small {mode:5s} {name:14s} {sec * 1000:8.1f} ms", flush=True)
-    print(write_results(NAME, {"heads": HEADS, "configs": configs, "repeats": args.repeats, "model": model,
-                               "reading": args.reading}, markdown))
+    print(write_results(NAME, {"heads": HEADS, "configs": configs, "repeats": args.repeats, "model": model}, markdown))
 
 
 if __name__ == "__main__":

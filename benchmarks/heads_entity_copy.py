@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import render, result_args, write_results
+from benchmarks.common import reading, render, result_args, write_results
 from genfeat.data.corpora import load_corpus
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.heads.config import HEADS
@@ -153,7 +153,7 @@ prompt and how many of them are not in the prompt.
 Thesis direction (Table 2.5, GPT-2 Small on Wikipedia): Softmax + C + Mi copies proper nouns from the context 26% more
 than Softmax + Mi (16.66 vs 13.20) and matches the continuation's 14% more (7.55 vs 6.65).
 
-{res.get('reading', '')}
+{reading(NAME)}
 
 Example (first prompt, first model): *{ex.get('prompt', '')}* → **{ex.get('generated', '')}**
 """
@@ -197,7 +197,7 @@ def main() -> None:
             print(head, seed, json.dumps({k: v for k, v in rouge.items() if k != "example"}), flush=True)
             runs.append(row)
     print(write_results(NAME, {"heads": args.heads, "steps": args.steps, "prompts": args.prompts,
-                               "n_proper_nouns": len(nouns), "runs": runs, "reading": args.reading},
+                               "n_proper_nouns": len(nouns), "runs": runs},
                         markdown, seeds=args.seeds))
 
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, interleaved_median_seconds, render, result_args, write_results
+from benchmarks.common import claim_run_dir, interleaved_median_seconds, reading, render, result_args, write_results
 from benchmarks.heads_cost import time_heads
 from genfeat.heads.config import HEADS
 
@@ -176,7 +176,7 @@ The thesis's direction (Tables 2.1, 2.4: MFS < MoS < Softmax, CLR ≤ MFS at a f
 
 {checks}
 
-{res.get('reading', '')}
+{reading(NAME)}
 """
 
 
@@ -206,8 +206,7 @@ def main() -> None:
     if args.train_only:
         return
     record = {"gpt_heads": GPT_HEADS, "txl_heads": TXL_HEADS, "txl_steps": args.txl_steps, "repeats": args.repeats,
-              "runs": results, "head_seconds": head_times(args.repeats), "model_seconds": model_times(args.repeats),
-              "reading": args.reading}
+              "runs": results, "head_seconds": head_times(args.repeats), "model_seconds": model_times(args.repeats)}
     print(write_results(NAME, record, markdown, seeds=args.seeds))
 
 

@@ -25,7 +25,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, render, result_args, write_results
+from benchmarks.common import claim_run_dir, reading, render, result_args, write_results
 from genfeat.recipes import seqrec as R
 from genfeat.train.checkpoint import latest_checkpoint
 
@@ -137,7 +137,7 @@ GRU4Rec for + C), here on validation NDCG@10 (mean over the seeds both rows have
 
 {direction(res["runs"])}
 
-{res.get('reading', '')}
+{reading(NAME)}
 """
 
 
@@ -167,8 +167,7 @@ def main() -> None:
             runs.append(r)
     if not args.train_only:
         print(write_results(NAME, {"epochs": args.epochs, "patience": args.patience, "stride": args.stride,
-                                   "runs": runs,
-                                   "reading": args.reading}, markdown, seeds=args.seeds, device=device))
+                                   "runs": runs}, markdown, seeds=args.seeds, device=device))
 
 
 if __name__ == "__main__":

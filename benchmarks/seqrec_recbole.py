@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import render, result_args, write_results
+from benchmarks.common import reading, render, result_args, write_results
 
 NAME = "seqrec_recbole"
 EPOCH = re.compile(r"epoch \d+ training \[time: ([\d.]+)s")  # RecBole's log line per epoch, colours stripped
@@ -135,7 +135,7 @@ tied softmax (genfeat's "plain" head). ×100.
 |---|---|---|---|---|---|---|---|
 {rows}
 {saved}
-{res.get('reading', '')}
+{reading(NAME)}
 """
 
 
@@ -155,7 +155,7 @@ def main() -> None:
         return
     runs = [run_one(args.python, s, args) for s in args.seeds]
     print(write_results(NAME, {"epochs": args.epochs, "patience": args.patience, "threads": args.threads,
-                               "runs": runs, "reading": args.reading}, markdown, seeds=args.seeds))
+                               "runs": runs}, markdown, seeds=args.seeds))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import RESULTS, render, write_results
+from benchmarks.common import RESULTS, reading, render, write_results
 from genfeat.data.seqrec_synthetic import make_world
 from genfeat.heads.config import HeadConfig
 from genfeat.metrics.ranking import full_ranking_metrics, history_mass
@@ -155,7 +155,7 @@ Spec §11 claims (checked from the numbers above by the benchmark):
 
 {claims}
 
-{diag}{res.get('reading', '')}
+{diag}{reading(NAME)}
 """
 
 

@@ -28,7 +28,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, render, result_args, write_results
+from benchmarks.common import claim_run_dir, reading, render, result_args, write_results
 from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.recipes import xlnet as X
 from genfeat.recipes import xlnet_finetune as F
@@ -236,7 +236,7 @@ Diagnostics on the same labeled subsets, no fine-tuning: logistic regression on 
 Unigram cross-entropy of the validation text's pieces (training-text counts):
 {res.get('probes', {}).get('unigram_valid_ce', [float('nan')])[0]:.3f} nats.
 {curve(res.get('probes', {}).get('curve'))}
-{res.get('reading', '')}
+{reading(record['name'])}
 """
 
 
@@ -272,8 +272,9 @@ def main() -> None:
     print(write_results(args.name, {"pretrain_steps": args.pretrain_steps, "finetune_steps": args.finetune_steps,
                                     "corpus": args.corpus, "probes": diag, "max_len": args.max_len,
                                     "finetune_lr": args.finetune_lr, "pretrain": pre,
-                                    "runs": [{k: v for k, v in r.items() if k != "machine"} for r in runs],
-                                    "reading": args.reading}, markdown, seeds=args.seeds))
+                                    "runs": [{k: v for k, v in r.items() if k != "machine"} for r in runs]},
+                        markdown, seeds=args.seeds))
+
 
 if __name__ == "__main__":
     main()

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import render, result_args, write_results
+from benchmarks.common import reading, render, result_args, write_results
 from genfeat.data.plm import perm_mask_from_ranks, sample_ranks
 from genfeat.data.plm_synthetic import MASK, new_york, new_york_vocab, right_ctx, right_ctx_vocab
 from genfeat.losses.nll import nll
@@ -192,7 +192,7 @@ PLM at least 1 nat below the AR LM for every seed: **{'yes' if ok2 else 'no'}**.
 Training time per model (s): PLM D1 {ms('d1_plm_s')}, MLM D1 {ms('d1_mlm_s')}, PLM D2 {ms('d2_plm_s')},
 AR D2 {ms('d2_ar_s')}.
 
-{record['results'].get('reading', '')}
+{reading(NAME)}
 """
 
 
@@ -205,7 +205,7 @@ def main() -> None:
         print(render(NAME, markdown))
         return
     runs = [run_seed(s, args.steps) for s in args.seeds]
-    print(write_results(NAME, {"steps": args.steps, "runs": runs, "reading": args.reading}, markdown,
+    print(write_results(NAME, {"steps": args.steps, "runs": runs}, markdown,
                         seeds=args.seeds))
 
 

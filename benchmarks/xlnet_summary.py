@@ -79,7 +79,7 @@ def markdown(record: dict[str, Any]) -> str:
                      f"batch × T | genfeat tokens/s | HF tokens/s | speed-up |\n|---|---|---|---|---|\n{rows}"
                      + ("" if h["device"].startswith("cuda") else "\n\nNo GPU / bf16 row: the sessions that ran this "
                         "benchmark had no GPU."))
-    sources = "\n".join(f"- {n}: `{s['command'].split(' --reading')[0]}` ({s['date']}, {s['machine']})"
+    sources = "\n".join(f"- {n}: `{s['command']}` ({s['date']}, {s['machine']})"
                         for n, s in res["sources"].items())
     body = "\n\n".join(parts)
     return f"# XLNet results\n\n{{header}}\n{body}\n\n## Sources\n\n{sources}\n"
