@@ -33,13 +33,24 @@ def header(record: dict[str, Any]) -> str:
             f"device {m.get('gpu', m['device'])}, torch {m['torch']}, Python {m['python']}\n\n")
 
 
+def ran_on() -> str:
+    """The device a benchmark's work ran on: its --device argument when it has one, else what genfeat's `auto`
+    picks here (the device its recipe runs use), a GPU when there is one."""
+    from genfeat.train.distributed import resolve_device
+
+    args = sys.argv[1:]
+    chosen = args[args.index("--device") + 1] if "--device" in args[:-1] else "auto"
+    return str(resolve_device(chosen))
+
+
 def write_results(name: str, results: dict[str, Any], markdown: str | Callable[[dict[str, Any]], str],
-                  seeds: list[int] | None = None, device: str = "cpu") -> Path:
+                  seeds: list[int] | None = None, device: str | None = None) -> Path:
     """docs/results/<name>.json (machine-readable) and <name>.md (for people). `markdown` is a text with a
-    `{header}` placeholder, or a function of the JSON record (so the page can be re-rendered from it)."""
+    `{header}` placeholder, or a function of the JSON record (so the page can be re-rendered from it). `device`:
+    where the measured work ran (None: `ran_on()`); the header names the GPU model when it is one."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     record = {"name": name, "command": command(), "date": datetime.date.today().isoformat(),
-              "machine": machine_info(device), "seeds": seeds or [], "results": results}
+              "machine": machine_info(device or ran_on()), "seeds": seeds or [], "results": results}
     (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     return render(name, markdown, record)
 

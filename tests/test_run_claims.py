@@ -46,3 +46,15 @@ def test_unknown_owner_by_age(tmp_path):
     (run / "metrics.jsonl").write_text("{}\n")
     assert not claim_run_dir(run, stale_s=3600)  # written just now: maybe alive elsewhere
     assert claim_run_dir(run, stale_s=0)
+
+
+def test_results_record_the_device_that_ran(monkeypatch):
+    """A benchmark's --device is what its results page names; without one, the device genfeat's `auto` picks."""
+    import torch
+    from benchmarks import common
+
+    monkeypatch.setattr(sys, "argv", ["benchmarks/x.py", "--steps", "3", "--device", "cpu"])
+    assert common.ran_on() == "cpu"
+    monkeypatch.setattr(sys, "argv", ["benchmarks/x.py", "--steps", "3"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert common.ran_on() == "cuda:0"
