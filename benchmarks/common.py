@@ -90,6 +90,17 @@ def interleaved_median_seconds(steps: dict[str, Callable[[], None]], repeats: in
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def mean_std(values: list[float], digits: int = 2, scale: float = 1.0) -> str:
+    """"mean ± std" (sample std over seeds) of `values` × `scale`, `digits` decimals; one value: the value alone;
+    none: "–"."""
+    v = [scale * x for x in values]
+    if not v:
+        return "–"
+    if len(v) == 1:
+        return f"{v[0]:.{digits}f}"
+    return f"{statistics.mean(v):.{digits}f} ± {statistics.stdev(v):.{digits}f}"
+
+
 def reading(name: str) -> str:
     """The interpretation of a results page: written by hand, after the numbers, in docs/results/<name>.reading.md
     (a re-run or a re-render keeps it; never passed on a command line)."""

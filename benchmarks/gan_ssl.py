@@ -17,11 +17,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, reading, render, result_args, write_results
+from benchmarks.common import claim_run_dir, mean_std, reading, render, result_args, write_results
 from genfeat.recipes import gan_ssl as R
 
 NAME = "gan_ssl"
@@ -109,10 +108,7 @@ def markdown(record: dict[str, Any]) -> str:
         ds, kind = variant.split("_", 1)
 
         def ms(k, runs=runs):
-            v = [r[k] for r in runs if k in r]
-            if not v:
-                return "–"
-            return f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
+            return mean_std([r[k] for r in runs if k in r], 1)
         rows.append(f"| {'MNIST (100 labels)' if ds == 'mnist' else 'Fashion-MNIST (1,000 labels)'} | "
                     f"{LABELS[kind]} | {ms('test_errors')} | {THESIS.get(variant, '–')} | {ms('max_logp_generated')} | "
                     f"{ms('r_real')} | {ms('r_gen')} | {ms('epoch_s')} | {len(runs)} |")

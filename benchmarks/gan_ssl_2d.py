@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import RESULTS, reading, render, result_args, write_results
+from benchmarks.common import RESULTS, mean_std, reading, render, result_args, write_results
 from genfeat.data.synthetic2d import DATASETS, ComplementSampler, PerfectSampler, make_toy
 from genfeat.models.gan_ssl.toy2d import GENERATORS, evaluate_toy, generated_points, train_toy
 
@@ -85,8 +85,7 @@ def markdown(record: dict[str, Any]) -> str:
             runs = [r for r in res["runs"] if r["dataset"] == name and r["generator"] == kind]
 
             def ms(k, runs=runs):
-                v = [r[k] for r in runs if k in r]
-                return f"{statistics.mean(v):.3f} ± {statistics.stdev(v):.3f}" if len(v) > 1 else "–"
+                return mean_std([r[k] for r in runs if k in r], 3)
             per_seed = ", ".join(f"{r['accuracy']:.2f}" for r in runs)
             rows.append(f"| {name} | {kind} | {ms('accuracy')} | {ms('r_real')} | {ms('r_gen')} | {per_seed} |")
     claims = "\n".join(f"- {c}" for c in res["claims"])

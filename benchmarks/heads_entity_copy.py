@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import reading, render, result_args, write_results
+from benchmarks.common import mean_std, reading, render, result_args, write_results
 from genfeat.data.corpora import load_corpus
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.heads.config import HEADS
@@ -125,8 +125,7 @@ def markdown(record: dict[str, Any]) -> str:
             continue
 
         def c(kind, key, runs=runs):
-            v = [r["rouge"][kind][key] for r in runs]
-            return f"{statistics.mean(v):.2f}" + (f" ± {statistics.stdev(v):.2f}" if len(v) > 1 else "")
+            return mean_std([r["rouge"][kind][key] for r in runs], 2)
         ppl = [r["test_ppl"] for r in runs]
         ppl_std = f" ± {statistics.stdev(ppl):.1f}" if len(ppl) > 1 else ""
         rows.append(f"| {LABELS.get(head, head)} | {statistics.mean(ppl):.1f}{ppl_std} | "

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from benchmarks.common import render, write_results
+from benchmarks.common import mean_std, render, write_results
 from genfeat.heads.config import HeadConfig, build_head
 from genfeat.nn.outputs import BackboneOutput
 
@@ -117,7 +117,7 @@ def train_one(head_cfg: HeadConfig, layout: str, seed: int, steps: int) -> dict[
 
 
 def _mean_std(xs: list[float]) -> str:
-    return f"{statistics.fmean(xs):.3f} ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"
+    return mean_std(xs, 3)
 
 
 def markdown(record: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, reading, render, result_args, write_results
+from benchmarks.common import claim_run_dir, mean_std, reading, render, result_args, write_results
 from genfeat.recipes import seqrec as R
 from genfeat.train.checkpoint import latest_checkpoint
 
@@ -69,8 +69,7 @@ def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None
 
 
 def ms(v: list[float]) -> str:
-    """×100, mean ± std (the value alone for one seed)."""
-    return f"{100 * statistics.mean(v):.2f} ± {100 * statistics.stdev(v):.2f}" if len(v) > 1 else f"{100 * v[0]:.2f}"
+    return mean_std(v, 2, scale=100)  # ×100
 
 
 def protocol(stride: int) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import RESULTS, reading, render, write_results
+from benchmarks.common import RESULTS, mean_std, reading, render, write_results
 from genfeat.data.seqrec_synthetic import make_world
 from genfeat.heads.config import HeadConfig
 from genfeat.metrics.ranking import full_ranking_metrics, history_mass
@@ -107,8 +107,8 @@ def diagnose(epochs: int, seed: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
-def mean_std(v: list[float]) -> str:
-    return f"{statistics.mean(v):.4f} ± {statistics.stdev(v):.4f}" if len(v) > 1 else f"{v[0]:.4f}"
+def ms4(v: list[float]) -> str:
+    return mean_std(v, 4)
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -124,7 +124,7 @@ def markdown(record: dict[str, Any]) -> str:
                 if not runs:
                     continue
                 def col(k, runs=runs):
-                    return mean_std([r[k] for r in runs])
+                    return ms4([r[k] for r in runs])
                 name = "RepeatNet" if enc == "repeatnet" else f"{'SASRec' if enc == 'sasrec' else 'GRU4Rec'} + " \
                                                               f"{LABELS[head]}"
                 rows.append(f"| {name} | {len(runs)} | {col('valid_ndcg@10')} | {col('valid_hit@10')} | "

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS, command, render, write_results
+from benchmarks.common import RESULTS, command, mean_std, render, write_results
 from genfeat.analysis.recl import context_losses, recl
 from genfeat.config import dump_yaml, override, to_dict
 from genfeat.data.lm_data import prepare_lm_data
@@ -139,8 +139,6 @@ def memory_sweep(keep: Path, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def mean_std(vals: list[float]) -> str:
-    return f"{statistics.mean(vals):.2f} ± {statistics.stdev(vals) if len(vals) > 1 else 0.0:.2f}"
 
 
 def markdown(record: dict[str, Any]) -> str:

@@ -24,11 +24,10 @@ import argparse
 import dataclasses
 import functools
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, reading, render, result_args, write_results
+from benchmarks.common import claim_run_dir, mean_std, reading, render, result_args, write_results
 from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.recipes import xlnet as X
 from genfeat.recipes import xlnet_finetune as F
@@ -171,8 +170,7 @@ PROBES = {"tfidf": "TF-IDF bag of words", "probe_plm": "mean-pooled states, PLM-
 
 
 def _ms(v: list[float]) -> str:
-    v = [100 * x for x in v]
-    return f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
+    return mean_std(v, 1, scale=100)
 
 
 def curve(points: dict[str, list] | None) -> str:
@@ -206,8 +204,7 @@ def markdown(record: dict[str, Any]) -> str:
             continue
 
         def ms(k, runs=runs):
-            v = [100 * r[k] for r in runs]
-            return f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:.1f}"
+            return _ms([r[k] for r in runs])
         pre = res["pretrain"].get(init, {})
         nll = f"{pre['valid_loss']:.3f}" if "valid_loss" in pre else "–"
         rows.append(f"| {label} | {ms('test_accuracy')} | {ms('valid_accuracy')} | {nll} | {len(runs)} |")

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import time
 from typing import Any
 
 import numpy as np
 import torch
 
-from benchmarks.common import reading, render, result_args, write_results
+from benchmarks.common import mean_std, reading, render, result_args, write_results
 from genfeat.data.plm import perm_mask_from_ranks, sample_ranks
 from genfeat.data.plm_synthetic import MASK, new_york, new_york_vocab, right_ctx, right_ctx_vocab
 from genfeat.losses.nll import nll
@@ -159,8 +158,7 @@ def markdown(record: dict[str, Any]) -> str:
     runs = record["results"]["runs"]
 
     def ms(k):
-        v = [r[k] for r in runs]
-        return f"{statistics.mean(v):.3f} ± {statistics.stdev(v):.3f}" if len(v) > 1 else f"{v[0]:.3f}"
+        return mean_std([r[k] for r in runs], 3)
     plm = [(r["d1_plm_a_first"] + r["d1_plm_b_first"]) / 2 for r in runs]
     ok1 = all(p < r["d1_mlm"] - 0.4 for p, r in zip(plm, runs, strict=True))
     ok2 = all(r["d2_plm"] < r["d2_ar"] - 1.0 for r in runs)
