@@ -17,9 +17,19 @@ def test_lr_schedules():
     assert cos(110) == pytest.approx(0.1)
     inv = lr_lambda(TrainConfig(warmup_steps=4, schedule="inverse_sqrt"))
     assert inv(15) == pytest.approx(math.sqrt(4 / 16))
-    lin = lr_lambda(TrainConfig(max_steps=12, warmup_steps=2, schedule="linear", min_lr_ratio=0.0))
-    assert lin(7) == pytest.approx(0.5)
+    lin = lr_lambda(TrainConfig(max_steps=22, warmup_steps=2, schedule="linear", min_lr_ratio=0.0))
+    assert lin(12) == pytest.approx(0.5)
     assert lr_lambda(TrainConfig(warmup_steps=0, schedule="constant"))(500) == 1.0
+
+
+def test_a_shortened_run_warms_up_for_at_most_a_fifth_of_it():
+    """A preset's warm-up of 200 steps on a run cut to 100 steps would never reach the peak learning rate: the
+    warm-up is at most a fifth of max_steps (20 here), and unchanged when the run is long enough."""
+    short = lr_lambda(TrainConfig(max_steps=100, warmup_steps=200, schedule="cosine", min_lr_ratio=0.0))
+    assert short(0) == pytest.approx(0.05) and short(19) == pytest.approx(1.0) and short(99) < 0.01
+    long = lr_lambda(TrainConfig(max_steps=3200, warmup_steps=200, schedule="cosine"))
+    assert long(99) == pytest.approx(0.5) and long(199) == pytest.approx(1.0)
+    assert lr_lambda(TrainConfig(max_steps=6, warmup_steps=2, schedule="constant"))(0) == pytest.approx(1.0)
 
 
 def test_grad_accumulation_matches_one_big_batch(tmp_path):

@@ -42,7 +42,7 @@ from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice, pair_inputs
 from genfeat.recipes.lm import seed_everything
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
-from genfeat.train.loop import FitResult, TrainConfig, fit
+from genfeat.train.loop import FitResult, TrainConfig, effective_warmup, fit
 from genfeat.train.optim import finetune_optimizer
 from genfeat.train.record import write_record
 from genfeat.train.step import OneLoss
@@ -195,8 +195,9 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
     checkpoints every eval_every steps, exact resume; keep the weights with the best `evaluate` score, logged
     as `metric` (the last weights when evaluate is None); those weights are loaded back."""
     opt = finetune_optimizer(model, ft.lr, ft.weight_decay, ft.layer_decay, ft.adam_eps)
+    warmup = effective_warmup(ft.warmup_steps, ft.max_steps)
     method = OneLoss(lambda m, b: (loss_fn(m, b), len(b["input_ids"])), opt, lambda s: min(
-        (s + 1) / max(1, ft.warmup_steps), max(0.0, (ft.max_steps - s) / max(1, ft.max_steps - ft.warmup_steps))))
+        (s + 1) / max(1, warmup), max(0.0, (ft.max_steps - s) / max(1, ft.max_steps - warmup))))
     loop = TrainConfig(max_steps=ft.max_steps, clip_norm=1.0, precision="fp32", log_every=10, eval_every=ft.eval_every,
                        ckpt_every=ft.eval_every, early_stop_metric=metric, early_stop_mode="max")
     res = fit(model, method, StreamBatches(train, ft.batch_size, np.random.default_rng(seed)), loop, run_dir,

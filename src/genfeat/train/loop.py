@@ -47,7 +47,7 @@ class TrainConfig:
     max_steps: int | None = 1000  # None: the recipe's own budget (seqrec: epochs x steps per epoch)
     lr: float = 3e-4
     min_lr_ratio: float = 0.1  # cosine/linear decay floor, as a fraction of lr
-    warmup_steps: int = 100
+    warmup_steps: int = 100  # at most a fifth of max_steps (at least 1): a shortened run warms up for less
     schedule: Literal["cosine", "linear", "inverse_sqrt", "constant"] = "cosine"
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.999)
@@ -95,9 +95,16 @@ class FitResult:
         return self.tokens / max(self.train_time, 1e-9)
 
 
+def effective_warmup(warmup: int, max_steps: int) -> int:
+    """The warm-up actually used: `warmup` steps, but never more than a fifth of the run (at least one step when
+    there is any), so `--train.max_steps` well below a preset's budget shortens the warm-up with it. Every preset's
+    warm-up is within a fifth of its budget (the largest: SQuAD's 1,000 of 8,000), so presets keep theirs."""
+    return min(warmup, max(1, max_steps // 5)) if warmup else 0
+
+
 def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
-    """Multiplier of cfg.lr at step s (0-based): linear warmup, then the chosen decay."""
-    w, total, floor = cfg.warmup_steps, cfg.max_steps, cfg.min_lr_ratio
+    """Multiplier of cfg.lr at step s (0-based): linear warmup (`effective_warmup`), then the chosen decay."""
+    w, total, floor = effective_warmup(cfg.warmup_steps, cfg.max_steps), cfg.max_steps, cfg.min_lr_ratio
 
     def f(s: int) -> float:
         if s < w:
