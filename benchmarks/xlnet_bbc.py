@@ -82,7 +82,7 @@ def probes(args) -> dict[str, Any]:
     from sklearn.linear_model import LogisticRegression
 
     from genfeat.models.xlnet import XLNet
-    from genfeat.models.xlnet.heads import pair_inputs
+    from genfeat.tasks.inputs import pair_inputs
     from genfeat.train.checkpoint import checkpoint_dirs, load_weights
 
     data, _ = F.classification_data(F.bbc_100())

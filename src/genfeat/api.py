@@ -83,15 +83,19 @@ def score(model: CausalLM, tokenizer: Any, text: str) -> dict[str, float]:
 class HFBackbone(nn.Module):
     """A Hugging Face transformer (anything whose forward takes input_ids and returns last_hidden_state, e.g.
     `AutoModel`) as a genfeat backbone: `BackboneOutput(hidden (B, T, d), all_hidden (embeddings + every layer)
-    when output_all_hidden)`."""
+    when output_all_hidden)`; also the encoder of a task model (`genfeat.tasks.heads.SequenceClassifier(
+    HFBackbone(bert), d, n_labels, pool="first")`)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
         self.d_model = model.config.hidden_size
 
-    def forward(self, input_ids: Tensor, output_all_hidden: bool = False) -> BackboneOutput:
-        out = self.model(input_ids=input_ids, output_hidden_states=output_all_hidden)
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                output_all_hidden: bool = False) -> BackboneOutput:
+        extra = {k: v for k, v in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask))
+                 if v is not None}  # what an encoder's task model passes (`genfeat.tasks`)
+        out = self.model(input_ids=input_ids, output_hidden_states=output_all_hidden, **extra)
         return BackboneOutput(hidden=out.last_hidden_state,
                               all_hidden=tuple(out.hidden_states) if output_all_hidden else None)
 

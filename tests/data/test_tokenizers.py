@@ -77,3 +77,11 @@ def test_run_directory_tokenizer_reads_in_hugging_face_tokenizers(tmp_path, kind
     for text in [*lines, "unseen wörds zzz", "x\ny"]:
         assert hf.encode(text).ids == tok.encode(text), text
     assert load_tokenizer(tmp_path).encode(lines[0]) == tok.encode(lines[0])  # genfeat reads its own file
+
+
+def test_a_run_directory_from_before_the_rename_says_what_to_do(tmp_path):
+    from genfeat.errors import DataError
+
+    WordTokenizer.build(["a b"]).save(tmp_path / "tokenizer.json")  # genfeat's format under HF's name
+    with pytest.raises(DataError, match="rename it to genfeat_tokenizer.json"):
+        load_tokenizer(tmp_path)

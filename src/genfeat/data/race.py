@@ -13,7 +13,7 @@ import torch
 
 from genfeat.data.tokenizers import SentencePieceTokenizer
 from genfeat.errors import DataError
-from genfeat.models.xlnet.heads import pair_inputs
+from genfeat.tasks.inputs import pair_inputs
 
 
 @dataclass

@@ -321,6 +321,14 @@ def _bytes_to_unicode() -> list[str]:
     return [out[b] for b in range(256)]
 
 
+def _head(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(200)
+    except OSError:
+        return ""
+
+
 def save_tokenizer(tok: Tokenizer, directory: str | Path) -> None:
     """genfeat_tokenizer.json, and HF's tokenizer.json (or spiece.model for SentencePiece) beside it."""
     from genfeat.config import atomic_write_bytes, atomic_write_text
@@ -338,6 +346,9 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     """From a genfeat tokenizer file, or a directory holding genfeat_tokenizer.json (a run directory)."""
     path = Path(path)
     if path.is_dir():
+        if not (path / GENFEAT_FILE).is_file() and '"kind"' in _head(path / HF_FILE):
+            raise DataError(f"{path / HF_FILE} is genfeat's own tokenizer format, as earlier genfeat versions wrote "
+                            f"it; rename it to {GENFEAT_FILE} (tokenizer.json now holds HF's format)")
         path = path / GENFEAT_FILE
     try:
         data = json.loads(path.read_text())

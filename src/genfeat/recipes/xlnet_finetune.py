@@ -39,8 +39,9 @@ from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_t
 from genfeat.errors import ConfigError, DataError
 from genfeat.metrics.squad import best_null_threshold, squad_scores
 from genfeat.models.xlnet import XLNetConfig
-from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice, pair_inputs
+from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
 from genfeat.recipes.lm import seed_everything
+from genfeat.tasks.inputs import pair_inputs
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
 from genfeat.train.loop import FitResult, TrainConfig, effective_warmup, fit
 from genfeat.train.optim import finetune_optimizer
@@ -165,7 +166,8 @@ def load_pretrained(run: str | Path) -> tuple[SentencePieceTokenizer, XLNetConfi
         raise ConfigError("fine-tuning needs pretrained=RUN_DIR (an xlnet_pretrain run: its tokenizer and network; "
                           "with init=scratch its weights are not used)")
     run = Path(run)
-    if not (run / "model_config.json").is_file() or not (run / GENFEAT_FILE).is_file():
+    if not (run / "model_config.json").is_file() or not ((run / GENFEAT_FILE).is_file() or
+                                                          (run / "tokenizer.json").is_file()):
         raise ConfigError(f"{run}: not an xlnet_pretrain run directory (model_config.json / {GENFEAT_FILE} "
                           "missing); train one with `genfeat run xlnet_pretrain`")
     cfg = XLNetConfig(**json.loads((run / "model_config.json").read_text()))
