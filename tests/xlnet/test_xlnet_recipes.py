@@ -260,3 +260,40 @@ def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):
         ref = hf(input_ids=x).logits
         mine = ours(x)[0].scores
     assert torch.allclose(mine, ref, atol=1e-4), (mine - ref).abs().max()
+
+
+@pytest.mark.dist
+def test_torchrun_fine_tuning_matches_one_process(bbc_corpus, tmp_path):
+    """xlnet_classify on two CPU ranks (gloo, DDP, each rank half of every batch of 4) logs the losses of one process
+    with the same global batch and ends at its weights (dropout off: the masks are the only per-rank randomness)."""
+    import subprocess
+    import sys
+
+    from genfeat.train.checkpoint import load_weights
+    from genfeat.train.logging import read_metrics
+
+    pre = tmp_path / "pre"
+    assert main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(pre)]) == 0
+    args = ["run", "xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--train.dropout", "0",
+            "--train.max_steps", "6", "--train.eval_every", "3"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "genfeat",
+           *args, "--out", str(tmp_path / "two")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def losses(run):
+        return [r["loss"] for r in read_metrics(run) if "loss" in r]
+    assert len(losses(tmp_path / "one")) >= 1
+    assert losses(tmp_path / "two") == pytest.approx(losses(tmp_path / "one"), rel=1e-4)
+    one = load_weights(tmp_path / "one/checkpoints/step_00000006/model.safetensors")
+    two = load_weights(tmp_path / "two/checkpoints/step_00000006/model.safetensors")
+    for k, v in one.items():
+        torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5)
+    assert json.loads((tmp_path / "two/summary.json").read_text())["world_size"] == 2
+    from genfeat.train.checkpoint import load_trainer_state
+
+    rows = [load_trainer_state(tmp_path / run / "checkpoints/step_00000006")["tokens"] for run in ("one", "two")]
+    assert rows[0] == rows[1] == 6 * 4  # each rank took half of every batch: the same rows as one process

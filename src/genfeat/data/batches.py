@@ -65,11 +65,18 @@ def _length(data: Tensor | Sequence[Tensor] | Mapping[str, Tensor]) -> int:
 
 
 class StreamBatches:
+    """`batch_size` is the global batch: under torchrun every rank draws the same stream and keeps its contiguous
+    share of each batch (rank r of W: rows r·B/W to (r+1)·B/W), so W ranks see what one process would."""
+
     def __init__(self, data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], batch_size: int,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, rank: int = 0, world_size: int = 1):
+        if batch_size % world_size:
+            raise ValueError(f"the batch of {batch_size} does not split over {world_size} ranks")
         self.data, self.batch_size, self.rng = data, batch_size, rng
         self.n = _length(data)
         self.order = np.array([], dtype=np.int64)  # the rest of the stream drawn so far
+        share = batch_size // world_size
+        self.shard = slice(rank * share, (rank + 1) * share)
 
     def __iter__(self) -> StreamBatches:
         return self
@@ -78,7 +85,7 @@ class StreamBatches:
         if len(self.order) < self.batch_size:
             self.order = np.concatenate([self.order, self.rng.permutation(self.n)])
         idx, self.order = torch.from_numpy(self.order[: self.batch_size]), self.order[self.batch_size:]
-        return _rows(self.data, idx)
+        return _rows(self.data, idx[self.shard])
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state, "order": torch.from_numpy(self.order.copy())}

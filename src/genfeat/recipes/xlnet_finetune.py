@@ -42,6 +42,7 @@ from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
 from genfeat.recipes.lm import seed_everything
 from genfeat.tasks.inputs import pair_inputs
+from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
 from genfeat.train.loop import FitResult, TrainConfig, effective_warmup, fit
 from genfeat.train.optim import finetune_optimizer
@@ -62,6 +63,7 @@ class FinetuneConfig:
     adam_eps: float = 1e-8
     dropout: float = 0.1  # dropout and attention dropout (the reference's fine-tuning values)
     eval_every: int = 50
+    device: str = "auto"  # under torchrun: one rank per device, each with its share of every batch (DDP)
 
     def __post_init__(self) -> None:
         if min(self.max_steps, self.batch_size, self.eval_every) < 1 or self.lr <= 0:
@@ -187,6 +189,7 @@ def build(cls: Callable[..., nn.Module], cfg: Any, *args) -> tuple[nn.Module, Se
         if cfg.init == "body":  # keep this model's freshly initialised (tied) word embeddings
             state["word_embedding.weight"] = model.transformer.word_embedding.weight.detach().clone()
         model.transformer.load_state_dict(state)
+    model.transformer.mask_emb.requires_grad_(False)  # the query stream's input: unused without a perm mask
     return model, tok
 
 
@@ -195,14 +198,22 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
              desc: str, metric: str = "valid", resume_from: Path | None = None) -> FitResult:
     """Train on mini-batches of the `train` tensors (first dimension = examples) through `train.fit`:
     checkpoints every eval_every steps, exact resume; keep the weights with the best `evaluate` score, logged
-    as `metric` (the last weights when evaluate is None); those weights are loaded back."""
+    as `metric` (the last weights when evaluate is None); those weights are loaded back. Under torchrun the model
+    is wrapped in DDP and each rank takes its share of every batch; `loss_fn` and `evaluate` get the wrapped model
+    (`D.unwrap` for its own methods)."""
+    info = D.current()
+    device = next(model.parameters()).device
     opt = finetune_optimizer(model, ft.lr, ft.weight_decay, ft.layer_decay, ft.adam_eps)
     warmup = effective_warmup(ft.warmup_steps, ft.max_steps)
-    method = OneLoss(lambda m, b: (loss_fn(m, b), len(b["input_ids"])), opt, lambda s: min(
+
+    def loss(m: nn.Module, b: Batch) -> tuple[torch.Tensor, int]:
+        return loss_fn(m, {k: v.to(device) for k, v in b.items()}), len(b["input_ids"])
+    method = OneLoss(loss, opt, lambda s: min(
         (s + 1) / max(1, warmup), max(0.0, (ft.max_steps - s) / max(1, ft.max_steps - warmup))))
     loop = TrainConfig(max_steps=ft.max_steps, clip_norm=1.0, precision="fp32", log_every=10, eval_every=ft.eval_every,
                        ckpt_every=ft.eval_every, early_stop_metric=metric, early_stop_mode="max")
-    res = fit(model, method, StreamBatches(train, ft.batch_size, np.random.default_rng(seed)), loop, run_dir,
+    batches = StreamBatches(train, ft.batch_size, np.random.default_rng(seed), info.rank, info.world_size)
+    res = fit(D.wrap(model, info), method, batches, loop, run_dir,
               evaluate=(lambda m: {metric: evaluate(m)}) if evaluate is not None else None, resume_from=resume_from,
               desc=desc)
     load_model_weights(model, run_dir / WEIGHTS)  # the best-validation (or last) weights
@@ -210,10 +221,16 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
 
 
 @torch.no_grad()
-def predict(model: nn.Module, x: Batch, batch: int = 32) -> torch.Tensor:
+def predict(model: nn.Module, x: Batch, batch: int = 32) -> torch.Tensor | dict[str, torch.Tensor]:
+    """The model's outputs for the rows of `x`, in chunks on the model's device, gathered on the CPU (a tensor, or
+    a dict of tensors for span QA)."""
     model.eval()
+    device = next(model.parameters()).device
     n = next(iter(x.values())).size(0)
-    return torch.cat([model(**{k: v[a: a + batch] for k, v in x.items()}) for a in range(0, n, batch)])
+    outs = [model(**{k: v[a: a + batch].to(device) for k, v in x.items()}) for a in range(0, n, batch)]
+    if isinstance(outs[0], dict):
+        return {k: torch.cat([o[k].cpu() for o in outs]) for k in outs[0]}
+    return torch.cat([o.cpu() for o in outs])
 
 
 def classification_metrics(pred: torch.Tensor, y: torch.Tensor, task: str) -> dict[str, float]:
@@ -282,6 +299,7 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
     else:
         idx = np.arange(len(ytr))
     model, tok = build(XLNetClassifier, cfg, 1 if regression else int(ytr.max()) + 1, cfg.train.dropout, cfg.pool)
+    model.to(D.setup(cfg.train.device).device)
     sep, cls, pad = tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"]
 
     def inputs(pairs: list) -> Batch:
@@ -294,7 +312,7 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
     key = "pearson" if regression else "accuracy"
 
     def loss_fn(m, b):
-        return m.loss(m(b["input_ids"], b["token_type_ids"], b["attention_mask"]), b["labels"])
+        return D.unwrap(m).loss(m(b["input_ids"], b["token_type_ids"], b["attention_mask"]), b["labels"])
     res = finetune(model, train, loss_fn, lambda m: classification_metrics(predict(m, xv), yv, cfg.task)[key],
                    cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})", f"valid_{key}", resume_from)
     test = classification_metrics(predict(model, xt), yt, cfg.task)
@@ -306,8 +324,9 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
         details={"task": cfg.task, "init": cfg.init, "pretrained": str(cfg.pretrained), "labels": int(len(idx)),
                  "test_examples": int(len(yt))},
         notes=[f"Test metrics of the best-validation weights ({len(yt):,} test examples)."])
-    print(f"test {key} {test[key]:.4f} (valid {res.best_metric:.4f} at step {res.best_step}; {len(idx)} labels) "
-          f"-> {run_dir}")
+    if D.current().is_main:
+        print(f"test {key} {test[key]:.4f} (valid {res.best_metric:.4f} at step {res.best_step}; {len(idx)} labels) "
+              f"-> {run_dir}")
     return summary
 
 
@@ -317,6 +336,7 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
     if not cfg.data_dir:
         raise ConfigError("xlnet_race needs data_dir (RACE/ with train/, dev/ and test/)")
     model, tok = build(XLNetMultipleChoice, cfg)
+    model.to(D.setup(cfg.train.device).device)
     seed_everything(cfg.seed)
     split = {k: load_race(Path(cfg.data_dir) / k) for k in ("train", "dev", "test")}
     x = {k: race_inputs(v, tok, cfg.max_len, cfg.max_qa) for k, v in split.items()}
@@ -340,7 +360,8 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
                            params=sum(p.numel() for p in model.parameters()), steps=res.step,
                            best_step=res.best_step, wall_s=time.perf_counter() - t0, train_s=res.train_time,
                            details={"init": cfg.init, "pretrained": str(cfg.pretrained)})
-    print(f"RACE test accuracy {test['test_acc']:.4f} (dev {res.best_metric:.4f}) -> {run_dir}")
+    if D.current().is_main:
+        print(f"RACE test accuracy {test['test_acc']:.4f} (dev {res.best_metric:.4f}) -> {run_dir}")
     return summary
 
 
@@ -350,6 +371,7 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     if not cfg.train_file or not cfg.dev_file:
         raise ConfigError("xlnet_squad needs train_file and dev_file (SQuAD JSON)")
     model, tok = build(XLNetForSquad, cfg)
+    model.to(D.setup(cfg.train.device).device)
     seed_everything(cfg.seed)
     examples = {k: load_squad_json(f) for k, f in (("train", cfg.train_file), ("dev", cfg.dev_file))}
     feats = {k: squad_features(v, tok, cfg.max_len, cfg.doc_stride, cfg.max_query) for k, v in examples.items()}
@@ -360,17 +382,14 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
                ("is_impossible", "is_impossible"))}
     res = finetune(model, train, lambda m, b: m(**b)["loss"], None, cfg.train, cfg.seed, run_dir,
                    f"xlnet_squad ({cfg.init})", resume_from=resume_from)
-    dev = {n: torch.tensor([getattr(f, n) for f in feats["dev"]]) for n in names}
-    model.eval()
-    with torch.no_grad():
-        outs = [model(**{k: v[a: a + 32] for k, v in dev.items()}) for a in range(0, len(feats["dev"]), 32)]
-    out = {k: torch.cat([o[k] for o in outs]) for k in outs[0]}
+    out = predict(model, {n: torch.tensor([getattr(f, n) for f in feats["dev"]]) for n in names})
     gold = {e.qid: [a for a, _ in e.answers] for e in examples["dev"]}
     preds, nulls = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, 0.0)
     at0 = squad_scores(preds, gold)
     spans = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, float("inf"))[0]
     best = best_null_threshold(spans, nulls, gold)  # the reference's dev-tuned null threshold
-    atomic_write_text(run_dir / "predictions.json", json.dumps(preds, indent=1))
+    if D.current().is_main:
+        atomic_write_text(run_dir / "predictions.json", json.dumps(preds, indent=1))
     summary = write_record(
         run_dir, f"XLNet on SQuAD 2.0 (init {cfg.init})",
         {"dev_exact": round(at0["exact"], 2), "dev_f1": round(at0["f1"], 2),
@@ -381,5 +400,6 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
                  "dev_questions": at0["total"]},
         notes=["The last weights (no model selection); EM / F1 with the null threshold 0 and with the threshold "
                "that maximises dev F1 (the reference's reported setting)."])
-    print(f"SQuAD dev EM {at0['exact']:.2f} F1 {at0['f1']:.2f} (best threshold: F1 {best['f1']:.2f}) -> {run_dir}")
+    if D.current().is_main:
+        print(f"SQuAD dev EM {at0['exact']:.2f} F1 {at0['f1']:.2f} (best threshold: F1 {best['f1']:.2f}) -> {run_dir}")
     return summary
