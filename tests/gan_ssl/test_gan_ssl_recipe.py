@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from genfeat.cli import main
 from genfeat.data.images import MNIST_PKL
@@ -140,3 +141,32 @@ def test_pixelcnn_honours_train_max_steps(mnist_pickle, tmp_path):
     out = tmp_path / "dens"
     assert main(["run", "pixelcnn", "--preset", "tiny", "--train.max_steps", "3", "--out", str(out)]) == 0
     assert json.loads((out / "summary.json").read_text())["steps"] == 3
+
+
+@pytest.mark.dist
+def test_torchrun_pixelcnn_matches_one_process(mnist_pickle, tmp_path):
+    """Two CPU ranks (gloo, DDP through the model's forward), each half of every batch of 50: the weights and the
+    logged loss of one process, and the same number of images seen."""
+    import subprocess
+    import sys
+
+    from genfeat.train.checkpoint import load_trainer_state, load_weights
+    from genfeat.train.logging import read_metrics
+
+    args = ["run", "pixelcnn", "--preset", "tiny", "--train.epochs", "2"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "genfeat",
+           *args, "--out", str(tmp_path / "two")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    last = "checkpoints/step_00000008"
+    one, two = (load_weights(tmp_path / run / last / "model.safetensors") for run in ("one", "two"))
+    for k, v in one.items():
+        torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5)
+    losses = [[r["loss"] for r in read_metrics(tmp_path / run) if "loss" in r] for run in ("one", "two")]
+    assert losses[1] == pytest.approx(losses[0], rel=1e-4)
+    seen = [load_trainer_state(tmp_path / run / last)["tokens"] for run in ("one", "two")]
+    assert seen[0] == seen[1] == 8 * 50
+    assert json.loads((tmp_path / "two/summary.json").read_text())["world_size"] == 2

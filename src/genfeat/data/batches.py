@@ -22,13 +22,16 @@ from torch import Tensor
 
 
 class EpochBatches:
+    """`batch_size` is the global batch; under torchrun each rank keeps its contiguous share (`_share`)."""
+
     def __init__(self, data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], batch_size: int,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, rank: int = 0, world_size: int = 1):
         self.data, self.batch_size, self.rng = data, batch_size, rng
         self.n = _length(data)
         self.per_epoch = self.n // batch_size
         if self.per_epoch < 1:
             raise ValueError(f"{self.n} rows make no batch of {batch_size}")
+        self.shard = _share(batch_size, rank, world_size)
         self.pos, self.perm = self.per_epoch, torch.arange(0)  # the first batch starts an epoch
 
     def __iter__(self) -> EpochBatches:
@@ -39,7 +42,7 @@ class EpochBatches:
             self.perm, self.pos = torch.from_numpy(self.rng.permutation(self.n)), 0
         idx = self.perm[self.pos * self.batch_size: (self.pos + 1) * self.batch_size]
         self.pos += 1
-        return _rows(self.data, idx)
+        return _rows(self.data, idx[self.shard])
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state, "pos": self.pos, "perm": self.perm}
@@ -47,6 +50,15 @@ class EpochBatches:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.pos, self.perm = state["pos"], state["perm"]
+
+
+def _share(batch_size: int, rank: int, world_size: int) -> slice:
+    """Rank r of W keeps rows r·B/W to (r+1)·B/W of every global batch B: every rank draws the same order, so W
+    ranks together see exactly what one process would."""
+    if batch_size % world_size:
+        raise ValueError(f"the batch of {batch_size} does not split over {world_size} ranks")
+    share = batch_size // world_size
+    return slice(rank * share, (rank + 1) * share)
 
 
 def _rows(data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], idx: Tensor):
@@ -65,18 +77,14 @@ def _length(data: Tensor | Sequence[Tensor] | Mapping[str, Tensor]) -> int:
 
 
 class StreamBatches:
-    """`batch_size` is the global batch: under torchrun every rank draws the same stream and keeps its contiguous
-    share of each batch (rank r of W: rows r·B/W to (r+1)·B/W), so W ranks see what one process would."""
+    """`batch_size` is the global batch; under torchrun each rank keeps its contiguous share (`_share`)."""
 
     def __init__(self, data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], batch_size: int,
                  rng: np.random.Generator, rank: int = 0, world_size: int = 1):
-        if batch_size % world_size:
-            raise ValueError(f"the batch of {batch_size} does not split over {world_size} ranks")
         self.data, self.batch_size, self.rng = data, batch_size, rng
         self.n = _length(data)
         self.order = np.array([], dtype=np.int64)  # the rest of the stream drawn so far
-        share = batch_size // world_size
-        self.shard = slice(rank * share, (rank + 1) * share)
+        self.shard = _share(batch_size, rank, world_size)
 
     def __iter__(self) -> StreamBatches:
         return self

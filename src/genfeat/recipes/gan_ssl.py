@@ -28,6 +28,7 @@ and `samples.png`.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,9 +44,10 @@ from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import uniform_noise
 from genfeat.models.gan_ssl.conv32 import Conv32Discriminator, Conv32Encoder, Conv32Generator
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNISTGenerator
-from genfeat.models.gan_ssl.pixelcnn import PixelCNN
+from genfeat.models.gan_ssl.pixelcnn import PixelCNN, discretized_logistic_mixture_logp
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
 from genfeat.recipes.lm import seed_everything
+from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
 from genfeat.train.loop import TrainConfig, fit
@@ -97,6 +99,7 @@ class PixelCNNTrainConfig:
     batch_size: int = 64
     lr: float = 1e-3
     ckpt_every: int = 200  # steps
+    device: str = "auto"  # under torchrun: one rank per device, each with its share of every batch (DDP)
 
     def __post_init__(self) -> None:
         budget = self.max_steps if self.max_steps is not None else 1
@@ -317,34 +320,39 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     return summary
 
 
-def bits_per_dim_loss(model: PixelCNN, x: torch.Tensor) -> tuple[torch.Tensor, int]:
-    return model.bits_per_dim(x), len(x)
+def bits_per_dim_loss(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """PixelCNN.bits_per_dim through the (maybe DDP-wrapped) model's forward, so DDP sees the computation."""
+    x = x.to(next(model.parameters()).device)
+    logp = discretized_logistic_mixture_logp(x, model(x), D.unwrap(model).n_mix).flatten(1).sum(1)
+    return -logp.mean() / (x[0].numel() * math.log(2)), len(x)
 
 
 def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     """Train the density model on the training images (in [-1, 1]) with Adam on bits/dim, checkpointing every
     `train.ckpt_every` steps; report test bits/dim and the training images' log-p percentiles (the LD threshold
     candidates)."""
+    info = D.setup(cfg.train.device)
     seed_everything(cfg.seed)
     data = load_images(cfg.data)
     xt, xs = data["train"][0] * 2 - 1, data["test"][0][:2000] * 2 - 1
-    model = PixelCNN(1, cfg.filters, cfg.n_blocks, cfg.n_mix)
+    model = PixelCNN(1, cfg.filters, cfg.n_blocks, cfg.n_mix).to(info.device)
     tc = cfg.train
     opt = torch.optim.Adam(model.parameters(), lr=tc.lr)
-    batches = EpochBatches(xt, tc.batch_size, np.random.default_rng(cfg.seed))
+    batches = EpochBatches(xt, tc.batch_size, np.random.default_rng(cfg.seed), info.rank, info.world_size)
     t0 = time.perf_counter()
     budget = tc.max_steps if tc.max_steps is not None else tc.epochs * batches.per_epoch
     loop = TrainConfig(max_steps=budget, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
                        log_every=50, eval_every=0, ckpt_every=tc.ckpt_every)
-    res = fit(model, bits_per_dim_loss, batches, loop, run_dir, resume_from=resume_from, optimizer=opt,
+    res = fit(D.wrap(model, info), bits_per_dim_loss, batches, loop, run_dir, resume_from=resume_from, optimizer=opt,
               desc="pixelcnn")
     model.eval()
+    dev = info.device
     with torch.no_grad():
-        test_bpd = float(torch.stack([model.bits_per_dim(xs[a: a + 250]) for a in
+        test_bpd = float(torch.stack([model.bits_per_dim(xs[a: a + 250].to(dev)).cpu() for a in
                                       progress(range(0, len(xs), 250), "test bits/dim")]).mean())
-        lp = torch.cat([model.log_prob(xt[a: a + 250]) for a in
+        lp = torch.cat([model.log_prob(xt[a: a + 250].to(dev)).cpu() for a in
                         progress(range(0, min(len(xt), 5000), 250), "training log-p percentiles")])
-    if not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it here
+    if info.is_main and not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it
         atomic_write_text(run_dir / "config.yaml", dump_yaml({"recipe": "pixelcnn", "config": to_dict(cfg)}))
     percentiles = {q: round(float(torch.quantile(lp, q / 100)), 1) for q in (2, 10, 20, 50)}
     summary = write_record(
@@ -355,6 +363,7 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
                  "train_logp_percentiles": percentiles},
         notes=[f"Test bits/dim on the first {len(xs):,} test images, final weights. Log-density percentiles of "
                f"the training images (candidates for the LD threshold ε): {percentiles}."])
-    print(f"pixelcnn: test {test_bpd:.4f} bits/dim; training log-p 10th percentile "
-          f"{summary['train_logp_percentiles'][10]} -> {run_dir}")
+    if info.is_main:
+        print(f"pixelcnn: test {test_bpd:.4f} bits/dim; training log-p 10th percentile "
+              f"{summary['train_logp_percentiles'][10]} -> {run_dir}")
     return summary
