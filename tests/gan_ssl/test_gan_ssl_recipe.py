@@ -147,20 +147,13 @@ def test_pixelcnn_honours_train_max_steps(mnist_pickle, tmp_path):
 def test_torchrun_pixelcnn_matches_one_process(mnist_pickle, tmp_path):
     """Two CPU ranks (gloo, DDP through the model's forward), each half of every batch of 50: the weights and the
     logged loss of one process, and the same number of images seen."""
-    import subprocess
-    import sys
-
     from genfeat.train.checkpoint import load_trainer_state, load_weights
     from genfeat.train.logging import read_metrics
+    from tests.dist_run import torchrun_genfeat
 
     args = ["run", "pixelcnn", "--preset", "tiny", "--train.epochs", "2"]
     assert main([*args, "--out", str(tmp_path / "one")]) == 0
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "genfeat",
-           *args, "--out", str(tmp_path / "two")]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    torchrun_genfeat([*args, "--out", str(tmp_path / "two")])
     last = "checkpoints/step_00000008"
     one, two = (load_weights(tmp_path / run / last / "model.safetensors") for run in ("one", "two"))
     for k, v in one.items():

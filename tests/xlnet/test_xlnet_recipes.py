@@ -212,15 +212,9 @@ def test_race_and_squad_recipes(pretrained_run, tmp_path):
 @pytest.mark.dist
 def test_torchrun_pretraining(bbc_corpus, tmp_path):
     """Two CPU ranks (gloo): one vocabulary (rank 0 trains it), each rank its own stream and memory."""
-    import subprocess
-    import sys
+    from tests.dist_run import torchrun_genfeat
 
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "genfeat",
-           "run", "xlnet_pretrain", "--preset", "tiny", "--out", str(tmp_path / "run")]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    torchrun_genfeat(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(tmp_path / "run")])
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s["steps"] == 6 and np.isfinite(s["valid_loss"])
 
@@ -266,23 +260,16 @@ def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):
 def test_torchrun_fine_tuning_matches_one_process(bbc_corpus, tmp_path):
     """xlnet_classify on two CPU ranks (gloo, DDP, each rank half of every batch of 4) logs the losses of one process
     with the same global batch and ends at its weights (dropout off: the masks are the only per-rank randomness)."""
-    import subprocess
-    import sys
-
     from genfeat.train.checkpoint import load_weights
     from genfeat.train.logging import read_metrics
+    from tests.dist_run import torchrun_genfeat
 
     pre = tmp_path / "pre"
     assert main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(pre)]) == 0
     args = ["run", "xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--train.dropout", "0",
             "--train.max_steps", "6", "--train.eval_every", "3"]
     assert main([*args, "--out", str(tmp_path / "one")]) == 0
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "genfeat",
-           *args, "--out", str(tmp_path / "two")]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    torchrun_genfeat([*args, "--out", str(tmp_path / "two")])
 
     def losses(run):
         return [r["loss"] for r in read_metrics(run) if "loss" in r]
