@@ -32,11 +32,17 @@ from genfeat.losses.nll import nll
 from genfeat.models.lm import CausalLM
 from genfeat.nn.outputs import BackboneOutput
 
-__all__ = ["HFBackbone", "attach_head", "generate", "load", "named_head", "score"]
+__all__ = ["HFBackbone", "attach_head", "generate", "load", "load_with_config", "named_head", "score"]
 
 
 def load(run_dir: str | Path, device: str = "cpu") -> tuple[CausalLM, Any]:
     """(model in eval mode with the run's kept weights, tokenizer) of a language-model run directory."""
+    model, tok, _ = load_with_config(run_dir, device)
+    return model, tok
+
+
+def load_with_config(run_dir: str | Path, device: str = "cpu") -> tuple[CausalLM, Any, Any]:
+    """`load`, and the run's config (the recipe's config dataclass)."""
     from genfeat.config import from_dict, load_yaml
     from genfeat.registry import get_recipe
     from genfeat.train import distributed as D
@@ -50,7 +56,7 @@ def load(run_dir: str | Path, device: str = "cpu") -> tuple[CausalLM, Any]:
         raise ConfigError(f"{run_dir} is a {recipe.name!r} run, not a language model")
     cfg = from_dict(recipe.config_cls, saved["config"])
     model, tok = recipe.load_for_generation(run_dir, cfg, D.resolve_device(device))
-    return model.eval(), tok
+    return model.eval(), tok, cfg
 
 
 @torch.no_grad()

@@ -210,12 +210,9 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def _load_lm_run(run_dir: Path, device_name: str):
     """(model, tokenizer, config) of a language-model run directory."""
-    from genfeat.api import load
-    from genfeat.registry import get_recipe
+    from genfeat.api import load_with_config
 
-    model, tok = load(run_dir, device_name)
-    saved = load_yaml(run_dir / "config.yaml")
-    return model, tok, from_dict(get_recipe(saved["recipe"])[0].config_cls, saved["config"])
+    return load_with_config(run_dir, device_name)
 
 
 GENERATE_CHUNK = 64  # samples per batch: memory stays bounded however large -n is

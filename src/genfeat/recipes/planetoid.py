@@ -221,8 +221,6 @@ def run(cfg: PlanetoidRunConfig, run_dir: Path, resume_from: Path | None = None)
     fixed = {k: out.pop(k) for k in ("params", "steps", "best_step")}
     train_s = out.pop("train_seconds")
     out.pop("history", None)
-    if "step" in out:  # a baseline's best evaluation repeats its step
-        out.pop("step")
     summary = write_record(run_dir, f"{cfg.method} on {cfg.data.name}", metrics, **fixed,
                            wall_s=time.perf_counter() - t0, train_s=train_s,
                            details={"method": cfg.method, "dataset": data.summary(), **out},

@@ -136,6 +136,8 @@ def classify_tiny() -> XLNetClassifyConfig:
 
 
 CLASSIFY_PRESETS = {"bbc_100": bbc_100, "tiny": classify_tiny}
+
+
 def race() -> XLNetRaceConfig:
     """RACE multiple choice with the reference's fine-tuning settings (512 tokens, batch 8, lr 2e-5, 12k steps)."""
     return XLNetRaceConfig()

@@ -149,6 +149,21 @@ def _grad_sync(model: nn.Module, sync: bool):
     return contextlib.nullcontext()
 
 
+def _optimizer_step(opt: torch.optim.Optimizer, model: nn.Module, clip_norm: float,
+                    scaler: torch.amp.GradScaler | None) -> None:
+    """Clip (over the parameters that got gradients in this update), step, and zero this optimizer's gradients."""
+    if scaler:
+        scaler.unscale_(opt)
+    if clip_norm > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    if scaler:
+        scaler.step(opt)
+        scaler.update()
+    else:
+        opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
 class _StopFlag:
     """First Ctrl-C (SIGINT) or SIGTERM (what `timeout`, SLURM and Kubernetes send): finish the current step,
     checkpoint, stop. A second one: abort at once."""
@@ -323,16 +338,7 @@ def fit(
                     total /= cfg.grad_accum
                     if not torch.isfinite(total).item():
                         raise diverged(total, update.name)
-                    if scaler:
-                        scaler.unscale_(opt)
-                    if cfg.clip_norm > 0:
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-                    if scaler:
-                        scaler.step(opt)
-                        scaler.update()
-                    else:
-                        opt.step()
-                    opt.zero_grad(set_to_none=True)
+                    _optimizer_step(opt, model, cfg.clip_norm, scaler)
                     losses.setdefault(update.name)
                     entry = sums.setdefault(update.name, [torch.zeros((), device=device), 0])
                     entry[0] += total

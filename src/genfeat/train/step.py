@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -49,7 +50,7 @@ class Step:
     multiplier keeps its learning rate) and return the updates of step `step` (0-based) from `updates`."""
 
     optimizers: Mapping[str, torch.optim.Optimizer]
-    lr_lambdas: Mapping[str, Callable[[int], float]] = {}
+    lr_lambdas: Mapping[str, Callable[[int], float]] = MappingProxyType({})
 
     def updates(self, step: int) -> Sequence[Update]:
         raise NotImplementedError

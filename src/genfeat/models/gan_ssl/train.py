@@ -290,7 +290,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     for row in read_metrics(run_dir):
         by_step.setdefault(row["step"], {"epoch": row["step"] // iters}).update(row)
     history = [by_step[s] for s in sorted(by_step) if "valid_errors" in by_step[s]]
-    best = next(h for h in history if h["step"] == res.best_step)
-    return GanSSLResult(disc, gen, history, {"epoch": best["epoch"], "valid_errors": int(best["valid_errors"]),
+    best = res.best_eval  # kept across resumes
+    return GanSSLResult(disc, gen, history, {"epoch": best["step"] // iters, "valid_errors": int(best["valid_errors"]),
                                              "test_errors": int(best["test_errors"])}, epsilon, res.train_time,
                         res.step, res.best_step)

@@ -73,7 +73,8 @@ def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, A
                        early_stop_mode="max")
     res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=evaluate, optimizer=opt, desc="full batch")
     C.load_model_weights(net, Path(run_dir) / C.WEIGHTS)  # the best-validation state
-    return {**res.best_eval, "best_step": res.best_step, "steps": res.step, "train_seconds": res.wall_time,
+    accuracies = {k: res.best_eval[k] for k in ("train_acc", "valid_acc", "test_acc")}
+    return {**accuracies, "best_step": res.best_step, "steps": res.step, "train_seconds": res.wall_time,
             "params": sum(p.numel() for p in net.parameters())}
 
 
