@@ -47,10 +47,12 @@ def head_step(name: str, d: int, vocab: int, batch: int = B, length: int = T) ->
     out = BackboneOutput(states[-1], all_hidden=tuple(states))
     ids = torch.randint(0, vocab, (batch, length))
     targets = torch.randint(0, vocab, (batch, length))
-    kw = {"targets": targets} if getattr(head, "scores_targets", False) else {}  # as CausalLM calls it in training
+    kw = {"targets": targets} if head.needs.targets else {}  # as CausalLM calls it in training
+    if head.needs.input_ids:
+        kw["input_ids"] = ids
 
     def step() -> None:
-        loss = nll(head(out, ids, **kw), targets)
+        loss = nll(head(out, **kw), targets)
         loss.backward()
         head.zero_grad(set_to_none=True)
         emb.zero_grad(set_to_none=True)

@@ -35,15 +35,13 @@ import torch
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from genfeat.data.corpora import load_corpus
 from genfeat.data.lm_data import prepare_lm_data
-from genfeat.heads.config import HEADS
+from genfeat.heads.config import HEADS, LABELS
 from genfeat.models.lm import sample
 from genfeat.recipes import lm as R
 from genfeat.train.checkpoint import load_model_weights
 
 NAME = "heads_entity_copy"
 TOKEN = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|[0-9]+|[^\sA-Za-z0-9]")
-LABELS = {"softmax+mi": "Softmax + Mi", "c+mi": "Softmax + C + Mi", "clr20+mi": "Softmax + CLR:20 + Mi",
-          "softmax": "Softmax", "mos3": "MoS (K=3)", "mfs": "MFS"}
 
 
 def write_corpus(root: Path) -> Path:

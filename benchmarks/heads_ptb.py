@@ -25,16 +25,12 @@ from typing import Any
 
 from benchmarks.common import claim_run_dir, interleaved_median_seconds, reading, render, result_args, write_results
 from benchmarks.heads_cost import time_heads
-from genfeat.heads.config import HEADS
+from genfeat.heads.config import HEADS, LABELS
 
 NAME = "heads_ptb"
 GPT_HEADS = ["softmax", "softmax_facet", "sigsoftmax", "mos3", "doc", "softmax+mi", "mfs", "c+mi", "clr20+mi",
              "copynet", "pointer_generator", "pointer_sentinel"]
 TXL_HEADS = ["softmax", "clr20+mi"]
-LABELS = {"softmax": "Softmax (tied)", "softmax_facet": "Softmax + facet layer", "sigsoftmax": "SigSoftmax",
-          "mos3": "MoS (K=3)", "doc": "DOC (K=3)", "softmax+mi": "Softmax + Mi", "mfs": "MFS",
-          "c+mi": "Softmax + C + Mi", "clr20+mi": "Softmax + CLR:20 + Mi", "copynet": "CopyNet",
-          "pointer_generator": "Pointer Generator", "pointer_sentinel": "Pointer Sentinel"}
 
 
 def config(arch: str, head: str, seed: int, txl_steps: int):

@@ -3,7 +3,7 @@ docs/results/seqrec.{md,json}.
 
     genfeat data fetch ml-100k
     python -m benchmarks.seqrec [--seeds 0 1 2] [--epochs 300] [--patience 10] [--device cuda]
-    python -m benchmarks.seqrec --train-only --encoders sasrec --heads softmax c     # one worker's share
+    python -m benchmarks.seqrec --train-only --encoders sasrec --heads softmax_facet c     # one worker's share
     python -m benchmarks.seqrec --collect                                             # table from the kept runs
     python -m benchmarks.seqrec --stride 10 ...       # training windows (data.stride): fewer encoder passes
 
@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import claim_run_dir, mean_std, reading, render, result_args, write_results
+from genfeat.heads.config import LABELS as HEAD_LABELS
 from genfeat.recipes import seqrec as R
 from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "seqrec"
-HEADS = ["softmax", "softmax+mi", "mos", "c", "c+mi", "clr", "clr+mi", "mos+clr"]
-LABELS = {"softmax": "Softmax", "softmax+mi": "Softmax + Mi", "mos": "Multi-Softmax (MoS)", "c": "Softmax + C",
-          "c+mi": "Softmax + C + Mi", "clr": "Softmax + CLR", "clr+mi": "Softmax + CLR + Mi",
-          "mos+clr": "Multi-Softmax + CLR", "repeatnet": "RepeatNet"}
+HEADS = ["softmax_facet", "softmax+mi", "mos3-max", "c", "c+mi", "clr20,100,500", "clr20,100,500+mi",
+         "mos3-max+clr20,100,500"]  # Table 2.7's rows (names in genfeat.heads.config.HEADS)
+LABELS = HEAD_LABELS | {"repeatnet": "RepeatNet"}
 
 
 COLUMNS = ["encoder", "output layer", "valid Hit@10", "valid NDCG@10", "test Hit@10", "test NDCG@10", "hist. mass",

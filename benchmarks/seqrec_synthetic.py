@@ -27,29 +27,27 @@ import torch
 
 from benchmarks.common import RESULTS, mean_std, reading, render, write_results
 from genfeat.data.seqrec_synthetic import make_world
-from genfeat.heads.config import HeadConfig
+from genfeat.heads.config import HeadConfig, named_head
 from genfeat.metrics.ranking import full_ranking_metrics, history_mass
-from genfeat.models.seqrec import SEQREC_HEADS, SeqRecConfig
+from genfeat.models.seqrec import SeqRecConfig
 from genfeat.recipes.seqrec import SeqRecDataConfig, SeqRecRunConfig, train_and_evaluate, train_config
 
 NAME = "seqrec_synthetic"
 ALL_SEEDS = ["softmax", "c"]
 ONE_SEED = ["clr", "mos", "repeatnet"]
+# the rows: Table 2.7's heads with the rings scaled to this world's 200 items
+ROWS: dict[str, HeadConfig] = {
+    "softmax": named_head("softmax_facet"), "c": named_head("c"),
+    "clr": dataclasses.replace(named_head("clr20,100,500"), reranker_sizes=(5, 20, 50)), "mos": named_head("mos3-max")}
 LABELS = {"softmax": "Softmax", "c": "Softmax + C", "clr": "Softmax + CLR (5/20/50)", "mos": "Multi-Softmax (K=3)",
           "repeatnet": "RepeatNet"}
-
-
-def head_config(head: str) -> HeadConfig | None:
-    if head == "clr":
-        return dataclasses.replace(SEQREC_HEADS["clr"], reranker_sizes=(5, 20, 50))
-    return None
 
 
 def config(encoder: str, head: str, seed: int, epochs: int) -> SeqRecRunConfig:
     if head == "repeatnet":
         model = SeqRecConfig(encoder="repeatnet", d=32, max_len=20, dropout=0.5)
     else:
-        model = SeqRecConfig(encoder=encoder, head=head, head_config=head_config(head), d=32, max_len=20,
+        model = SeqRecConfig(encoder=encoder, head=ROWS[head], d=32, max_len=20,
                              n_layers=2, n_heads=2, d_inner=128, gru_hidden=64,
                              dropout=0.2 if encoder == "sasrec" else 0.3, attn_dropout=0.2)
     return SeqRecRunConfig(seed=seed, epochs=epochs, data=SeqRecDataConfig(batch_size=128),
@@ -92,7 +90,8 @@ def diagnose(epochs: int, seed: int = 0) -> list[dict[str, Any]]:
     repeat = ((hist == tgt[:, None]) & (hist > 0)).any(1)
     rows = []
     variants = [("softmax", "softmax", {}), ("c (assign, encoder init)", "c", {}),
-                ("c, merge add", "c", {"merge": "add"}), ("c, identity init", "c", {"head_init": "identity"})]
+                ("c, merge add", "c", {"head": dataclasses.replace(ROWS["c"], merge="add")}),
+                ("c, identity init", "c", {"head_init": "identity"})]
     for label, head, change in variants:
         cfg = config("gru4rec", head, seed, epochs)
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, **change))

@@ -1,3 +1,4 @@
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -102,3 +103,18 @@ def test_every_preset_of_every_recipe_builds():
     for recipe in RECIPES.values():
         for name in recipe.presets:
             assert get_preset(recipe, name) is not None, (recipe.name, name)
+
+
+def test_a_named_head_is_selected_the_same_way_on_every_backbone():
+    """`--model.head NAME` takes a registry head on the LM and the recommender alike; a field override applies
+    to the named head whatever the order of the flags."""
+    from genfeat.heads.config import HEADS
+    from genfeat.recipes import lm, seqrec
+
+    for cfg in (lm.quickstart(), seqrec.PRESETS["sasrec_ml100k"]()):
+        assert override(cfg, {"model.head": "mfs"}).model.head == HEADS["mfs"]
+        a = override(cfg, {"model.head.num_softmax": "4", "model.head": "mfs"}).model.head
+        b = override(cfg, {"model.head": "mfs", "model.head.num_softmax": "4"}).model.head
+        assert a == b == dataclasses.replace(HEADS["mfs"], num_softmax=4)
+        with pytest.raises(ConfigError, match="model.head: unknown head 'nope'"):
+            override(cfg, {"model.head": "nope"})

@@ -114,6 +114,11 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
             return value
         if isinstance(value, dict):
             return from_dict(tp, value, prefix=f"{name}.")
+        if isinstance(value, str) and hasattr(tp, "from_name"):  # a named config (e.g. a head: `--model.head mfs`)
+            try:
+                return tp.from_name(value)
+            except ConfigError as e:
+                raise ConfigError(f"{name}: {e}") from None
         raise ConfigError(f"{name}: expected a mapping of fields, got {value!r}")
     raise ConfigError(f"{name}: unsupported field type {_type_name(tp)}")
 
@@ -154,11 +159,12 @@ def to_dict(obj: Any) -> Any:
 def override(cfg: T, overrides: dict[str, Any]) -> T:
     """Return a copy of `cfg` with dotted-path fields replaced, e.g. {"train.lr": "3e-4"}. Every override is
     checked for its name and type first; the whole config is then validated once, so the order of overrides
-    does not matter (`--model.n_head 3 --model.d_model 48` is as good as the reverse)."""
+    does not matter (`--model.n_head 3 --model.d_model 48` is as good as the reverse). A section is set before
+    its fields, so `--model.head.num_softmax 4 --model.head mfs` changes one field of the named head."""
     if not overrides:
         return cfg
     data = to_dict(cfg)
-    for path, raw in overrides.items():
+    for path, raw in sorted(overrides.items(), key=lambda kv: kv[0].count(".")):
         _put(type(cfg), data, path.split("."), raw, path)
     return from_dict(type(cfg), data)
 

@@ -3,10 +3,13 @@ loop over positions, context membership, padding, memory ids, causality and init
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
 
+from genfeat.heads.dynamic import DynamicSpec
 from genfeat.heads.multi_facet import MultiFacetSoftmax
 from genfeat.models.gpt import GPTConfig
 from genfeat.models.gpt.model import GPTDecoder
@@ -28,6 +31,16 @@ DYNAMIC = {
 }
 
 
+_SPEC = {"context": "context", "local": "local", "reranker_sizes": "reranker_sizes", "merge": "merge",
+         "pad_id": "pad_id", "context_includes_current": "includes_current"}
+
+
+def dynamic_head(d: int, v: int, tied=None, **kw) -> MultiFacetSoftmax:
+    """MultiFacetSoftmax with the dynamic-partition options given flat, as HeadConfig names them."""
+    spec = DynamicSpec(**{_SPEC[k]: kw.pop(k) for k in list(kw) if k in _SPEC})
+    return MultiFacetSoftmax(d, v, tied, dynamic=spec, **kw)
+
+
 def ids_with_repeats(seed: int = 0) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, V, (B, T), generator=g)
@@ -37,7 +50,7 @@ def ids_with_repeats(seed: int = 0) -> torch.Tensor:
 
 @pytest.mark.parametrize("name", list(DYNAMIC))
 def test_dynamic_heads_are_distributions(name):
-    head = MultiFacetSoftmax(D, V, pad_id=0, **DYNAMIC[name])
+    head = dynamic_head(D, V, pad_id=0, **DYNAMIC[name])
     scramble(head)
     ids = ids_with_repeats()
     ids[0, :2] = 0  # padding
@@ -47,7 +60,7 @@ def test_dynamic_heads_are_distributions(name):
 
 @pytest.mark.parametrize("name", list(DYNAMIC))
 def test_dynamic_heads_start_as_the_softmax(name):
-    head = MultiFacetSoftmax(D, V, init_noise=0.0, **DYNAMIC[name])
+    head = dynamic_head(D, V, init_noise=0.0, **DYNAMIC[name])
     out = backbone_out()
     plain = torch.log_softmax(out.hidden @ head.weight.T, -1)
     torch.testing.assert_close(head(out, ids_with_repeats()).log_probs(), plain, atol=1e-5, rtol=1e-5)
@@ -58,25 +71,26 @@ def brute_force_first_softmax(head: MultiFacetSoftmax, q: torch.Tensor, ids: tor
     """Eqs. 2.7-2.11 position by position with Python loops, out of place (differentiable: the gradient oracle);
     assign mode, or add mode (every facet's logit added to the current one); the padding id never in a ring."""
     W = head.weight
-    add = head.merge == "add"
+    add = head.dynamic.spec.merge == "add"
     rows = []
-    keys = head.f_key(q) if head.f_local is not None else None
+    keys = head.dynamic.f_key(q) if head.dynamic.f_local is not None else None
     for b in range(B):
         for t in range(T):
             ell = head.facets[0](q[b, t]) @ W.T
-            for n, layer in sorted(zip(head.reranker_sizes, head.f_rerank, strict=True), key=lambda p: -p[0]):
+            rings = zip(head.dynamic.reranker_sizes, head.dynamic.f_rerank, strict=True)
+            for n, layer in sorted(rings, key=lambda p: -p[0]):
                 ranked = ell if pad_id is None else ell.masked_fill(torch.arange(V) == pad_id, float("-inf"))
                 top = ranked.topk(n).indices
                 ell = ell.clone()
                 ell[top] = (ell[top] if add else 0) + layer(q[b, t]) @ W[top].T
-            last = t if head.context_includes_current else t - 1
+            last = t if head.dynamic.spec.includes_current else t - 1
             for x in set(ids[b, : last + 1].tolist()) - {pad_id}:
                 occ = [i for i in range(last + 1) if ids[b, i] == x]
-                value = ell[x] if head.f_context is None or add else 0
-                if head.f_context is not None:
-                    value = value + head.f_context(q[b, t]) @ W[x]
-                if head.f_local is not None:
-                    value = value + torch.stack([head.f_local(q[b, t]) @ keys[b, i] for i in occ]).mean()
+                value = ell[x] if head.dynamic.f_context is None or add else 0
+                if head.dynamic.f_context is not None:
+                    value = value + head.dynamic.f_context(q[b, t]) @ W[x]
+                if head.dynamic.f_local is not None:
+                    value = value + torch.stack([head.dynamic.f_local(q[b, t]) @ keys[b, i] for i in occ]).mean()
                 ell = ell.clone()
                 ell[x] = value
             rows.append(ell)
@@ -86,7 +100,7 @@ def brute_force_first_softmax(head: MultiFacetSoftmax, q: torch.Tensor, ids: tor
 @pytest.mark.parametrize("name", ["C", "L", "CL", "R:3,8,20", "CLR:4,9"])
 @pytest.mark.parametrize("current", [True, False])
 def test_matches_the_equations_position_by_position(name, current):
-    head = MultiFacetSoftmax(D, V, context_includes_current=current, **DYNAMIC[name])
+    head = dynamic_head(D, V, context_includes_current=current, **DYNAMIC[name])
     scramble(head)
     out, ids = backbone_out(), ids_with_repeats()
     got = head.facet_logits(out, ids)[0][0]
@@ -99,7 +113,7 @@ def test_values_and_gradients_match_the_loops(name):
     loops' values and the gradients of the loops' out-of-place assignments, for every parameter and the states;
     padding ids in the context, a word that is both in a ring and in the context."""
     torch.manual_seed(0)
-    head = MultiFacetSoftmax(D, V, pad_id=0, **{"reranker_sizes": (6,)} | DYNAMIC[name])
+    head = dynamic_head(D, V, pad_id=0, **{"reranker_sizes": (6,)} | DYNAMIC[name])
     scramble(head)
     q = backbone_out().hidden.detach().requires_grad_()
     ids = ids_with_repeats(2)
@@ -121,7 +135,7 @@ def test_values_and_gradients_match_the_loops(name):
 
 @pytest.mark.parametrize("name", ["R:3,8,20", "CLR:4,9"])
 def test_rings_skip_the_padding_id_even_when_it_ranks_first(name):
-    head = MultiFacetSoftmax(D, V, pad_id=2, **DYNAMIC[name])
+    head = dynamic_head(D, V, pad_id=2, **DYNAMIC[name])
     scramble(head)
     out, ids = backbone_out(), ids_with_repeats(1)
     ids[ids == 2] = 5  # the padding id is not in the context
@@ -133,14 +147,14 @@ def test_rings_skip_the_padding_id_even_when_it_ranks_first(name):
 
 
 def test_context_membership_current_token_and_padding():
-    head = MultiFacetSoftmax(D, V, context=True, pad_id=3)
+    head = dynamic_head(D, V, context=True, pad_id=3)
     scramble(head)
     out = backbone_out()
     ids = torch.tensor([[5, 3, 9, 3, 11, 5, 12]] * B)
     base = head.facets[0](out.hidden) @ head.weight.T
-    ctx = head.f_context(out.hidden) @ head.weight.T
+    ctx = head.dynamic.f_context(out.hidden) @ head.weight.T
     for current in (True, False):
-        head.context_includes_current = current
+        head.dynamic.spec = dataclasses.replace(head.dynamic.spec, includes_current=current)
         got = head.facet_logits(out, ids)[0][0]
         for t in range(T):
             seen = set(ids[0, : t + 1 if current else t].tolist()) - {3}  # the pad id never counts
@@ -150,13 +164,13 @@ def test_context_membership_current_token_and_padding():
 
 
 def test_memory_ids_count_for_the_context_partition():
-    head = MultiFacetSoftmax(D, V, context=True, local=True)
+    head = dynamic_head(D, V, context=True, local=True)
     scramble(head)
     out, ids = backbone_out(), torch.full((B, T), 2)
     mem = torch.full((B, 4), 7)
     with_mem = head.facet_logits(out, ids, mem_ids=mem)[0][0]
     without = head.facet_logits(out, ids)[0][0]
-    ctx = head.f_context(out.hidden) @ head.weight.T
+    ctx = head.dynamic.f_context(out.hidden) @ head.weight.T
     torch.testing.assert_close(with_mem[..., 7], ctx[..., 7])  # only in memory: C logit, no local term
     assert not torch.allclose(without[..., 7], ctx[..., 7])
     keep = [x for x in range(V) if x != 7]
@@ -165,15 +179,15 @@ def test_memory_ids_count_for_the_context_partition():
 
 def test_reranker_sizes_are_checked():
     with pytest.raises(ValueError, match="reranker sizes"):
-        MultiFacetSoftmax(D, V, reranker_sizes=(V + 1,))
+        dynamic_head(D, V, reranker_sizes=(V + 1,))
     with pytest.raises(ValueError, match="reranker sizes"):
-        MultiFacetSoftmax(D, V, reranker_sizes=(5, 5))
+        dynamic_head(D, V, reranker_sizes=(5, 5))
     with pytest.raises(ValueError, match="input ids"):
-        MultiFacetSoftmax(D, V, context=True)(backbone_out())
+        dynamic_head(D, V, context=True)(backbone_out())
 
 
 def test_gradients_reach_every_dynamic_facet():
-    head = MultiFacetSoftmax(D, V, context=True, local=True, reranker_sizes=(4, 9), num_softmax=2, multi_input=True)
+    head = dynamic_head(D, V, context=True, local=True, reranker_sizes=(4, 9), num_softmax=2, multi_input=True)
     scramble(head)
     out, ids = backbone_out(), ids_with_repeats()
     F.nll_loss(head(out, ids).log_probs().reshape(-1, V), ids.roll(-1, 1).reshape(-1)).backward()
@@ -184,7 +198,7 @@ def test_gradients_reach_every_dynamic_facet():
 def test_clr_is_causal_in_a_language_model():
     torch.manual_seed(0)
     bb = GPTDecoder(GPTConfig(vocab_size=V, n_layer=3, n_head=2, d_model=D, max_len=16, dropout=0.0))
-    lm = CausalLM(bb, MultiFacetSoftmax(D, V, bb.tok_emb, context=True, local=True, reranker_sizes=(5,),
+    lm = CausalLM(bb, dynamic_head(D, V, bb.tok_emb, context=True, local=True, reranker_sizes=(5,),
                                         multi_input=True)).eval()
     scramble(lm.head)
     ids = ids_with_repeats()
@@ -210,7 +224,7 @@ def test_context_partition_sees_the_transformer_xl_memory():
     assert out1.mems[-1].dtype == torch.long and torch.equal(out1.mems[-1], seg1)  # ids ride with the memory
     head_out, out2 = lm(seg2, mems=out1.mems)
     bb = lm.backbone(seg2, mems=out1.mems[:-1], output_all_hidden=False)
-    f_c = lm.head.f_context(bb.hidden)
+    f_c = lm.head.dynamic.f_context(bb.hidden)
     got = head_out.scores
     torch.testing.assert_close(got[..., 30], f_c @ lm.head.weight[30])  # only in the previous segment
     assert torch.equal(out2.mems[-1], seg2)

@@ -194,7 +194,7 @@ def test_target_path_with_memory_sees_the_memory_tokens():
     torch.manual_seed(0)
     lm = build_txl_lm(TXLConfig(vocab_size=V, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=6,
                                 mem_len=6, dropout=0.0, head=named_head("c+mi")))
-    for p in lm.head.f_context.parameters():
+    for p in lm.head.dynamic.f_context.parameters():
         p.data.add_(0.2 * torch.randn_like(p))
     ids = torch.randint(0, V, (2, 12))
     _, bb = lm(ids[:, :6])

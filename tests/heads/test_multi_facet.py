@@ -7,7 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from genfeat.heads.multi_facet import MultiFacetSoftmax, MultiInput, partition_product
+from genfeat.heads.doc import DOCHead
+from genfeat.heads.facets import MultiInput
+from genfeat.heads.multi_facet import MultiFacetSoftmax
+from genfeat.heads.partitions import partition_product
 from genfeat.heads.softmax import SoftmaxHead
 from genfeat.models.gpt import GPTConfig
 from genfeat.models.gpt.model import GPTDecoder
@@ -22,6 +25,11 @@ CONFIGS = {
     "mfs-mp": {"num_softmax": 3, "multi_input": True}, "mfs-mi": {"num_softmax": 3, "num_partitions": 4},
     "mfs": {"num_softmax": 3, "num_partitions": 4, "multi_input": True},
 }
+
+
+def facet_head(d: int, v: int, tied=None, doc: bool = False, **kw):
+    """The Table 2.1 heads by their constructor options (DOC is its own class)."""
+    return DOCHead(d, v, tied, bias=kw.get("bias", False)) if doc else MultiFacetSoftmax(d, v, tied, **kw)
 
 
 def backbone_out(seed: int = 0, layers: int = 4) -> BackboneOutput:
@@ -40,7 +48,7 @@ def scramble(head: torch.nn.Module, seed: int = 1) -> None:
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_every_head_is_a_distribution(name):
-    head = MultiFacetSoftmax(D, V, **CONFIGS[name])
+    head = facet_head(D, V, **CONFIGS[name])
     scramble(head)
     logp = head(backbone_out()).log_probs()
     assert logp.shape == (B, T, V)
@@ -51,7 +59,7 @@ def test_every_head_is_a_distribution(name):
 def test_at_initialisation_every_head_is_the_plain_softmax(name):
     """Identity facets: f_k = h^M for every facet, a mixture of identical softmaxes is that softmax."""
     torch.manual_seed(0)
-    head = MultiFacetSoftmax(D, V, init_noise=0.0, **CONFIGS[name])
+    head = facet_head(D, V, init_noise=0.0, **CONFIGS[name])
     out = backbone_out()
     plain = torch.log_softmax(out.hidden @ head.weight.T, -1)
     if name == "doc":  # DOC's facets read three different layers: equal only if the layers are equal
@@ -60,7 +68,7 @@ def test_at_initialisation_every_head_is_the_plain_softmax(name):
 
 
 def test_k1_reduces_to_softmax_head_with_the_same_facet():
-    head, ref = MultiFacetSoftmax(D, V, bias=True), SoftmaxHead(D, V, bias=True, facet_proj=True)
+    head, ref = facet_head(D, V, bias=True), SoftmaxHead(D, V, bias=True, facet_proj=True)
     scramble(head)
     ref.load_state_dict({"weight": head.weight, "bias": head.bias, "facet.weight": head.facets[0].weight,
                          "facet.bias": head.facets[0].bias})
@@ -69,7 +77,7 @@ def test_k1_reduces_to_softmax_head_with_the_same_facet():
 
 
 def test_mos_matches_the_mixture_formula():
-    head = MultiFacetSoftmax(D, V, num_softmax=3)
+    head = facet_head(D, V, num_softmax=3)
     scramble(head)
     out = backbone_out()
     h = out.hidden
@@ -80,7 +88,7 @@ def test_mos_matches_the_mixture_formula():
 
 def test_mos_with_multiple_input_states_matches_eq_2_3():
     """MoS + Mi: q (Eq. 2.3) = h^M ⊕ GELU(L^h(window x layers)); every facet and the prior read q (spec §3.3)."""
-    head = MultiFacetSoftmax(D, V, num_softmax=3, multi_input=True)
+    head = facet_head(D, V, num_softmax=3, multi_input=True)
     scramble(head)
     out = backbone_out()
     layers = [out.hidden, out.all_hidden[-2], out.all_hidden[-3]]
@@ -96,7 +104,7 @@ def test_mos_with_multiple_input_states_matches_eq_2_3():
 
 @pytest.mark.parametrize(("J", "bias"), [(4, True), (4, False), (37, False), (40, True)])  # V = 37: a last row of 1
 def test_partitions_score_each_word_with_its_own_facet(J, bias):
-    head = MultiFacetSoftmax(D, V, num_partitions=J, bias=bias)
+    head = facet_head(D, V, num_partitions=J, bias=bias)
     scramble(head)
     out = backbone_out()
     logits = head(out).scores
@@ -121,7 +129,7 @@ def test_partition_product_values_and_gradients(V_, J):
 
 
 def test_sigsoftmax_formula():
-    head = MultiFacetSoftmax(D, V, sigsoftmax=True)
+    head = facet_head(D, V, sigsoftmax=True)
     scramble(head)
     out = backbone_out()
     z = head.facets[0](out.hidden) @ head.weight.T
@@ -151,7 +159,7 @@ def test_multi_input_window_and_layers():
 
 
 def test_doc_reads_one_layer_per_facet():
-    head = MultiFacetSoftmax(D, V, doc=True)
+    head = facet_head(D, V, doc=True)
     scramble(head)
     out = backbone_out()
     base = head(out).log_probs()
@@ -166,7 +174,7 @@ def test_doc_reads_one_layer_per_facet():
 
 @pytest.mark.parametrize("name", ["mfs", "doc", "mos3"])
 def test_gradients_reach_every_facet_and_prior(name):
-    head = MultiFacetSoftmax(D, V, **CONFIGS[name])
+    head = facet_head(D, V, **CONFIGS[name])
     scramble(head)
     out = backbone_out()
     targets = torch.randint(0, V, (B, T))
@@ -185,7 +193,7 @@ def test_causal_on_both_backbones(backbone):
         bb = TransformerXL(TXLConfig(vocab_size=V, n_layer=3, d_model=D, n_head=2, d_head=8, d_inner=32, tgt_len=T,
                                      mem_len=T, dropout=0.0, dropatt=0.0))
         emb = bb.word_emb.emb_layers[0]
-    lm = CausalLM(bb, MultiFacetSoftmax(D, V, emb, num_softmax=3, num_partitions=4, multi_input=True)).eval()
+    lm = CausalLM(bb, facet_head(D, V, emb, num_softmax=3, num_partitions=4, multi_input=True)).eval()
     scramble(lm.head)
     ids = torch.randint(0, V, (B, T))
     logp = lm(ids)[0].log_probs()
@@ -210,6 +218,6 @@ TABLE_2_1_SMALL = {"softmax": 590_592, "sigsoftmax": 590_592, "softmax+mi": 6_48
 @pytest.mark.parametrize("name", list(TABLE_2_1_SMALL))
 def test_head_parameter_counts_match_table_2_1(name):
     emb = torch.nn.Embedding(3, 768)  # the vocabulary matrix is the (tied) output copy, not a head parameter
-    head = MultiFacetSoftmax(768, 3, emb, **CONFIGS[name])
+    head = facet_head(768, 3, emb, **CONFIGS[name])
     own = sum(p.numel() for n, p in head.named_parameters() if p is not emb.weight and n != "weight")
     assert own == TABLE_2_1_SMALL[name]

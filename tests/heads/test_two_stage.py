@@ -79,7 +79,7 @@ def test_training_loss_is_stage1_plus_stage2_and_reaches_every_part():
     loss.backward()
     rs2 = lm.head
     for name, p in [("A", rs2.A.weight), ("B", rs2.B.weight), ("facet", rs2.facet.weight), ("sep", rs2.sep),
-                    ("segment", rs2.segment), ("stage-1 context facet", rs2.stage1.f_context.weight),
+                    ("segment", rs2.segment), ("stage-1 context facet", rs2.stage1.dynamic.f_context.weight),
                     ("decoder", lm.backbone.blocks[0].attn.qkv.weight)]:
         assert p.grad is not None and p.grad.abs().sum() > 0, name
     names = [k for k, _ in lm.state_dict().items()]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
-from genfeat.models.seqrec import SEQREC_HEADS, RepeatNet, SeqRecConfig, build_seqrec
+from genfeat.heads.config import named_head
+from genfeat.models.seqrec import RepeatNet, SeqRecConfig, build_seqrec
+from genfeat.models.seqrec.config import TABLE_2_7
 from genfeat.nn.outputs import BackboneOutput
 
 N = 120  # items; the largest reranker ring is 500 -> clipped configs below use smaller rings
@@ -22,17 +26,15 @@ def _batch():
     return seq, length
 
 
-def _cfg(encoder: str, head: str, **kw) -> SeqRecConfig:
-    from genfeat.models.seqrec.config import SEQREC_HEADS as H
-
-    hc = H[head]
+def _cfg(encoder: str, head: str, merge: str = "assign", **kw) -> SeqRecConfig:
+    hc = dataclasses.replace(named_head(head), merge=merge)
     if hc.reranker_sizes:
-        hc = type(hc)(**{**hc.__dict__, "reranker_sizes": (5, 20, 50)})  # spec §11 rings scaled to few items
-    return SeqRecConfig(encoder=encoder, head=head, head_config=hc, max_len=10, d=16, d_inner=32, gru_hidden=24,
+        hc = dataclasses.replace(hc, reranker_sizes=(5, 20, 50))  # spec §11 rings scaled to few items
+    return SeqRecConfig(encoder=encoder, head=hc, max_len=10, d=16, d_inner=32, gru_hidden=24,
                         dropout=0.0, attn_dropout=0.0, **kw)
 
 
-@pytest.mark.parametrize("head", list(SEQREC_HEADS))
+@pytest.mark.parametrize("head", TABLE_2_7)
 @pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
 def test_every_head_is_a_distribution_over_items(encoder, head):
     torch.manual_seed(0)
@@ -46,7 +48,7 @@ def test_every_head_is_a_distribution_over_items(encoder, head):
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
-@pytest.mark.parametrize("head", list(SEQREC_HEADS))
+@pytest.mark.parametrize("head", TABLE_2_7)
 @pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
 def test_every_position_scores_its_prefix(encoder, head):
     """Window training's exactness: position t of `position_log_probs` equals `log_probs` of the history made
@@ -79,14 +81,14 @@ def test_repeatnet_every_position_scores_its_prefix():
 @pytest.mark.parametrize("encoder", ["sasrec", "gru4rec"])
 def test_last_valid_readout_ignores_the_padding_and_later_slots(encoder):
     torch.manual_seed(0)
-    model = build_seqrec(_cfg(encoder, "clr+mi"), N).eval()
+    model = build_seqrec(_cfg(encoder, "clr20,100,500+mi"), N).eval()
     seq, length = _batch()
     base = model.log_probs(seq, length)
     other = seq.clone()
     other[0, 4:] = torch.randint(1, N + 1, (6,))  # fill user 0's padding with items: nothing it reads changes
     torch.testing.assert_close(model.log_probs(other, length)[0], base[0])
     full = torch.full_like(length, 10)
-    slot = build_seqrec(_cfg(encoder, "clr+mi", readout="last_slot"), N).eval()
+    slot = build_seqrec(_cfg(encoder, "clr20,100,500+mi", readout="last_slot"), N).eval()
     slot.load_state_dict(model.state_dict())
     torch.testing.assert_close(slot.log_probs(other, full), model.log_probs(other, full))  # equal at full length
     assert not torch.allclose(slot.log_probs(seq, length)[0], base[0])  # a padding slot otherwise
@@ -107,7 +109,7 @@ def test_sasrec_is_causal():
 def test_mi_depth_is_every_encoder_layer():
     assert _cfg("sasrec", "c+mi").resolved_head().depth == 2
     assert _cfg("gru4rec", "c+mi").resolved_head().depth == 1
-    assert _cfg("sasrec", "clr", merge="add").resolved_head().merge == "add"
+    assert _cfg("sasrec", "clr20,100,500", merge="add").resolved_head().merge == "add"
 
 
 @pytest.mark.parametrize("merge", ["assign", "add"])
@@ -115,9 +117,9 @@ def test_context_partition_brute_force(merge):
     """Spec §12 test 5: history items (only they, padding excluded) get f_C·e_x (replace) or f_1·e_x + f_C·e_x
     (add), plus the local term f_L·L_E(q_t) averaged over the positions holding x."""
     torch.manual_seed(0)
-    model = build_seqrec(_cfg("sasrec", "clr", merge=merge), N).eval()
+    model = build_seqrec(_cfg("sasrec", "clr20,100,500", merge=merge), N).eval()
     head = model.head
-    head.reranker_sizes, head.f_rerank = (), torch.nn.ModuleList()  # C + L only
+    head.dynamic.reranker_sizes, head.dynamic.f_rerank = (), torch.nn.ModuleList()  # C + L only
     seq, length = _batch()
     out = model.encoder(seq)
     pos = (length - 1)[:, None]
@@ -131,8 +133,8 @@ def test_context_partition_brute_force(merge):
         items = {int(x) for x in seq[b, : T + 1] if x > 0}
         for x in items:
             occ = [t for t in range(T + 1) if int(seq[b, t]) == x]
-            local = sum(head.f_local(q) @ head.f_key(h[b, t]) for t in occ) / len(occ)
-            val = head.f_context(q) @ W[x] + local
+            local = sum(head.dynamic.f_local(q) @ head.dynamic.f_key(h[b, t]) for t in occ) / len(occ)
+            val = head.dynamic.f_context(q) @ W[x] + local
             want[x] = val if merge == "assign" else base[x] + val
         torch.testing.assert_close(z[b], want, atol=1e-5, rtol=1e-5)
 
@@ -141,7 +143,7 @@ def test_reranker_rings_brute_force():
     """Spec §12 test 7: rings (5, 20, 50) largest first on the current logits; with replace, the final top-5
     ring's items (not in the history) get f_R5·e_x."""
     torch.manual_seed(0)
-    model = build_seqrec(_cfg("gru4rec", "clr"), N).eval()
+    model = build_seqrec(_cfg("gru4rec", "clr20,100,500"), N).eval()
     head = model.head
     seq, length = _batch()
     out = model.encoder(seq)
@@ -149,7 +151,8 @@ def test_reranker_rings_brute_force():
     z = head(out, seq, positions=(length - 1)[:, None]).scores[:, 0]
     for b in range(4):
         cur = head.facets[0](q[b]) @ head.weight.T
-        for n, layer in sorted(zip(head.reranker_sizes, head.f_rerank, strict=True), key=lambda p: -p[0]):
+        rings = zip(head.dynamic.reranker_sizes, head.dynamic.f_rerank, strict=True)
+        for n, layer in sorted(rings, key=lambda p: -p[0]):
             ranked = cur.detach().clone()
             ranked[0] = float("-inf")
             top = ranked.topk(n).indices
@@ -161,7 +164,7 @@ def test_reranker_rings_brute_force():
 
 
 def test_mi_window_reads_the_last_three_positions_and_zeros_before_the_start():
-    from genfeat.heads.multi_facet import MultiInput
+    from genfeat.heads.facets import MultiInput
 
     torch.manual_seed(0)
     mi = MultiInput(4, window=3, depth=2)
@@ -202,7 +205,7 @@ def test_config_errors():
     with pytest.raises(ConfigError, match="head"):
         SeqRecConfig(head="nope")
     with pytest.raises(ValueError, match="rings"):
-        build_seqrec(SeqRecConfig(head="clr", d=8, max_len=5), 50)
+        build_seqrec(SeqRecConfig(head="clr20,100,500", d=8, max_len=5), 50)
 
 
 def test_window_loss_scores_only_the_target_positions():
@@ -211,7 +214,7 @@ def test_window_loss_scores_only_the_target_positions():
     from genfeat.recipes.seqrec import seqrec_loss
 
     torch.manual_seed(0)
-    model = build_seqrec(_cfg("sasrec", "clr+mi"), N).eval()
+    model = build_seqrec(_cfg("sasrec", "clr20,100,500+mi"), N).eval()
     seq, _ = _batch()
     targets = torch.randint(1, N + 1, seq.shape)
     targets[seq == 0] = 0
@@ -234,7 +237,7 @@ def test_multi_softmax_recommender_max_pools_distinct_facets(encoder):
     """The recommenders' Multi-Softmax (thesis C §2.5): one softmax of max_k of the facet logits, with facets that
     differ (they start identical, where max, mean and any facet agree)."""
     torch.manual_seed(0)
-    model = build_seqrec(_cfg(encoder, "mos"), N).eval()
+    model = build_seqrec(_cfg(encoder, "mos3-max"), N).eval()
     with torch.no_grad():
         for f in model.head.facets:
             f.weight.add_(torch.randn_like(f.weight))

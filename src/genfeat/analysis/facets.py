@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from genfeat.heads.multi_facet import MultiFacetSoftmax
+from genfeat.heads.multi_facet import MixtureHead, MultiFacetSoftmax
 from genfeat.heads.two_stage import TwoStageReranker
 from genfeat.models.lm import CausalLM
 
@@ -34,9 +34,9 @@ def inspect_facets(lm: CausalLM, ids: Tensor, top: int = 5) -> list[tuple[str, l
     if isinstance(head, TwoStageReranker):
         rows.append(("stage 1 (before reranking)", _top(head_out.aux.log_probs()[0, -1], top)))
         head = head.stage1
-    if not isinstance(head, MultiFacetSoftmax):
+    if not isinstance(head, MixtureHead):
         return rows
-    if head.needs_all_hidden and out.all_hidden is None:
+    if head.needs.all_hidden and out.all_hidden is None:
         out = lm.backbone(ids, output_all_hidden=True)
     logits, log_prior = head.facet_logits(out, ids)
     if head.K > 1:
@@ -44,6 +44,8 @@ def inspect_facets(lm: CausalLM, ids: Tensor, top: int = 5) -> list[tuple[str, l
             weight = "max-pooled" if log_prior is None else f"π={log_prior[0, -1, k].exp():.3f}"
             rows.append((f"softmax {k + 1} ({weight})",
                          _top(torch.log_softmax(z[0, -1].float(), -1), top)))
+    if not isinstance(head, MultiFacetSoftmax):  # DOC: one facet per layer, shown as its K softmaxes
+        return rows
     q = out.hidden if head.multi_input is None else head.multi_input(out)
     q = q[0, -1]
 
@@ -54,10 +56,10 @@ def inspect_facets(lm: CausalLM, ids: Tensor, top: int = 5) -> list[tuple[str, l
     if head.J > 1:
         for j in range(head.J):
             facet_row(f"partition {j} facet", head.facets[j])
-    if head.dynamic:
+    if head.dynamic is not None:
         facet_row("base facet f_1", head.facets[0])
-        if head.f_context is not None:
-            facet_row("context facet f_C", head.f_context)
-        for n, layer in zip(head.reranker_sizes, head.f_rerank, strict=True):
+        if head.dynamic.f_context is not None:
+            facet_row("context facet f_C", head.dynamic.f_context)
+        for n, layer in zip(head.dynamic.reranker_sizes, head.dynamic.f_rerank, strict=True):
             facet_row(f"reranker facet R:{n}", layer)
     return rows

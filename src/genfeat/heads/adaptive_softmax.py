@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, target_log_softmax, upcast
+from genfeat.heads.base import HeadNeeds, HeadOutput, target_log_softmax, upcast
 from genfeat.nn.embeddings import AdaptiveEmbedding, cluster_bounds
 from genfeat.nn.outputs import BackboneOutput
 
@@ -110,7 +110,7 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
             out = out.index_add(0, idx, target_log_softmax(tail, t[idx] - self.bounds[c]).to(out.dtype))
         return out.view(shape)
 
-    scores_targets = True  # CausalLM passes targets= so training evaluates only the target clusters
+    needs = HeadNeeds(targets=True)  # training evaluates only the target clusters
 
     def forward(self, out: BackboneOutput, input_ids: Tensor | None = None,
                 targets: Tensor | None = None) -> HeadOutput:

@@ -1,4 +1,5 @@
-"""The head contract."""
+"""The head contract: what every output head returns (`HeadOutput`) and declares it reads (`HeadNeeds`), and
+the shared numerics of the heads."""
 
 from __future__ import annotations
 
@@ -64,6 +65,27 @@ def top_indices(x: Tensor, k: int, chunk: int = 64, sorted: bool = True) -> Tens
         vals = torch.cat([vals, x[..., G * chunk:]], -1)
         ids = torch.cat([ids, torch.arange(G * chunk, V, device=x.device).expand(*ids.shape[:-1], -1)], -1)
     return ids.gather(-1, vals.topk(k, -1, sorted=sorted).indices)
+
+
+@dataclass(frozen=True)
+class HeadNeeds:
+    """What a head reads besides the backbone's final hidden states, declared by every head as `head.needs`;
+    the model that drives it (`CausalLM`) passes exactly these and nothing else.
+
+    all_hidden   the outputs of the blocks below the top (`BackboneOutput.all_hidden`): Mi, DOC, the two-stage
+                 reranker. The backbone is called with `output_all_hidden=True`.
+    input_ids    the segment's token ids (`input_ids=`): the context partition, local embeddings, pointers.
+    memory_ids   the ids of the tokens in a memory backbone's memory (`mem_ids=`), carried with the memory.
+    targets      the head can return log p(target) only (`targets=` -> `HeadOutput.target_log_probs`), which
+                 training asks for instead of the full distribution.
+    positions    the head can score selected query positions only (`positions=` (B, P)): generation's last
+                 position, a recommender's read-out; otherwise the model slices the full output."""
+
+    all_hidden: bool = False
+    input_ids: bool = False
+    memory_ids: bool = False
+    targets: bool = False
+    positions: bool = False
 
 
 @dataclass

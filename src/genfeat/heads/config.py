@@ -1,14 +1,17 @@
-"""Head configuration shared by every causal backbone, and the named heads of thesis C Tables 2.1 and 2.4.
+"""Head configuration shared by every backbone (the LMs and the recommenders), and the one registry of named
+heads: the rows of thesis C Tables 2.1, 2.4 and 2.7.
 
-    genfeat run lm --preset quickstart --model.head.kind multi_facet --model.head.num_softmax 3   # MoS(3)
+    genfeat run lm --preset quickstart --model.head mos3                       # a named head
+    genfeat run seqrec --preset sasrec_ml100k --model.head c+mi                # the same names on every backbone
+    genfeat run lm --preset quickstart --model.head mfs --model.head.num_softmax 4   # a named head, one field changed
 
-`HEADS` maps the table names to configs (used by presets and benchmarks); `build_head` turns a config into
-a module whose output embedding is the backbone's token embedding when `tied` is given.
+`HEADS` maps the names to configs and `LABELS` to the tables' row names (results pages); `head_name` finds a
+config's name back. `build_head` turns a config into a module whose output embedding is the backbone's token
+embedding when `tied` is given.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from torch import nn
@@ -42,12 +45,19 @@ class HeadConfig:
         if self.kind not in ("softmax", "multi_facet", "pointer"):
             raise ConfigError(f"head.kind must be softmax, multi_facet or pointer, got {self.kind!r}")
 
+    @classmethod
+    def from_name(cls, name: str) -> HeadConfig:
+        """A config field of this type accepts a name from `HEADS` (`--model.head mfs`)."""
+        return named_head(name)
+
 
 def _mf(**kw) -> HeadConfig:
     return HeadConfig(kind="multi_facet", **kw)
 
 
 MI = {"multi_input": True}
+_MAX3 = {"num_softmax": 3, "mixture": "max_logits"}  # the recommenders' Multi-Softmax: max-pooled logits, §2.5
+_CLR3 = {"context": True, "local": True, "reranker_sizes": (20, 100, 500)}  # Table 2.7's rings
 HEADS: dict[str, HeadConfig] = {
     "softmax": HeadConfig(), "softmax_facet": HeadConfig(facet_proj=True),
     "sigsoftmax": _mf(sigsoftmax=True), "softmax+mi": _mf(**MI), "softmax+mp": _mf(num_partitions=4),
@@ -66,6 +76,23 @@ HEADS: dict[str, HeadConfig] = {
     "pointer_sentinel+mi": HeadConfig(kind="pointer", pointer="pointer_sentinel", multi_input=True),
     "c": _mf(context=True), "softmax+rs2:20": HeadConfig(facet_proj=True, stage2_candidates=20),
     "clr20+rs2:20+mi": _mf(context=True, local=True, reranker_sizes=(20,), stage2_candidates=20, **MI),
+    "mos3-max": _mf(**_MAX3), "clr20,100,500": _mf(**_CLR3), "clr20,100,500+mi": _mf(**_CLR3, **MI),
+    "mos3-max+clr20,100,500": _mf(**_MAX3, **_CLR3), "mos3-max+clr20,100,500+mi": _mf(**_MAX3, **_CLR3, **MI),
+}
+
+LABELS: dict[str, str] = {
+    "softmax": "Softmax (tied)", "softmax_facet": "Softmax + facet layer", "sigsoftmax": "SigSoftmax",
+    "softmax+mi": "Softmax + Mi", "softmax+mp": "Softmax + MP", "mos3": "MoS (K=3)", "mos4": "MoS (K=4)",
+    "doc": "DOC (K=3)", "mfs-mp": "MFS w/o MP", "mfs-mi": "MFS w/o Mi", "mfs": "MFS",
+    "c": "Softmax + C", "c+mi": "Softmax + C + Mi", "l+mi": "Softmax + L + Mi", "cl+mi": "Softmax + CL + Mi",
+    "r100+mi": "Softmax + R:100 + Mi", "r20,100,500+mi": "Softmax + R:20,100,500 + Mi", "clr20": "Softmax + CLR:20",
+    "clr20+mi": "Softmax + CLR:20 + Mi", "clr20,100+mi": "Softmax + CLR:20,100 + Mi",
+    "mos+clr100+mi": "MoS + CLR:100 + Mi", "copynet": "CopyNet", "pointer_generator": "Pointer Generator",
+    "pointer_sentinel": "Pointer Sentinel", "pointer_sentinel+mi": "Pointer Sentinel + Mi",
+    "softmax+rs2:20": "Softmax + Rs2:20", "clr20+rs2:20+mi": "Softmax + CLR:20 + Rs2:20 + Mi",
+    "mos3-max": "Multi-Softmax (K=3, max-pooled)", "clr20,100,500": "Softmax + CLR",
+    "clr20,100,500+mi": "Softmax + CLR + Mi", "mos3-max+clr20,100,500": "Multi-Softmax + CLR",
+    "mos3-max+clr20,100,500+mi": "Multi-Softmax + CLR + Mi",
 }
 
 
@@ -75,8 +102,15 @@ def named_head(name: str) -> HeadConfig:
     return HEADS[name]
 
 
+def head_name(cfg: HeadConfig) -> str | None:
+    """The registry name of a config (None for a custom one)."""
+    return next((name for name, c in HEADS.items() if c == cfg), None)
+
+
 def build_head(cfg: HeadConfig, d_model: int, vocab_size: int, tied: nn.Embedding | None,
                pad_id: int | None = None) -> nn.Module:
+    from genfeat.heads.doc import DOCHead
+    from genfeat.heads.dynamic import DynamicSpec
     from genfeat.heads.multi_facet import MultiFacetSoftmax
     from genfeat.heads.pointer import PointerHead
     from genfeat.heads.softmax import SoftmaxHead
@@ -88,8 +122,17 @@ def build_head(cfg: HeadConfig, d_model: int, vocab_size: int, tied: nn.Embeddin
             return PointerHead(d_model, vocab_size, tied, mode=cfg.pointer, multi_input=cfg.multi_input,
                                window=cfg.window, depth=cfg.depth,
                                context_includes_current=cfg.context_includes_current, pad_id=pad_id, bias=cfg.bias)
-        kw = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-              if f.name not in ("kind", "facet_proj", "pointer", "stage2_candidates", "stage2_merge")}
-        return MultiFacetSoftmax(d_model, vocab_size, tied, pad_id=pad_id, **kw)
+        if cfg.doc:
+            if cfg.multi_input or cfg.num_partitions > 1 or cfg.sigsoftmax or cfg.context or cfg.local \
+                    or cfg.reranker_sizes:
+                raise ValueError("DOC takes one layer per facet; it does not combine with Mi, partitions, "
+                                 "SigSoftmax or dynamic partitions")
+            return DOCHead(d_model, vocab_size, tied, bias=cfg.bias)
+        dynamic = DynamicSpec(context=cfg.context, local=cfg.local, reranker_sizes=cfg.reranker_sizes,
+                              merge=cfg.merge, includes_current=cfg.context_includes_current, pad_id=pad_id)
+        return MultiFacetSoftmax(d_model, vocab_size, tied, num_softmax=cfg.num_softmax,
+                                 num_partitions=cfg.num_partitions, multi_input=cfg.multi_input, window=cfg.window,
+                                 depth=cfg.depth, sigsoftmax=cfg.sigsoftmax, bias=cfg.bias, mixture=cfg.mixture,
+                                 dynamic=dynamic)
     except ValueError as e:
         raise ConfigError(f"head: {e}") from None

@@ -27,8 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, output_embedding, select_positions, target_log_softmax, upcast
-from genfeat.heads.multi_facet import MultiInput, context_positions, identity_facet
+from genfeat.heads.base import HeadNeeds, HeadOutput, output_embedding, select_positions, target_log_softmax, upcast
+from genfeat.heads.dynamic import context_positions
+from genfeat.heads.facets import MultiInput, identity_facet
 from genfeat.nn.outputs import BackboneOutput
 
 MODES = ("copynet", "pointer_generator", "pointer_sentinel")
@@ -46,7 +47,7 @@ class PointerHead(nn.Module):
         self.weight = output_embedding(vocab_size, d_model, tied_embedding)
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         self.multi_input = MultiInput(d_model, window, depth) if multi_input else None
-        self.needs_all_hidden = multi_input and depth > 1
+        self.needs = HeadNeeds(all_hidden=multi_input and depth > 1, input_ids=True, targets=True, positions=True)
         d_q = 2 * d_model if multi_input else d_model
         self.facet = identity_facet(d_q, d_model)  # f_1
         self.query = identity_facet(d_q, d_model, key_init)  # L_Q
@@ -57,8 +58,6 @@ class PointerHead(nn.Module):
         if mode != "copynet":
             self.gate = nn.Linear(d_model, 1)  # w_g, b_g on h^M
             nn.init.zeros_(self.gate.bias)
-
-    scores_targets = True  # CausalLM passes targets= in training: only log p(target) is computed
 
     def forward(self, out: BackboneOutput, input_ids: Tensor | None = None, mem_ids: Tensor | None = None,
                 positions: Tensor | None = None, targets: Tensor | None = None) -> HeadOutput:

@@ -15,11 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, output_embedding, select_positions
+from genfeat.heads.base import HeadNeeds, HeadOutput, output_embedding, select_positions
 from genfeat.nn.outputs import BackboneOutput
 
 
 class SoftmaxHead(nn.Module):
+    needs = HeadNeeds(positions=True)
+
     def __init__(
         self,
         d_model: int,

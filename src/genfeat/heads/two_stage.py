@@ -32,14 +32,13 @@ import math
 import torch
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput, select_positions, top_indices
-from genfeat.heads.multi_facet import identity_facet
+from genfeat.heads.base import HeadNeeds, HeadOutput, select_positions, top_indices
+from genfeat.heads.facets import identity_facet
 from genfeat.nn.dropout import dropout
 from genfeat.nn.outputs import BackboneOutput
 
 
 class TwoStageReranker(nn.Module):
-    needs_all_hidden = True
 
     def __init__(self, stage1: nn.Module, decoder: nn.Module, n: int = 100, merge: str = "add",
                  init_std: float = 2e-4):
@@ -58,10 +57,7 @@ class TwoStageReranker(nn.Module):
         nn.init.normal_(self.B.weight, std=init_std)
         self.sep = nn.Parameter(torch.randn(d) * 0.02)
         self.segment = nn.Parameter(torch.zeros(d))
-
-    @property
-    def uses_memory_ids(self) -> bool:
-        return False
+        self.needs = HeadNeeds(all_hidden=True, input_ids=stage1.needs.input_ids, positions=True)
 
     def _appended_states(self, out: BackboneOutput, slot: Tensor, cand: Tensor) -> Tensor:
         """Last-layer outputs (B, T, n, d) at the candidates of each position's appended group."""

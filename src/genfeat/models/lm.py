@@ -5,42 +5,46 @@ Any backbone returning a `BackboneOutput` composes with any head returning a `He
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 from torch import Tensor, nn
 
-from genfeat.heads.base import HeadOutput
+from genfeat.heads.base import HeadNeeds, HeadOutput
 from genfeat.nn.outputs import BackboneOutput
 
 
 class CausalLM(nn.Module):
+    """backbone (input ids -> `BackboneOutput`) + head (`BackboneOutput` -> `HeadOutput`). The head declares
+    what it reads in `head.needs` (`HeadNeeds`); the model passes exactly that."""
+
     def __init__(self, backbone: nn.Module, head: nn.Module, max_len: int | None = None):
         super().__init__()
+        if not isinstance(getattr(head, "needs", None), HeadNeeds):
+            raise TypeError(f"{type(head).__name__} does not declare what it reads: a head sets "
+                            "`needs = HeadNeeds(...)` (genfeat.heads.base)")
         self.backbone = backbone
         self.head = head
         self.max_len = max_len  # longest context the backbone accepts (None: unbounded)
 
     def forward(self, input_ids: Tensor, targets: Tensor | None = None, last_only: bool = False,
                 **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
-        """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL). `targets` (B, T) lets a
-        head that supports it (`scores_targets = True`) compute only log p(target) -- what training needs.
-        `last_only`: scores (B, 1, V) for the last position only (generation); heads taking `positions`
-        compute nothing else.
+        """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL). `targets` (B, T): a head that
+        can (`needs.targets`) computes only log p(target) -- what training needs. `last_only`: scores (B, 1, V)
+        for the last position only (generation); a head with `needs.positions` computes nothing else.
 
-        Heads that read the context words (`uses_memory_ids`, e.g. the context partition) also see the tokens
-        held in a backbone's memory: their ids travel as one extra integer tensor at the end of `mems`
+        A head that reads the memory's token ids (`needs.memory_ids`, the context partition) also sees the
+        tokens held in a backbone's memory: their ids travel as one extra integer tensor at the end of `mems`
         (aligned with the memory's positions, -1 where unknown), so callers carry them with the memory
         unchanged."""
+        needs: HeadNeeds = self.head.needs
         mems = backbone_kwargs.get("mems")
         mem_ids = None
         if mems and not mems[-1].is_floating_point():
             mem_ids, backbone_kwargs["mems"] = mems[-1], tuple(mems[:-1])
-        if getattr(self.head, "needs_all_hidden", False):  # e.g. multi-input facets, DOC
+        if needs.all_hidden:
             backbone_kwargs.setdefault("output_all_hidden", True)
         out = self.backbone(input_ids, **backbone_kwargs)  # hidden (B, T, d)
-        head_kwargs = {}
-        if getattr(self.head, "uses_memory_ids", False) and out.mems is not None:
+        head_kwargs = {"input_ids": input_ids} if needs.input_ids else {}
+        if needs.memory_ids and out.mems is not None:
             old = backbone_kwargs.get("mems")
             old_len = old[0].size(1) if old else 0
             if mem_ids is None or mem_ids.size(1) != old_len:
@@ -50,15 +54,14 @@ class CausalLM(nn.Module):
             out.mems = (*out.mems, ids[:, end - out.mems[0].size(1):end])
             if old_len:
                 head_kwargs["mem_ids"] = mem_ids
-        if targets is not None and getattr(self.head, "scores_targets", False):
-            return self.head(out, input_ids, targets=targets, **head_kwargs), out
+        if targets is not None and needs.targets:
+            return self.head(out, targets=targets, **head_kwargs), out
         if last_only:
-            if "positions" in inspect.signature(self.head.forward).parameters:
-                head_kwargs["positions"] = input_ids.new_full((input_ids.size(0), 1), input_ids.size(1) - 1)
-            else:
-                res = self.head(out, input_ids, **head_kwargs)
+            if not needs.positions:
+                res = self.head(out, **head_kwargs)
                 return HeadOutput(res.log_probs()[:, -1:], is_log_prob=True), out
-        return self.head(out, input_ids, **head_kwargs), out
+            head_kwargs["positions"] = input_ids.new_full((input_ids.size(0), 1), input_ids.size(1) - 1)
+        return self.head(out, **head_kwargs), out
 
 
 @torch.no_grad()

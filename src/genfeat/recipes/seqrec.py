@@ -2,8 +2,8 @@
 
     genfeat data fetch ml-100k
     genfeat run seqrec --preset sasrec_ml100k                      # SASRec + Softmax (Table 2.7's first row)
-    genfeat run seqrec --preset sasrec_ml100k --model.head c+mi    # or plain, softmax+mi, mos, c, clr, clr+mi, mos+clr
-    genfeat run seqrec --preset gru4rec_ml100k --model.head clr
+    genfeat run seqrec --preset sasrec_ml100k --model.head c+mi    # any head of genfeat.heads.config.HEADS
+    genfeat run seqrec --preset gru4rec_ml100k --model.head clr20,100,500
     genfeat run seqrec --preset repeatnet_ml100k
 
 Framework (specs/framework.md): `OnePhase(L)` with L the cross-entropy of the next item under the head's
@@ -43,6 +43,7 @@ from genfeat.data.seqrec import (
     training_windows,
 )
 from genfeat.errors import ConfigError
+from genfeat.heads.config import head_name
 from genfeat.metrics.ranking import history_mass, ranking_metrics_from_ranks, target_ranks
 from genfeat.models.seqrec import SeqRecConfig, build_seqrec
 from genfeat.recipes.lm import seed_everything
@@ -142,12 +143,18 @@ def load_seqdata(cfg: SeqRecDataConfig, max_len: int) -> SeqData:
 
 
 class ExampleBatches:
-    """Endless shuffled mini-batches of training rows, one permutation per epoch (seeded); its position is
-    checkpointed (`state_dict`), so a resumed run sees the same batches. Rows: prefix examples (batches of
-    (history, length, target)) or windows (batches of (inputs, targets))."""
+    """Endless shuffled mini-batches of training rows, one permutation per epoch (seeded), the last batch of an
+    epoch the remainder; its position is checkpointed (`state_dict`), so a resumed run sees the same batches.
+    Rows: prefix examples (batches of (history, length, target)) or windows (batches of (inputs, targets)).
+    `batch_size` is the global batch: under torchrun rank r of W keeps the r-th of W near-equal contiguous parts
+    of every batch (`seqrec_loss` normalises by the global count, so the ranks together compute one process's
+    loss)."""
 
-    def __init__(self, ex: Examples | Windows, batch_size: int, seed: int):
+    def __init__(self, ex: Examples | Windows, batch_size: int, seed: int, rank: int = 0, world_size: int = 1):
         self.arrays = (ex.history, ex.length, ex.target) if isinstance(ex, Examples) else (ex.inputs, ex.targets)
+        if batch_size < world_size:
+            raise ValueError(f"a batch of {batch_size} rows does not split over {world_size} ranks")
+        self.rank, self.world_size = rank, world_size
         self.n, self.batch_size, self.seed = len(ex), batch_size, seed
         self.epoch, self.pos = 0, 0
         self.steps_per_epoch = -(-len(ex) // batch_size)
@@ -164,6 +171,8 @@ class ExampleBatches:
             self._perm_epoch = self.epoch
         idx = self._perm[self.pos * self.batch_size: (self.pos + 1) * self.batch_size]
         self.pos += 1
+        if self.world_size > 1:
+            idx = np.array_split(idx, self.world_size)[self.rank]
         return tuple(torch.from_numpy(a[idx]) for a in self.arrays)
 
     def state_dict(self) -> dict[str, int]:
@@ -175,7 +184,9 @@ class ExampleBatches:
 
 def seqrec_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, int]:
     """Mean NLL of the batch's targets: prefix examples (history, length, target), or windows (inputs,
-    targets) scored at every position whose target is not 0."""
+    targets) scored at every position whose target is not 0. Through the (maybe DDP-wrapped) model's forward;
+    under torchrun each rank's sum is divided by the global count of targets times W (DDP averages the W
+    gradients), which is one process's mean over the whole batch however the targets fall on the ranks."""
     device = next(model.parameters()).device
     batch = tuple(t.to(device) for t in batch)
     if len(batch) == 2:  # the head runs at the scored positions only (padded per row with unscored ones)
@@ -183,11 +194,17 @@ def seqrec_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> tupl
         scored = targets > 0
         count = scored.sum(1, keepdim=True)
         pos = (~scored).to(torch.uint8).argsort(dim=1, stable=True)[:, : int(count.max())]  # scored ones first
-        logp = model.position_log_probs(inputs, pos)  # the padding slots' targets gather as 0: ignored
-        return torch.nn.functional.nll_loss(logp.flatten(0, 1), targets.gather(1, pos).flatten(), ignore_index=0), \
-            int(count.sum())
-    hist, length, target = batch
-    return torch.nn.functional.nll_loss(model(hist, length), target), target.numel()
+        logp = model(inputs, positions=pos)  # the padding slots' targets gather as 0: ignored
+        logp, target, n = logp.flatten(0, 1), targets.gather(1, pos).flatten(), int(count.sum())
+    else:
+        hist, length, target = batch
+        logp, n = model(hist, length), target.numel()
+    world = D.world_size()
+    if world == 1:
+        return torch.nn.functional.nll_loss(logp, target, ignore_index=0), n
+    total = D.all_reduce_sum(torch.tensor(float(n), device=device))  # the loop counts W × the returned count
+    return torch.nn.functional.nll_loss(logp, target, ignore_index=0, reduction="sum") * (world / total), \
+        float(total) / world
 
 
 @torch.no_grad()
@@ -223,8 +240,6 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     """Train on data.train with early stopping on validation, evaluate the best weights; summary.json + report.md.
     Returns (summary, model with the best weights, in eval mode)."""
     info = D.setup(cfg.train.device)
-    if info.world_size > 1:
-        raise ConfigError("seqrec trains on one device (ML-100K takes seconds per epoch)")
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
     model = build_seqrec(cfg.model, data.n_items).to(info.device)
@@ -233,18 +248,20 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     per_batch = cfg.data.batch_size
     if cfg.data.stride:  # the same number of updates per epoch as prefix training, about batch_size targets each
         per_batch = max(1, round(per_batch * len(rows) / max(rows.n_targets, 1)))
-    batches = ExampleBatches(rows, per_batch, cfg.seed)
+    batches = ExampleBatches(rows, per_batch, cfg.seed, info.rank, info.world_size)
     spe = batches.steps_per_epoch
     budget = cfg.train.max_steps if cfg.train.max_steps is not None else cfg.epochs * spe
     tc = dataclasses.replace(cfg.train, max_steps=budget, eval_every=spe * cfg.train.eval_every,
                              log_every=min(cfg.train.log_every, spe))
-    name = cfg.model.encoder if cfg.model.encoder == "repeatnet" else f"{cfg.model.encoder}+{cfg.model.head}"
+    name = cfg.model.encoder if cfg.model.encoder == "repeatnet" else \
+        f"{cfg.model.encoder}+{head_name(cfg.model.head) or 'custom head'}"
     rows_desc = (f"{len(rows):,} windows (stride {cfg.data.stride}, {per_batch} per batch)" if cfg.data.stride
                  else f"{len(rows):,} examples")
     print(f"genfeat seqrec {name}: {n_params / 1e6:.3f}M parameters, {rows_desc}, {spe} steps per epoch, up to "
           f"{cfg.epochs} epochs, early stopping on {tc.early_stop_metric} (patience {tc.patience})")
-    result = fit(model, seqrec_loss, batches, tc, run_dir,
-                 evaluate=lambda m: evaluate_seqrec(m, data.valid, cfg.eval, cfg.data.eval_batch_size, "valid"),
+    result = fit(D.wrap(model, info), seqrec_loss, batches, tc, run_dir,
+                 evaluate=lambda m: evaluate_seqrec(D.unwrap(m), data.valid, cfg.eval, cfg.data.eval_batch_size,
+                                                    "valid"),
                  resume_from=resume_from, desc=name)
     load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
     final = evaluate_seqrec(model, data.valid, cfg.eval, cfg.data.eval_batch_size, "valid")

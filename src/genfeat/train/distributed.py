@@ -97,6 +97,19 @@ def unwrap(model: nn.Module) -> nn.Module:
     return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
 
 
+def world_size() -> int:
+    """The number of ranks of the process group (1 when not distributed)."""
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
+    """The sum of `t` over the ranks (a copy; `t` itself when not distributed)."""
+    if dist.is_available() and dist.is_initialized():
+        t = t.clone()
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t
+
+
 def all_reduce_mean(t: torch.Tensor) -> torch.Tensor:
     if dist.is_available() and dist.is_initialized():
         t = t.clone()

@@ -11,7 +11,8 @@
         log every `log_every` (tqdm on rank 0, metrics.jsonl, TensorBoard), evaluate + checkpoint
         every `eval_every`, stop early after `patience` evaluations without improvement
 
-`loss_fn(model, batch) -> (mean loss tensor, number of target tokens)`; `evaluate(model) -> {name:
+`loss_fn(model, batch) -> (mean loss tensor, number of target tokens)` (under torchrun: the rank's count, or the
+global count / W where the ranks' shares differ; the loop counts W × it); `evaluate(model) -> {name:
 value}` (e.g. valid_loss, valid_ppl). The data iterators and the method (`Step.state_dict`: a loss's memory, a
 schedule's random stream) are checkpointed with the weights, every optimizer and scheduler and every RNG, so
 `fit(..., resume_from=ckpt)` continues exactly: on CPU the weights after k steps + resume + (N - k) steps are
@@ -327,8 +328,9 @@ def fit(
                             (scaler.scale(scaled) if scaler else scaled).backward()
                         total += loss.detach().float()
                         if update.data is not None:
-                            tokens += n_tok * info.world_size
-                            tok_log += n_tok * info.world_size
+                            n_all = round(n_tok * info.world_size)  # the count of every rank together
+                            tokens += n_all
+                            tok_log += n_all
                         for k, v in (parts[0] if parts else {}).items():
                             entry = sums.setdefault(k, [0.0, 0])
                             entry[0] += v / cfg.grad_accum

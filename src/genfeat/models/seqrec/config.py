@@ -1,4 +1,13 @@
-"""Sequential-recommendation model configuration and the output layers of thesis C Table 2.7."""
+"""Sequential-recommendation model configuration. The output layer is any head of the one registry
+(`genfeat.heads.config.HEADS`); thesis C Table 2.7's rows are
+
+    Softmax                  softmax_facet      (the thesis's extra facet layer; `softmax` is vanilla SASRec/GRU4Rec)
+    Softmax + Mi             softmax+mi
+    Multi-Softmax (MoS)      mos3-max           (K = 3, max-pooled logits)
+    Softmax + C (+ Mi)       c, c+mi
+    Softmax + CLR (+ Mi)     clr20,100,500, clr20,100,500+mi
+    Multi-Softmax + CLR      mos3-max+clr20,100,500 (+mi)
+"""
 
 from __future__ import annotations
 
@@ -6,33 +15,17 @@ import dataclasses
 from dataclasses import dataclass
 
 from genfeat.errors import ConfigError
-from genfeat.heads.config import HeadConfig
+from genfeat.heads.config import HEADS, HeadConfig, named_head
 
 ENCODERS = ("sasrec", "gru4rec", "repeatnet")
-
-
-def _mf(**kw) -> HeadConfig:
-    return HeadConfig(kind="multi_facet", **kw)
-
-
-_MI = {"multi_input": True}
-_CLR = {"context": True, "local": True, "reranker_sizes": (20, 100, 500)}
-_MOS = {"num_softmax": 3, "mixture": "max_logits"}
-# Table 2.7 rows. "softmax" has the one extra facet layer of the thesis; "plain" is vanilla SASRec/GRU4Rec.
-# Mi depth (H) is set from the encoder (all its layers: 2 for SASRec, 1 for GRU4Rec), window W = 3.
-SEQREC_HEADS: dict[str, HeadConfig] = {
-    "plain": HeadConfig(), "softmax": HeadConfig(facet_proj=True), "softmax+mi": _mf(**_MI), "mos": _mf(**_MOS),
-    "c": _mf(context=True), "c+mi": _mf(context=True, **_MI), "clr": _mf(**_CLR), "clr+mi": _mf(**_CLR, **_MI),
-    "mos+clr": _mf(**_MOS, **_CLR), "mos+clr+mi": _mf(**_MOS, **_CLR, **_MI),
-}
+TABLE_2_7 = ("softmax", "softmax_facet", "softmax+mi", "mos3-max", "c", "c+mi", "clr20,100,500", "clr20,100,500+mi",
+             "mos3-max+clr20,100,500", "mos3-max+clr20,100,500+mi")  # names in HEADS
 
 
 @dataclass(frozen=True)
 class SeqRecConfig:
     encoder: str = "sasrec"  # sasrec | gru4rec | repeatnet (its own decoders; `head` is not used)
-    head: str = "softmax"  # a row of SEQREC_HEADS
-    head_config: HeadConfig | None = None  # a custom head instead of the named row
-    merge: str = "assign"  # dynamic partitions: assign (= "replace", the equations) | add (thesis-era code)
+    head: HeadConfig = HEADS["softmax_facet"]  # a name from HEADS or its fields (`--model.head.merge add`)
     readout: str = "last_valid"  # last_valid: position len-1 | last_slot: position L-1 (the reference code)
     head_init: str = "encoder"  # encoder: the head's Linear layers re-initialised as the encoder's (reference)
     #                             identity: the thesis's LM init (identity facets, 1e-10·I for L)
@@ -46,12 +39,13 @@ class SeqRecConfig:
     gru_hidden: int = 128  # GRU4Rec (RepeatNet: d)
 
     def __post_init__(self) -> None:
+        if isinstance(self.head, str):  # SeqRecConfig(head="c+mi"), as on the command line
+            object.__setattr__(self, "head", named_head(self.head))
         if self.encoder not in ENCODERS:
             raise ConfigError(f"model.encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}")
-        if self.head not in SEQREC_HEADS:
-            raise ConfigError(f"model.head must be one of {', '.join(SEQREC_HEADS)}, got {self.head!r}")
-        if self.merge not in ("assign", "add"):
-            raise ConfigError(f"model.merge must be assign or add, got {self.merge!r}")
+        if self.head.kind == "pointer" or self.head.doc or self.head.stage2_candidates:
+            raise ConfigError("model.head: a recommender reads out one position of its encoder's last layer; "
+                              "pointer, DOC and two-stage heads are language-model heads")
         if self.readout not in ("last_valid", "last_slot"):
             raise ConfigError(f"model.readout must be last_valid or last_slot, got {self.readout!r}")
         if self.head_init not in ("encoder", "identity"):
@@ -60,9 +54,7 @@ class SeqRecConfig:
             raise ConfigError("model.max_len and model.d must be positive")
 
     def resolved_head(self) -> HeadConfig:
-        """The head with Mi's depth = every encoder layer (thesis) and the merge mode applied."""
-        h = self.head_config or SEQREC_HEADS[self.head]
-        if h.kind == "multi_facet":
-            depth = self.n_layers if self.encoder == "sasrec" else 1
-            h = dataclasses.replace(h, depth=depth, merge=self.merge)
-        return h
+        """The head with Mi's depth H = every encoder layer (thesis: 2 for SASRec, 1 for GRU4Rec)."""
+        if self.head.kind != "multi_facet":
+            return self.head
+        return dataclasses.replace(self.head, depth=self.n_layers if self.encoder == "sasrec" else 1)

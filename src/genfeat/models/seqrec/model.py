@@ -66,8 +66,10 @@ class SeqRecModel(nn.Module):
                              "whole window)")
         return _without_padding_id(self.head(self.encoder(item_seq), item_seq, positions=positions).scores)
 
-    def forward(self, item_seq: Tensor, length: Tensor) -> Tensor:
-        return self.log_probs(item_seq, length)
+    def forward(self, item_seq: Tensor, length: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
+        """`log_probs` (B, n_items + 1) of each history's read-out, or with `positions` (B, P) the
+        `position_log_probs` there: training goes through forward, so DDP sees the computation."""
+        return self.log_probs(item_seq, length) if positions is None else self.position_log_probs(item_seq, positions)
 
 
 def _without_padding_id(scores: Tensor) -> Tensor:
@@ -92,8 +94,8 @@ class RepeatNetModel(nn.Module):
             positions = torch.arange(item_seq.size(1), device=item_seq.device).expand_as(item_seq)
         return self.net.at_positions(item_seq, positions)[0]
 
-    def forward(self, item_seq: Tensor, length: Tensor) -> Tensor:
-        return self.log_probs(item_seq, length)
+    def forward(self, item_seq: Tensor, length: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
+        return self.log_probs(item_seq, length) if positions is None else self.position_log_probs(item_seq, positions)
 
 
 def build_seqrec(cfg: SeqRecConfig, n_items: int) -> nn.Module:
