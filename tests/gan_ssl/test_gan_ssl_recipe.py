@@ -163,3 +163,15 @@ def test_torchrun_pixelcnn_matches_one_process(mnist_pickle, tmp_path):
     seen = [load_trainer_state(tmp_path / run / last)["tokens"] for run in ("one", "two")]
     assert seen[0] == seen[1] == 8 * 50
     assert json.loads((tmp_path / "two/summary.json").read_text())["world_size"] == 2
+
+
+@pytest.mark.dist
+def test_torchrun_gan_ssl_runs_data_parallel(mnist_pickle, tmp_path):
+    """`genfeat run gan_ssl` under torchrun (2 gloo ranks): every rank trains its part of the batches, rank 0
+    records the run (the exactness of the ranks' arithmetic: tests/gan_ssl/test_gan_ssl_train.py)."""
+    from tests.dist_run import torchrun_genfeat
+
+    out = tmp_path / "two"
+    torchrun_genfeat(["run", "gan_ssl", "--preset", "tiny", "--out", str(out)])
+    s = json.loads((out / "summary.json").read_text())
+    assert s["world_size"] == 2 and 0 <= s["test_errors"] and s["steps"] == 6

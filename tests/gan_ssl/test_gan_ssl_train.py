@@ -186,3 +186,31 @@ def test_interrupted_run_resumes_bit_for_bit(tmp_path):
         for k, st in sa["optimizers"][name]["state"].items():
             assert torch.equal(st["exp_avg_sq"], sb["optimizers"][name]["state"][k]["exp_avg_sq"]), (name, k)
     assert sa["method"] == sb["method"]
+
+
+@pytest.mark.dist
+def test_two_ranks_follow_one_process(tmp_path):
+    """The GAN under torchrun (gloo): each rank its part of the labeled, unlabeled and noise batches, FM / PT /
+    hinge LD on the global batch, gradients averaged before each of the two updates: 2 ranks end with one
+    process's weights and logged losses."""
+    import os
+    import subprocess
+    import sys
+
+    from genfeat.train.checkpoint import latest_checkpoint, load_weights
+    from genfeat.train.logging import read_metrics
+    from tests.dist_run import ROOT
+
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}", "OMP_NUM_THREADS": "1"}
+    for n in (1, 2):
+        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
+                               str(ROOT / "tests/gan_ssl/dist_gan.py"), str(tmp_path / f"r{n}")],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    one, two = (load_weights(latest_checkpoint(tmp_path / f"r{n}") / "model.safetensors") for n in (1, 2))
+    assert set(one) == set(two) and any(k.startswith("generator.") for k in one)
+    for k, v in one.items():
+        torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5, msg=k)
+    logged = [[r[k] for r in read_metrics(tmp_path / f"r{n}") if "loss_d" in r for k in ("loss_d", "loss_g")]
+              for n in (1, 2)]
+    assert len(logged[0]) >= 4 and logged[1] == pytest.approx(logged[0], rel=1e-4)

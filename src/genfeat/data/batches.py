@@ -22,7 +22,7 @@ from torch import Tensor
 
 
 class EpochBatches:
-    """`batch_size` is the global batch; under torchrun each rank keeps its contiguous share (`_share`)."""
+    """`batch_size` is the global batch; under torchrun each rank keeps its contiguous share (`rank_share`)."""
 
     def __init__(self, data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], batch_size: int,
                  rng: np.random.Generator, rank: int = 0, world_size: int = 1):
@@ -31,7 +31,7 @@ class EpochBatches:
         self.per_epoch = self.n // batch_size
         if self.per_epoch < 1:
             raise ValueError(f"{self.n} rows make no batch of {batch_size}")
-        self.shard = _share(batch_size, rank, world_size)
+        self.shard = rank_share(batch_size, rank, world_size)
         self.pos, self.perm = self.per_epoch, torch.arange(0)  # the first batch starts an epoch
 
     def __iter__(self) -> EpochBatches:
@@ -52,7 +52,7 @@ class EpochBatches:
         self.pos, self.perm = state["pos"], state["perm"]
 
 
-def _share(batch_size: int, rank: int, world_size: int) -> slice:
+def rank_share(batch_size: int, rank: int, world_size: int) -> slice:
     """Rank r of W keeps rows r·B/W to (r+1)·B/W of every global batch B: every rank draws the same order, so W
     ranks together see exactly what one process would."""
     if batch_size % world_size:
@@ -77,14 +77,14 @@ def _length(data: Tensor | Sequence[Tensor] | Mapping[str, Tensor]) -> int:
 
 
 class StreamBatches:
-    """`batch_size` is the global batch; under torchrun each rank keeps its contiguous share (`_share`)."""
+    """`batch_size` is the global batch; under torchrun each rank keeps its contiguous share (`rank_share`)."""
 
     def __init__(self, data: Tensor | Sequence[Tensor] | Mapping[str, Tensor], batch_size: int,
                  rng: np.random.Generator, rank: int = 0, world_size: int = 1):
         self.data, self.batch_size, self.rng = data, batch_size, rng
         self.n = _length(data)
         self.order = np.array([], dtype=np.int64)  # the rest of the stream drawn so far
-        self.shard = _share(batch_size, rank, world_size)
+        self.shard = rank_share(batch_size, rank, world_size)
 
     def __iter__(self) -> StreamBatches:
         return self

@@ -268,11 +268,12 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     if cfg.train.lambda_ld and cfg.data.dataset in COLOUR32:
         raise ConfigError("train.lambda_ld: the LD density model is the MNIST-shaped PixelCNN; SVHN / CIFAR-10 runs "
                           "use PT, Ent or VI (the thesis's best settings: svhn_1000, cifar10_4000)")
+    info = D.setup(cfg.train.device)
     seed_everything(cfg.seed)
     data = load_images(cfg.data)
     (xt, yt), (xv, yv), (xs, ys) = data["train"], data["valid"], data["test"]
     disc, gen, enc = build_networks(cfg)
-    density = load_density(cfg.density.run) if cfg.density.run else None
+    density = load_density(cfg.density.run).to(info.device) if cfg.density.run else None
     if cfg.train.lambda_ld and density is None:
         raise ConfigError("train.lambda_ld > 0 needs density.run (a `genfeat run pixelcnn` directory)")
 
@@ -286,6 +287,9 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     t0 = time.perf_counter()
     res = fit_gan_ssl(train, disc, gen, xt, yt, xv, yv, xs, ys, run_dir, encoder=enc,
                       log_density=log_density if density is not None else None, resume_from=resume_from)
+    for m in (disc, gen, enc, density):  # the report's samples and ratios on the CPU
+        if m is not None:
+            m.cpu()
     details: dict[str, Any] = {"method": train.method, "dataset": cfg.data.dataset,
                                "labels": 10 * train.labeled_per_class,
                                "epochs": round(res.steps / (len(xt) // train.batch_unlabeled), 2),
@@ -306,8 +310,9 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
             notes.append(f"Max log-p of 1,000 generated samples under the density model: "
                          f"{details['max_logp_generated']} (ε = {details['epsilon']}; share above ε "
                          f"{details['share_above_epsilon']}).")
-        _save_grid(samples[:100] if cfg.data.dataset not in COLOUR32 else (samples[:100] + 1) / 2,
-                   run_dir / "samples.png")
+        if info.is_main:
+            _save_grid(samples[:100] if cfg.data.dataset not in COLOUR32 else (samples[:100] + 1) / 2,
+                       run_dir / "samples.png")
         notes.append("![generated samples](samples.png)")
     nets = [disc] + [m for m in (gen, enc) if m is not None]
     summary = write_record(run_dir, f"gan_ssl {train.method} on {cfg.data.dataset} ({details['labels']} labels)",
@@ -315,8 +320,9 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
                            params=sum(p.numel() for m in nets for p in m.parameters()), steps=res.steps,
                            best_step=res.best_step, wall_s=time.perf_counter() - t0, train_s=res.train_s,
                            details=details, notes=notes)
-    print(f"test errors {res.best['test_errors']} (valid {res.best['valid_errors']}, epoch {res.best['epoch']}) "
-          f"-> {run_dir}")
+    if info.is_main:
+        print(f"test errors {res.best['test_errors']} (valid {res.best['valid_errors']}, epoch "
+              f"{res.best['epoch']}) -> {run_dir}")
     return summary
 
 

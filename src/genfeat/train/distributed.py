@@ -110,6 +110,38 @@ def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def global_batch(x: torch.Tensor) -> torch.Tensor:
+    """The rows of `x` of every rank concatenated in rank order (the global batch), for a loss that is not a mean
+    of per-row terms (feature matching's batch means, the pull-away term's pairs). This rank's rows keep their
+    graph, with their gradient multiplied by W; the other ranks' rows are constants. Every rank then computes the
+    same loss, and once the ranks' gradients are averaged (DDP, or `fit`'s averaging), each parameter has the
+    gradient one process would get from the whole batch: Σ_r W·(rank r's part) / W. `x` itself when not
+    distributed. Every rank must pass the same number of rows."""
+    world = world_size()
+    if world == 1:
+        return x
+    parts = [torch.empty_like(x) for _ in range(world)]
+    dist.all_gather(parts, x.detach().contiguous())
+    parts[dist.get_rank()] = x + (world - 1) * (x - x.detach())  # the value of x, W times its gradient
+    return torch.cat(parts, 0)
+
+
+def average_gradients(params: list[torch.Tensor]) -> None:
+    """Average the gradients of `params` over the ranks in place (one all-reduce of their concatenation), as DDP
+    does; parameters without a gradient are left alone (every rank has the same graph)."""
+    world = world_size()
+    grads = [p.grad for p in params if p.grad is not None]
+    if world == 1 or not grads:
+        return
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+    flat /= world
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset: offset + g.numel()].view_as(g))
+        offset += g.numel()
+
+
 def all_reduce_mean(t: torch.Tensor) -> torch.Tensor:
     if dist.is_available() and dist.is_initialized():
         t = t.clone()

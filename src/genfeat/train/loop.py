@@ -7,6 +7,9 @@
                 (loss / grad_accum).backward()                       #   sync only on the last micro-batch
             stop on NaN/inf loss (the last good checkpoint stays), clip, optimizer.step(); its optimizer's
             gradients are zeroed before and after (none is left on a parameter another update shares)
+            under torchrun a model that is not DDP/FSDP-wrapped (a Step over several networks, whose updates
+            run several forwards per backward and hold networks, which DDP's reducer does not allow) has its
+            gradients averaged over the ranks before the step, as DDP would
         every scheduler.step()
         log every `log_every` (tqdm on rank 0, metrics.jsonl, TensorBoard), evaluate + checkpoint
         every `eval_every`, stop early after `patience` evaluations without improvement
@@ -217,6 +220,8 @@ def fit(
     if cfg.max_steps is None:
         raise ConfigError("train.max_steps is not set (this recipe sets it from its epochs)")
     info = D.current()
+    average_grads = info.world_size > 1 and not isinstance(model, nn.parallel.DistributedDataParallel) \
+        and not hasattr(model, "set_requires_gradient_sync")
     run_dir = Path(run_dir)
     device = next(model.parameters()).device
     if device.type == "cpu":
@@ -340,6 +345,8 @@ def fit(
                     total /= cfg.grad_accum
                     if not torch.isfinite(total).item():
                         raise diverged(total, update.name)
+                    if average_grads:
+                        D.average_gradients([p for g in opt.param_groups for p in g["params"]])
                     _optimizer_step(opt, model, cfg.clip_norm, scaler)
                     losses.setdefault(update.name)
                     entry = sums.setdefault(update.name, [torch.zeros((), device=device), 0])

@@ -15,6 +15,14 @@ data-dependent init from 500 unlabeled images (D) and a generated batch (G). The
 the fewest validation errors (not the best test error, as the reference scripts report); the test errors are
 counted with it. Checkpoints hold both optimizers, the batch order and LD's random stream, so `--resume`
 continues bit for bit.
+
+Under torchrun each rank takes its part of every global batch (labeled, unlabeled and noise: every rank draws
+the global noise batch and keeps its rows) and the ranks' gradients are averaged before each update (`fit`'s
+averaging: D's update runs three forwards and G's holds D, which DDP's reducer does not allow). The batch-mean
+and pairwise terms (feature matching, pull-away, the hinge LD's count) are computed on the global batch
+(`distributed.global_batch`), the others are means of equal parts, so the ranks together follow one process's
+objective. What stays per rank: the instance noise and dropout draws, and the generator's BatchNorm statistics
+(per-rank batches, as DDP without SyncBatchNorm, which has no CPU kernel).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from genfeat.data.batches import rank_share
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import (
     density_threshold,
@@ -41,6 +50,7 @@ from genfeat.losses.gan_ssl import (
 )
 from genfeat.nn.weight_norm import init_all
 from genfeat.train import checkpoint as C
+from genfeat.train import distributed as D
 from genfeat.train.logging import progress, read_metrics
 from genfeat.train.loop import TrainConfig, fit
 from genfeat.train.step import Step, Update
@@ -73,6 +83,7 @@ class GanSSLConfig:
     ld_samples: int = 30  # fresh generated samples it is computed on
     init_samples: int = 500  # images for the weight-norm data-dependent init
     seed: int = 0  # the labeled subset, initialisation and data order
+    device: str = "auto"  # under torchrun: one rank per device, each with its part of every batch
 
     def __post_init__(self) -> None:
         if self.method not in ("gan", "supervised"):
@@ -95,11 +106,17 @@ class GanSSLResult:
     best_step: int | None = None
 
 
+def _to(batch: dict[str, Tensor], device: torch.device) -> dict[str, Tensor]:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
 @torch.no_grad()
 def count_errors(disc: nn.Module, x: Tensor, y: Tensor, batch: int = 1000) -> int:
     was = disc.training
     disc.eval()
-    wrong = sum(int((disc(x[a: a + batch]).argmax(-1) != y[a: a + batch]).sum()) for a in range(0, len(y), batch))
+    dev = next(disc.parameters()).device
+    wrong = sum(int((disc(x[a: a + batch].to(dev)).argmax(-1).cpu() != y[a: a + batch]).sum())
+                for a in range(0, len(y), batch))
     disc.train(was)
     return wrong
 
@@ -123,11 +140,13 @@ class SSLBatches:
     epoch's permutations and the position) is checkpointed."""
 
     def __init__(self, x: Tensor, x_lab: Tensor, y_lab: Tensor, batch_labeled: int, batch_unlabeled: int,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, rank: int = 0, world_size: int = 1):
         self.x, self.x_lab, self.y_lab, self.rng = x, x_lab, y_lab, rng
         self.bl, self.bu = batch_labeled, batch_unlabeled
         self.per_epoch = len(x) // batch_unlabeled
         self.i, self.perms = self.per_epoch, None  # the first batch starts an epoch
+        self.lab_share = rank_share(min(batch_labeled, len(y_lab)), rank, world_size)  # rank r's part of each batch
+        self.unl_share = rank_share(batch_unlabeled, rank, world_size)
 
     def __iter__(self):
         return self
@@ -140,8 +159,8 @@ class SSLBatches:
         n = len(self.y_lab)
         li = torch.from_numpy(self.rng.integers(0, n, self.bl) if self.bl < n else self.rng.permutation(n))
         self.i += 1
-        return {"x_lab": self.x_lab[li], "y_lab": self.y_lab[li], "x_unl": self.x[self.perms[0, sl]],
-                "x_unl_g": self.x[self.perms[1, sl]]}
+        li, ui, gi = li[self.lab_share], self.perms[0, sl][self.unl_share], self.perms[1, sl][self.unl_share]
+        return {"x_lab": self.x_lab[li], "y_lab": self.y_lab[li], "x_unl": self.x[ui], "x_unl_g": self.x[gi]}
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state, "i": self.i, "perms": self.perms}
@@ -159,6 +178,8 @@ class ComplementGAN(Step):
     def __init__(self, cfg: GanSSLConfig, nets: nn.ModuleDict, iters_per_epoch: int,
                  log_density: Callable[[Tensor], Tensor] | None = None, epsilon: float | None = None):
         self.cfg, self.log_density, self.epsilon = cfg, log_density, epsilon
+        self.device = next(nets.parameters()).device
+        self.rank, self.world = D.current().rank, D.current().world_size
         self.pyrng = random.Random(cfg.seed)  # whether LD applies at an iteration
         self.step = 0
         self.optimizers = {"discriminator": torch.optim.Adam(nets["discriminator"].parameters(), lr=cfg.lr_d,
@@ -188,28 +209,35 @@ class ComplementGAN(Step):
         self.step = step
         return self._updates
 
+    def _noise(self, n: int, d_z: int) -> Tensor:
+        """z ~ U(0, 1)^d_z for this rank's n rows: every rank draws the global batch and keeps its part."""
+        if self.world == 1:
+            return uniform_noise(n, d_z, device=self.device)
+        return uniform_noise(n * self.world, d_z, device=self.device)[self.rank * n: (self.rank + 1) * n]
+
     def supervised_loss(self, nets: nn.ModuleDict, b: dict[str, Tensor]):
+        b = _to(b, self.device)
         loss = nn.functional.cross_entropy(nets["discriminator"](b["x_lab"]), b["y_lab"])
         return loss, len(b["x_unl"]), {"d_sup": loss.item()}
 
     def discriminator_loss(self, nets: nn.ModuleDict, b: dict[str, Tensor]):
-        disc = nets["discriminator"]
+        b, disc = _to(b, self.device), nets["discriminator"]
         if "x_fake" in b:
             xg = b["x_fake"]
         else:
             with torch.no_grad():
-                xg = nets["generator"](uniform_noise(len(b["x_unl"]), nets["generator"].d_z))
+                xg = nets["generator"](self._noise(len(b["x_unl"]), nets["generator"].d_z))
         loss, parts = discriminator_loss(disc(b["x_lab"]), b["y_lab"], disc(b["x_unl"]), disc(xg),
                                          self.cfg.lambda_u, self.cfg.lambda_ent, self.cfg.ent_over)
         return loss, len(b["x_unl"]), parts
 
     def generator_loss(self, nets: nn.ModuleDict, b: dict[str, Tensor]):
-        cfg, disc, gen = self.cfg, nets["discriminator"], nets["generator"]
-        z = uniform_noise(len(b["x_unl_g"]), gen.d_z)
+        b, cfg, disc, gen = _to(b, self.device), self.cfg, nets["discriminator"], nets["generator"]
+        z = self._noise(len(b["x_unl_g"]), gen.d_z)
         xg = gen(z)
-        fg = disc.features(xg)
+        fg = D.global_batch(disc.features(xg))  # batch means and pairs: over every rank's rows
         with torch.no_grad():
-            fu = disc.features(b["x_unl_g"])
+            fu = D.global_batch(disc.features(b["x_unl_g"]))
         loss = feature_matching(fg, fu, cfg.fm_distance)
         parts = {"g_fm": loss.item()}
         if cfg.lambda_pt:
@@ -222,7 +250,8 @@ class ComplementGAN(Step):
             loss = loss + cfg.lambda_vi * vi
             parts["g_vi"] = vi.item()
         if cfg.lambda_ld and self.step >= cfg.ld_start and self.pyrng.random() < cfg.ld_prob:
-            ld = low_density(self.log_density(gen(uniform_noise(cfg.ld_samples, gen.d_z))), self.epsilon, cfg.ld_form)
+            n = cfg.ld_samples // self.world
+            ld = low_density(D.global_batch(self.log_density(gen(self._noise(n, gen.d_z)))), self.epsilon, cfg.ld_form)
             loss = loss + cfg.lambda_ld * ld
             parts["g_ld"] = ld.item()
         return loss, 0, parts
@@ -251,6 +280,10 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
         raise ConfigError("lambda_ld > 0 needs a density model")
     from genfeat.data.images import labeled_subset
 
+    info = D.setup(cfg.device)
+    if cfg.lambda_ld and cfg.ld_samples % info.world_size:
+        raise ConfigError(f"train.ld_samples={cfg.ld_samples} does not split over {info.world_size} ranks")
+    dev = info.device
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     lab = torch.from_numpy(labeled_subset(y_train.numpy(), cfg.labeled_per_class, cfg.seed))
@@ -259,22 +292,23 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     if iters < 1:
         raise ConfigError(f"{n_unl} training images is fewer than one unlabeled batch ({cfg.batch_unlabeled})")
 
-    nets = nn.ModuleDict({"discriminator": disc})
-    init_all(disc, x_train[torch.from_numpy(rng.choice(n_unl, cfg.init_samples, replace=False))])
+    nets = nn.ModuleDict({"discriminator": disc}).to(dev)
+    init_all(disc, x_train[torch.from_numpy(rng.choice(n_unl, cfg.init_samples, replace=False))].to(dev))
     epsilon = None
     if cfg.method == "gan":
-        nets["generator"] = gen
-        init_all(gen, uniform_noise(cfg.init_samples, gen.d_z))
+        nets["generator"] = gen.to(dev)
+        init_all(gen, uniform_noise(cfg.init_samples, gen.d_z).to(dev))
         if encoder is not None:
-            nets["encoder"] = encoder
-            init_all(encoder, x_train[:cfg.init_samples])
+            nets["encoder"] = encoder.to(dev)
+            init_all(encoder, x_train[:cfg.init_samples].to(dev))
         if log_density is not None:
             with torch.no_grad():
-                lp = torch.cat([log_density(x_train[a: a + 500]) for a in
+                lp = torch.cat([log_density(x_train[a: a + 500].to(dev)).cpu() for a in
                                 progress(range(0, min(n_unl, 10_000), 500), "density of the training images (LD ε)")])
             epsilon = float(density_threshold(lp, cfg.ld_quantile))
     method = ComplementGAN(cfg, nets, iters, log_density, epsilon)
-    batches = SSLBatches(x_train, x_train[lab], y_train[lab], cfg.batch_labeled, cfg.batch_unlabeled, rng)
+    batches = SSLBatches(x_train, x_train[lab], y_train[lab], cfg.batch_labeled, cfg.batch_unlabeled, rng,
+                         info.rank, info.world_size)
 
     def evaluate(_: nn.Module) -> dict[str, float]:
         return {"valid_errors": count_errors(disc, x_valid, y_valid), "test_errors": count_errors(disc, x_test, y_test)}
