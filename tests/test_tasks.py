@@ -61,3 +61,100 @@ def test_summary_pools():
         assert torch.allclose(s(h), torch.tanh(expected)), pool
     with pytest.raises(ValueError, match="pool"):
         SequenceSummary(4, pool="max")
+
+
+# ----------------------------------------------------------------------------------------- the task contract
+def _toy_rows(n: int, seed: int) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, 20, (n, 6), generator=g)
+    labels = (ids[:, 0] >= 10).long()  # the first token decides the class
+    return {"input_ids": ids, "token_type_ids": torch.zeros_like(ids), "attention_mask": torch.ones_like(ids),
+            "labels": labels}
+
+
+class _BagClassifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(20, 8)
+        self.out = torch.nn.Linear(8, 2)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None):
+        return self.out(self.emb(input_ids[:, 0]))
+
+
+def test_sequence_classification_task_scores_and_loss():
+    from genfeat.tasks.classification import SequenceClassification
+
+    task = SequenceClassification({"train": _toy_rows(40, 0), "valid": _toy_rows(30, 1), "test": _toy_rows(30, 2)},
+                                  glue_task="CoLA")
+    model = _BagClassifier()
+    loss, n = task.loss(model, task.train_rows)
+    assert n == 40
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(model(task.train_rows["input_ids"]),
+                                                                       task.train_rows["labels"]))
+    got = task.evaluate(model, "test")
+    assert task.splits == ("valid", "test") and task.metric == "accuracy"
+    logits = model(task.data["test"]["input_ids"]).detach()
+    hat, y = logits.argmax(-1), task.data["test"]["labels"]
+    tp, tn = float(((hat == 1) & (y == 1)).sum()), float(((hat == 0) & (y == 0)).sum())
+    fp, fn = float(((hat == 1) & (y == 0)).sum()), float(((hat == 0) & (y == 1)).sum())
+    den = ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) ** 0.5
+    assert got["test_accuracy"] == pytest.approx(float((hat == y).float().mean()))
+    assert got["test_mcc"] == pytest.approx((tp * tn - fp * fn) / den if den else 0.0)
+    with pytest.raises(KeyError, match="no split 'dev'"):
+        task.evaluate(model, "dev")
+
+
+def test_regression_task_selects_on_pearson():
+    import numpy as np
+
+    from genfeat.tasks.classification import SequenceClassification
+
+    rows = _toy_rows(20, 0) | {"labels": torch.linspace(0, 1, 20)}
+    task = SequenceClassification({"train": rows, "valid": rows})
+    assert task.regression and task.metric == "pearson"
+    pred = torch.linspace(0, 1, 20) ** 2
+    got = task.score(pred, "valid")
+    assert got["pearson"] == pytest.approx(np.corrcoef(pred.numpy(), rows["labels"].numpy())[0, 1])
+    assert got["spearman"] == pytest.approx(1.0)
+
+
+def test_similarity_task_correlations_and_low_half():
+    import numpy as np
+
+    from genfeat.tasks.similarity import Similarity
+
+    gold = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    pairs = [(i, i) for i in range(8)]
+    pred = np.array([0.2, 0.1, 0.4, 0.3, 0.9, 0.8, 0.7, 0.6])  # right halves, each half misordered its own way
+    task = Similarity({"test": (pairs, gold)})
+    got = task.evaluate(lambda ps: pred[[a for a, _ in ps]], "test")
+    assert got["test_pearson"] == pytest.approx(np.corrcoef(pred, gold)[0, 1])
+    low = gold < np.median(gold)
+    assert got["test_low_pearson"] == pytest.approx(np.corrcoef(pred[low], gold[low])[0, 1])
+    assert got["test_low_spearman"] == pytest.approx(0.6)  # ranks [2, 1, 4, 3] vs [1, 2, 3, 4]
+    assert task.train_rows is None
+    with pytest.raises(ValueError, match="shape"):
+        task.evaluate(lambda ps: np.zeros(3), "test")
+    with pytest.raises(ValueError, match="pairs"):
+        Similarity({"test": (pairs, gold[:5])})
+
+
+def test_fit_task_keeps_the_best_weights_and_evaluates_every_split(tmp_path):
+    import numpy as np
+
+    from genfeat.data.batches import EpochBatches
+    from genfeat.tasks.classification import SequenceClassification
+    from genfeat.train.loop import TrainConfig
+    from genfeat.train.paradigms import fit_task
+
+    torch.manual_seed(0)
+    task = SequenceClassification({"train": _toy_rows(64, 0), "valid": _toy_rows(40, 1), "test": _toy_rows(40, 2)})
+    model = _BagClassifier()
+    cfg = TrainConfig(max_steps=30, lr=0.05, warmup_steps=0, schedule="constant", log_every=5, eval_every=5,
+                      patience=0, precision="fp32", clip_norm=0.0)
+    res, scores = fit_task(model, task, EpochBatches(task.train_rows, 16, np.random.default_rng(0)), cfg, tmp_path)
+    assert set(scores) >= {"valid_accuracy", "test_accuracy", "valid_macro_f1"}
+    best = max(res.evals, key=lambda e: e["valid_accuracy"])  # first of the ties, as fit keeps it
+    assert res.best_step == best["step"] and scores["valid_accuracy"] == pytest.approx(best["valid_accuracy"])
+    assert scores["test_accuracy"] > 0.8  # the toy task is learnable

@@ -209,9 +209,9 @@ def test_config_errors():
 
 
 def test_window_loss_scores_only_the_target_positions():
-    """seqrec_loss on windows (inputs, targets with 0 = unscored) equals the mean NLL over the scored positions of
+    """next_item_loss on windows (inputs, targets with 0 = unscored) equals the mean NLL over the scored positions of
     the all-position distribution, gradients included."""
-    from genfeat.recipes.seqrec import seqrec_loss
+    from genfeat.tasks.ranking import next_item_loss
 
     torch.manual_seed(0)
     model = build_seqrec(_cfg("sasrec", "clr20,100,500+mi"), N).eval()
@@ -220,7 +220,7 @@ def test_window_loss_scores_only_the_target_positions():
     targets[seq == 0] = 0
     targets[0, :2] = 0  # rows with different numbers of scored positions
     targets[2, :6] = 0
-    loss, n = seqrec_loss(model, (seq, targets))
+    loss, n = next_item_loss(model, (seq, targets))
     assert n == int((targets > 0).sum())
     got = torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)
     logp = model.position_log_probs(seq)
@@ -273,7 +273,7 @@ def test_evaluation_keeps_history_items_as_candidates():
     import numpy as np
 
     from genfeat.data.seqrec import Examples
-    from genfeat.recipes.seqrec import SeqRecEvalConfig, evaluate_seqrec
+    from genfeat.tasks.ranking import ranking_metrics
 
     class Fixed(torch.nn.Module):
         def __init__(self):
@@ -286,7 +286,7 @@ def test_evaluation_keeps_history_items_as_candidates():
             return torch.log_softmax(z, -1)
 
     ex = Examples(history=np.array([[3, 1, 0]]), length=np.array([2]), target=np.array([5]))
-    res = evaluate_seqrec(Fixed(), ex, SeqRecEvalConfig(ks=(1, 2)), 4, "valid")
-    assert res["valid_hit@1"] == 0.0 and res["valid_hit@2"] == 1.0
-    masked = evaluate_seqrec(Fixed(), ex, SeqRecEvalConfig(ks=(1,), mask_history=True), 4, "valid")
-    assert masked["valid_hit@1"] == 1.0
+    res = ranking_metrics(Fixed(), ex, ks=(1, 2), batch_size=4)
+    assert res["hit@1"] == 0.0 and res["hit@2"] == 1.0
+    masked = ranking_metrics(Fixed(), ex, ks=(1,), mask_history=True, batch_size=4)
+    assert masked["hit@1"] == 1.0

@@ -44,12 +44,12 @@ from genfeat.data.seqrec import (
 )
 from genfeat.errors import ConfigError
 from genfeat.heads.config import head_name
-from genfeat.metrics.ranking import history_mass, ranking_metrics_from_ranks, target_ranks
 from genfeat.models.seqrec import SeqRecConfig, build_seqrec
 from genfeat.recipes.lm import seed_everything
+from genfeat.tasks.ranking import NextItemRanking
 from genfeat.train import distributed as D
-from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import TrainConfig
+from genfeat.train.paradigms import fit_task
 from genfeat.train.record import write_record
 
 
@@ -74,12 +74,12 @@ class SeqRecEvalConfig:
 
 
 def train_config(**kw: Any) -> TrainConfig:
-    """The thesis's RecBole training settings (Adam 1e-3, no decay, no clipping, early stopping on valid NDCG@10);
+    """The thesis's RecBole training settings (Adam 1e-3, no decay, no clipping, patience 10; the task selects on
+    valid NDCG@K);
     `kw` overrides fields. `max_steps` None: the budget is `epochs` x steps per epoch (a given train.max_steps is
     the budget instead); `eval_every` counts epochs."""
     base = {"max_steps": None, "lr": 1e-3, "warmup_steps": 0, "schedule": "constant", "weight_decay": 0.0,
-            "clip_norm": 0.0, "log_every": 50, "eval_every": 1, "early_stop_metric": "valid_ndcg@10",
-            "early_stop_mode": "max", "patience": 10, "keep_last": 1}
+            "clip_norm": 0.0, "log_every": 50, "eval_every": 1, "patience": 10, "keep_last": 1}
     return TrainConfig(**(base | kw))
 
 
@@ -147,8 +147,8 @@ class ExampleBatches:
     epoch the remainder; its position is checkpointed (`state_dict`), so a resumed run sees the same batches.
     Rows: prefix examples (batches of (history, length, target)) or windows (batches of (inputs, targets)).
     `batch_size` is the global batch: under torchrun rank r of W keeps the r-th of W near-equal contiguous parts
-    of every batch (`seqrec_loss` normalises by the global count, so the ranks together compute one process's
-    loss)."""
+    of every batch (`tasks.ranking.next_item_loss` normalises by the global count, so the ranks together compute
+    one process's loss)."""
 
     def __init__(self, ex: Examples | Windows, batch_size: int, seed: int, rank: int = 0, world_size: int = 1):
         self.arrays = (ex.history, ex.length, ex.target) if isinstance(ex, Examples) else (ex.inputs, ex.targets)
@@ -182,53 +182,6 @@ class ExampleBatches:
         self.epoch, self.pos = state["epoch"], state["pos"]
 
 
-def seqrec_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, int]:
-    """Mean NLL of the batch's targets: prefix examples (history, length, target), or windows (inputs,
-    targets) scored at every position whose target is not 0. Through the (maybe DDP-wrapped) model's forward;
-    under torchrun each rank's sum is divided by the global count of targets times W (DDP averages the W
-    gradients), which is one process's mean over the whole batch however the targets fall on the ranks."""
-    device = next(model.parameters()).device
-    batch = tuple(t.to(device) for t in batch)
-    if len(batch) == 2:  # the head runs at the scored positions only (padded per row with unscored ones)
-        inputs, targets = batch
-        scored = targets > 0
-        count = scored.sum(1, keepdim=True)
-        pos = (~scored).to(torch.uint8).argsort(dim=1, stable=True)[:, : int(count.max())]  # scored ones first
-        logp = model(inputs, positions=pos)  # the padding slots' targets gather as 0: ignored
-        logp, target, n = logp.flatten(0, 1), targets.gather(1, pos).flatten(), int(count.sum())
-    else:
-        hist, length, target = batch
-        logp, n = model(hist, length), target.numel()
-    world = D.world_size()
-    if world == 1:
-        return torch.nn.functional.nll_loss(logp, target, ignore_index=0), n
-    total = D.all_reduce_sum(torch.tensor(float(n), device=device))  # the loop counts W × the returned count
-    return torch.nn.functional.nll_loss(logp, target, ignore_index=0, reduction="sum") * (world / total), \
-        float(total) / world
-
-
-@torch.no_grad()
-def evaluate_seqrec(model: torch.nn.Module, ex: Examples, ec: SeqRecEvalConfig, batch_size: int,
-                    prefix: str) -> dict[str, float]:
-    """Full-ranking Hit/NDCG/MRR@K, NLL and mean history mass over `ex`."""
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    sums: dict[str, float] = {}
-    for a in range(0, len(ex), batch_size):
-        hist, length, target = (torch.from_numpy(x[a: a + batch_size]).to(device)
-                                for x in (ex.history, ex.length, ex.target))
-        logp = model(hist, length)
-        ranks = target_ranks(logp, target, (0,), hist, ec.mask_history, ec.ties)
-        vals = ranking_metrics_from_ranks(ranks, ec.ks)
-        vals["loss"] = -logp.gather(1, target[:, None]).squeeze(1)
-        vals["history_mass"] = history_mass(logp, hist)
-        for k, v in vals.items():
-            sums[k] = sums.get(k, 0.0) + float(v.sum())
-    model.train(was_training)
-    return {f"{prefix}_{k}": v / len(ex) for k, v in sums.items()}
-
-
 def run(cfg: SeqRecRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     data = load_seqdata(cfg.data, cfg.model.max_len)
     print(data.summary())
@@ -257,15 +210,11 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
         f"{cfg.model.encoder}+{head_name(cfg.model.head) or 'custom head'}"
     rows_desc = (f"{len(rows):,} windows (stride {cfg.data.stride}, {per_batch} per batch)" if cfg.data.stride
                  else f"{len(rows):,} examples")
+    task = NextItemRanking(data.valid, data.test, cfg.eval.ks, cfg.eval.mask_history, cfg.eval.ties,
+                           cfg.data.eval_batch_size)
     print(f"genfeat seqrec {name}: {n_params / 1e6:.3f}M parameters, {rows_desc}, {spe} steps per epoch, up to "
-          f"{cfg.epochs} epochs, early stopping on {tc.early_stop_metric} (patience {tc.patience})")
-    result = fit(D.wrap(model, info), seqrec_loss, batches, tc, run_dir,
-                 evaluate=lambda m: evaluate_seqrec(D.unwrap(m), data.valid, cfg.eval, cfg.data.eval_batch_size,
-                                                    "valid"),
-                 resume_from=resume_from, desc=name)
-    load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
-    final = evaluate_seqrec(model, data.valid, cfg.eval, cfg.data.eval_batch_size, "valid")
-    final |= evaluate_seqrec(model, data.test, cfg.eval, cfg.data.eval_batch_size, "test")
+          f"{cfg.epochs} epochs, early stopping on valid_{task.metric} (patience {tc.patience})")
+    result, final = fit_task(D.wrap(model, info), task, batches, tc, run_dir, resume_from=resume_from, desc=name)
     epochs = result.step / spe
     details = {"model": name, "dataset": data.stats() | {"name": data.name}, "stride": cfg.data.stride,
                "train_rows": len(rows), "rows_per_batch": per_batch, "epochs": round(epochs, 2),

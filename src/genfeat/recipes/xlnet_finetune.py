@@ -41,6 +41,8 @@ from genfeat.metrics.squad import best_null_threshold, squad_scores
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
 from genfeat.recipes.lm import seed_everything
+from genfeat.tasks.base import predict_rows, to_device
+from genfeat.tasks.classification import MultipleChoice, SequenceClassification
 from genfeat.tasks.inputs import pair_inputs
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
@@ -195,22 +197,19 @@ def build(cls: Callable[..., nn.Module], cfg: Any, *args) -> tuple[nn.Module, Se
     return model, tok
 
 
-def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch], torch.Tensor],
+def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch], tuple[torch.Tensor, int]],
              evaluate: Callable[[nn.Module], float] | None, ft: FinetuneConfig, seed: int, run_dir: Path,
              desc: str, metric: str = "valid", resume_from: Path | None = None) -> FitResult:
     """Train on mini-batches of the `train` tensors (first dimension = examples) through `train.fit`:
     checkpoints every eval_every steps, exact resume; keep the weights with the best `evaluate` score, logged
-    as `metric` (the last weights when evaluate is None); those weights are loaded back. Under torchrun the model
+    as `metric` (the last weights when evaluate is None); those weights are loaded back. `loss_fn(model, batch)
+    -> (mean loss, examples)` (a task's `loss`) moves the batch to the model's device. Under torchrun the model
     is wrapped in DDP and each rank takes its share of every batch; `loss_fn` and `evaluate` get the wrapped model
     (`D.unwrap` for its own methods)."""
     info = D.current()
-    device = next(model.parameters()).device
     opt = finetune_optimizer(model, ft.lr, ft.weight_decay, ft.layer_decay, ft.adam_eps)
     warmup = effective_warmup(ft.warmup_steps, ft.max_steps)
-
-    def loss(m: nn.Module, b: Batch) -> tuple[torch.Tensor, int]:
-        return loss_fn(m, {k: v.to(device) for k, v in b.items()}), len(b["input_ids"])
-    method = OneLoss(loss, opt, lambda s: min(
+    method = OneLoss(loss_fn, opt, lambda s: min(
         (s + 1) / max(1, warmup), max(0.0, (ft.max_steps - s) / max(1, ft.max_steps - warmup))))
     loop = TrainConfig(max_steps=ft.max_steps, clip_norm=1.0, precision="fp32", log_every=10, eval_every=ft.eval_every,
                        ckpt_every=ft.eval_every, early_stop_metric=metric, early_stop_mode="max")
@@ -220,39 +219,6 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
               desc=desc)
     load_model_weights(model, run_dir / WEIGHTS)  # the best-validation (or last) weights
     return res
-
-
-@torch.no_grad()
-def predict(model: nn.Module, x: Batch, batch: int = 32) -> torch.Tensor | dict[str, torch.Tensor]:
-    """The model's outputs for the rows of `x`, in chunks on the model's device, gathered on the CPU (a tensor, or
-    a dict of tensors for span QA)."""
-    model.eval()
-    device = next(model.parameters()).device
-    n = next(iter(x.values())).size(0)
-    outs = [model(**{k: v[a: a + batch].to(device) for k, v in x.items()}) for a in range(0, n, batch)]
-    if isinstance(outs[0], dict):
-        return {k: torch.cat([o[k].cpu() for o in outs]) for k in outs[0]}
-    return torch.cat([o.cpu() for o in outs])
-
-
-def classification_metrics(pred: torch.Tensor, y: torch.Tensor, task: str) -> dict[str, float]:
-    """Accuracy; GLUE's other metrics where they are the task's (CoLA MCC, MRPC / QQP F1, STS-B Pearson and
-    Spearman on the regression output)."""
-    if pred.dim() == 1:  # regression
-        p, t = pred.double().numpy(), y.double().numpy()
-        ranks = [np.argsort(np.argsort(a)) for a in (p, t)]
-        return {"pearson": float(np.corrcoef(p, t)[0, 1]), "spearman": float(np.corrcoef(*ranks)[0, 1])}
-    hat = pred.argmax(-1)
-    out = {"accuracy": float((hat == y).float().mean())}
-    if task in ("CoLA", "MRPC", "QQP"):
-        tp, tn = float(((hat == 1) & (y == 1)).sum()), float(((hat == 0) & (y == 0)).sum())
-        fp, fn = float(((hat == 1) & (y == 0)).sum()), float(((hat == 0) & (y == 1)).sum())
-        if task == "CoLA":
-            den = ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) ** 0.5
-            out["mcc"] = (tp * tn - fp * fn) / den if den else 0.0
-        else:
-            out["f1"] = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-    return out
 
 
 # ----------------------------------------------------------------------------------------- classification
@@ -311,13 +277,12 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
     train = inputs([data["train"][0][i] for i in idx]) | {"labels": torch.from_numpy(ytr[idx])}
     xv, yv = inputs(data["valid"][0]), torch.from_numpy(data["valid"][1])
     xt, yt = inputs(data["test"][0]), torch.from_numpy(data["test"][1])
-    key = "pearson" if regression else "accuracy"
-
-    def loss_fn(m, b):
-        return D.unwrap(m).loss(m(b["input_ids"], b["token_type_ids"], b["attention_mask"]), b["labels"])
-    res = finetune(model, train, loss_fn, lambda m: classification_metrics(predict(m, xv), yv, cfg.task)[key],
+    task = SequenceClassification({"train": train, "valid": xv | {"labels": yv}, "test": xt | {"labels": yt}},
+                                  glue_task=cfg.task)
+    key = task.metric
+    res = finetune(model, task.train_rows, task.loss, lambda m: task.evaluate(m, "valid")[f"valid_{key}"],
                    cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})", f"valid_{key}", resume_from)
-    test = classification_metrics(predict(model, xt), yt, cfg.task)
+    test = {k.removeprefix("test_"): v for k, v in task.evaluate(model, "test").items()}
     summary = write_record(
         run_dir, f"XLNet fine-tuned on {cfg.task} ({len(idx)} labels, init {cfg.init})",
         {f"valid_{key}": res.best_metric, **{f"test_{k}": v for k, v in test.items()}},
@@ -342,22 +307,16 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
     seed_everything(cfg.seed)
     split = {k: load_race(Path(cfg.data_dir) / k) for k in ("train", "dev", "test")}
     x = {k: race_inputs(v, tok, cfg.max_len, cfg.max_qa) for k, v in split.items()}
-    fields = ("input_ids", "token_type_ids", "attention_mask")
-
-    def acc(m, k, sel=None):
-        pred = predict(m, {f: x[k][f] for f in fields}).argmax(-1)
-        ok = pred == x[k]["labels"]
-        return float(ok[sel].float().mean()) if sel is not None else float(ok.float().mean())
-
-    def loss_fn(m, b):
-        return nn.functional.cross_entropy(m(*(b[f] for f in fields)), b["labels"])
-    res = finetune(model, x["train"], loss_fn, lambda m: acc(m, "dev"), cfg.train, cfg.seed, run_dir,
-                   f"xlnet_race ({cfg.init})", "dev_acc", resume_from)
+    task = MultipleChoice(x)
+    res = finetune(model, task.train_rows, task.loss, lambda m: task.evaluate(m, "dev")["dev_accuracy"], cfg.train,
+                   cfg.seed, run_dir, f"xlnet_race ({cfg.init})", "dev_acc", resume_from)
+    pred = task.predict(model, "test")
     levels = np.array([e.level for e in split["test"]])
-    test = {"test_acc": acc(model, "test")}
+    test = {"test_acc": task.score(pred, "test")["accuracy"]}
     for lv in ("middle", "high"):
         if (levels == lv).any():
-            test[f"test_acc_{lv}"] = acc(model, "test", torch.from_numpy(levels == lv))
+            sel = torch.from_numpy(levels == lv)
+            test[f"test_acc_{lv}"] = float((pred[sel].argmax(-1) == x["test"]["labels"][sel]).float().mean())
     summary = write_record(run_dir, f"XLNet on RACE (init {cfg.init})", {"dev_acc": res.best_metric, **test},
                            params=sum(p.numel() for p in model.parameters()), steps=res.step,
                            best_step=res.best_step, wall_s=time.perf_counter() - t0, train_s=res.train_time,
@@ -382,9 +341,11 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     train |= {n: torch.tensor([getattr(f, a) for f in feats["train"]]) for n, a in
               (("start_positions", "start_position"), ("end_positions", "end_position"),
                ("is_impossible", "is_impossible"))}
-    res = finetune(model, train, lambda m, b: m(**b)["loss"], None, cfg.train, cfg.seed, run_dir,
-                   f"xlnet_squad ({cfg.init})", resume_from=resume_from)
-    out = predict(model, {n: torch.tensor([getattr(f, n) for f in feats["dev"]]) for n in names})
+    def loss_fn(m: nn.Module, b: Batch) -> tuple[torch.Tensor, int]:
+        return m(**to_device(b, next(m.parameters()).device))["loss"], len(b["input_ids"])
+    res = finetune(model, train, loss_fn, None, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})",
+                   resume_from=resume_from)
+    out = predict_rows(model, {n: torch.tensor([getattr(f, n) for f in feats["dev"]]) for n in names})
     gold = {e.qid: [a for a, _ in e.answers] for e in examples["dev"]}
     preds, nulls = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, 0.0)
     at0 = squad_scores(preds, gold)

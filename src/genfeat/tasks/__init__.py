@@ -3,9 +3,15 @@
 An encoder is any module called as `encoder(input_ids, token_type_ids=..., attention_mask=...)` that returns an
 object with `.hidden` (B, T, d): genfeat's XLNet, or a Hugging Face model through `genfeat.api.HFBackbone`.
 
-    heads.py    SequenceSummary (pooling), SequenceClassifier (classification / regression), MultipleChoice,
-                SpanExtractor (span QA with answerability), KNRM (kernel-pooling ranking)
-    inputs.py   input layouts (XLNet's [A, <sep>, B, <sep>, <cls>], left-padded)
+    base.py            the task contract (Task: splits, loss, predict, score, evaluate, primary metric)
+    classification.py  SequenceClassification (classification / regression), MultipleChoice
+    ranking.py         NextItemRanking (full ranking of the next item; the recommenders)
+    similarity.py      Similarity (correlation with human judgements, and on the low half)
+    heads.py           SequenceSummary (pooling), SequenceClassifier (classification / regression), MultipleChoice,
+                       SpanExtractor (span QA with answerability), KNRM (kernel-pooling ranking)
+    inputs.py          input layouts (XLNet's [A, <sep>, B, <sep>, <cls>], left-padded)
+
+`train.paradigms.fit_task` trains a network on a task.
 
 The XLNet fine-tuning models (`models/xlnet/heads.py`) are these task models on an XLNet encoder.
 """

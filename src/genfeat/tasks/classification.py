@@ -1,0 +1,55 @@
+"""Sequence (and sequence-pair) classification and regression, and multiple choice, as tasks (`tasks.base`).
+
+Rows: the encoder's inputs (`input_ids`, `token_type_ids`, `attention_mask`; (N, T), or (N, C, T) for multiple
+choice) and `labels` (N,) (class ids; floats for regression). The model is called as
+model(input_ids, token_type_ids, attention_mask) and returns logits (N, n_labels), (N,) for regression, or (N, C)
+for multiple choice (`tasks.heads.SequenceClassifier`, `MultipleChoice`). Metrics: `metrics.classification`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from torch import Tensor, nn
+
+from genfeat.metrics.classification import classification_scores
+from genfeat.tasks.base import Rows, Task, predict_rows, to_device
+
+INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+class SequenceClassification(Task):
+    """`data`: {split: rows}; "train" is trained on, the others evaluated. `glue_task` adds GLUE's own metric
+    (CoLA MCC, MRPC / QQP F1); regression (float labels) is scored by Pearson (primary) and Spearman."""
+
+    def __init__(self, data: Mapping[str, Rows], glue_task: str | None = None, batch: int = 32):
+        self.data, self.glue_task, self.batch = dict(data), glue_task, batch
+        self.train_rows = self.data.get("train")
+        self.splits = tuple(k for k in self.data if k != "train")
+        labels = next(iter(self.data.values()))["labels"]
+        self.regression = labels.is_floating_point()
+        self.metric = "pearson" if self.regression else "accuracy"
+
+    @staticmethod
+    def _call(model: nn.Module, rows: Rows) -> Tensor:
+        return model(*(rows[k] for k in INPUTS if k in rows))
+
+    def loss(self, model: nn.Module, batch: Rows) -> tuple[Tensor, int]:
+        batch = to_device(batch, next(model.parameters()).device)
+        logits = self._call(model, batch)
+        if logits.dim() == 1:
+            return nn.functional.mse_loss(logits, batch["labels"].float()), len(logits)
+        return nn.functional.cross_entropy(logits, batch["labels"]), len(logits)
+
+    def predict(self, model: nn.Module, split: str) -> Tensor:
+        return predict_rows(model, {k: v for k, v in self.data[split].items() if k in INPUTS}, self.batch)
+
+    def score(self, pred: Tensor, split: str) -> dict[str, float]:
+        return classification_scores(pred.float().numpy(), self.data[split]["labels"].numpy(), self.glue_task)
+
+
+class MultipleChoice(SequenceClassification):
+    """Rows (N, C, T) with the index of the right option as the label (RACE); accuracy."""
+
+    def score(self, pred: Tensor, split: str) -> dict[str, float]:
+        return {"accuracy": float((pred.argmax(-1) == self.data[split]["labels"]).float().mean())}

@@ -1,0 +1,52 @@
+"""Training paradigms on tasks (specs/framework.md §3), built on `train.fit`:
+
+    fit_task      one phase: train a network on a task, select the weights on the task's primary metric of its
+                  selection split (valid, or dev), load them back and evaluate every split. Pretrain -> fine-tune
+                  is two of these, the second starting from the first's weights (`recipes/xlnet_finetune.py`);
+                  alternating, adversarial and warm-up schedules are `train.step.Step`s (Planetoid's Algorithm3,
+                  the complement GAN).
+
+A recipe is then: data -> a task (`genfeat.tasks`), a network, a paradigm; and `train.record.write_record`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from genfeat.tasks.base import Task
+from genfeat.train import distributed as D
+from genfeat.train.checkpoint import WEIGHTS, load_model_weights
+from genfeat.train.loop import FitResult, TrainConfig, fit
+from genfeat.train.step import Step
+
+
+def selection_split(task: Task) -> str:
+    """The split model selection reads: valid, else dev."""
+    for split in ("valid", "dev"):
+        if split in task.splits:
+            return split
+    raise ValueError(f"{type(task).__name__} has no valid or dev split to select on (splits: {task.splits})")
+
+
+def fit_task(model: nn.Module, task: Task, batches: Iterator, cfg: TrainConfig, run_dir: str | Path,
+             method: Step | None = None, optimizer: torch.optim.Optimizer | None = None,
+             resume_from: str | Path | None = None, desc: str = "train") -> tuple[FitResult, dict[str, float]]:
+    """Train `model` (maybe DDP-wrapped) on `task.loss` over `batches` with `cfg` (or `method`, a Step whose
+    updates use the task's loss), evaluating the selection split every `cfg.eval_every` steps and keeping the
+    best weights by `{split}_{task.metric}` (early stopping as `cfg.patience`); load them back and return the
+    fit result and the evaluation of every split ({split}_{metric}, the names `write_record` wants)."""
+    split = selection_split(task)
+    cfg = dataclasses.replace(cfg, early_stop_metric=f"{split}_{task.metric}", early_stop_mode=task.mode)
+    res = fit(model, method or task.loss, batches, cfg, run_dir, evaluate=lambda m: task.evaluate(m, split),
+              resume_from=resume_from, optimizer=optimizer, desc=desc)
+    net = D.unwrap(model)
+    load_model_weights(net, Path(run_dir) / WEIGHTS)  # the best weights by the selection metric
+    scores: dict[str, float] = {}
+    for s in task.splits:
+        scores |= task.evaluate(net, s)
+    return res, scores
