@@ -18,8 +18,17 @@ def _bert():
                                 intermediate_size=64, max_position_embeddings=16), add_pooling_layer=False)
 
 
-def test_sequence_classifier_learns_on_a_bert_encoder():
-    """Label = whether token 7 occurs; the [CLS]-pooled (pool="first") classifier fits it, padding masked."""
+def _genfeat_bert():
+    from genfeat.models.bert import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    return BertModel(BertConfig(vocab_size=30, d_model=32, n_layer=2, n_head=2, d_inner=64, max_len=16))
+
+
+@pytest.mark.parametrize("encoder", [lambda: HFBackbone(_bert()), _genfeat_bert], ids=["hf", "genfeat"])
+def test_sequence_classifier_learns_on_a_bert_encoder(encoder):
+    """Label = whether token 7 occurs; the [CLS]-pooled (pool="first") classifier fits it, padding masked: on
+    transformers' BERT and on genfeat's."""
     torch.manual_seed(0)
     x = torch.randint(8, 30, (32, 10))
     y = torch.arange(32) % 2
@@ -27,7 +36,7 @@ def test_sequence_classifier_learns_on_a_bert_encoder():
     mask = torch.ones_like(x)
     mask[::3, 8:] = 0  # some padded rows
     x[:, 0] = 1  # a [CLS] stand-in at position 0 of every row
-    model = SequenceClassifier(HFBackbone(_bert()), 32, 2, dropout=0.0, pool="first")
+    model = SequenceClassifier(encoder(), 32, 2, dropout=0.0, pool="first")
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(60):
         loss = model.loss(model(x, torch.zeros_like(x), mask), y)
