@@ -1,0 +1,14 @@
+"""Multi-CLS BERT (thesis C §5.2): K facet CLS tokens on a BERT encoder (`model.py`) and its continued-pretraining
+objective (`pretrain.py`)."""
+
+from genfeat.models.multi_cls.model import (
+    FacetPooler,
+    MultiCLSClassifier,
+    MultiCLSConfig,
+    MultiCLSEncoder,
+    default_insert_after,
+)
+from genfeat.models.multi_cls.pretrain import FacetHeads, MultiCLSPretrainer, mcqt_loss, multi_facet_logits
+
+__all__ = ["FacetHeads", "FacetPooler", "MultiCLSClassifier", "MultiCLSConfig", "MultiCLSEncoder",
+           "MultiCLSPretrainer", "default_insert_after", "mcqt_loss", "multi_facet_logits"]

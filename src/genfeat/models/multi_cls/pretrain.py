@@ -1,0 +1,103 @@
+"""Multi-CLS BERT's continued-pretraining objective (thesis C §5.2.1; spec multi-cls-bert.md §3, §5):
+L = L_MLM + L_TFIDF + L_SO + L_MCQT, an unweighted sum.
+
+    facet heads   c_k = LayerNorm_k(GELU(W_{O,k} h_k^c)), no bias (§4.3); W_{O,k} carries over to fine-tuning
+    Eq. 5.2       Logit(a, b) = λ max_{i,j} cos(c_i^a, c_j^b) + (1 - λ) cos(Σ_i c_i^a, Σ_j c_j^b)
+    Eq. 5.3       batch rows [A; P; H] (anchor, the next sequence, the one after): -log softmax over P ∪ H of
+                  Logit(A_i, ·) at P_i, plus -log softmax over P ∪ A of Logit(H_i, ·) at P_i (each a mean over i);
+                  without hard negatives rows [A; P] and the QT loss over P. No temperature: logits in [-1, 1]
+    SO            Linear(2, D)(L^SO([h_1^c; ..; h_K^c])), L^SO: KD -> D with bias, no activation between
+    TF-IDF        Linear(D, D) -> GELU -> LayerNorm -> Linear(D, 1) on the text positions, MSE to the targets
+    MLM           BERT's transform (Linear, GELU, LayerNorm) -> the tied word embeddings + a bias; CE over the
+                  masked positions (labels -100 elsewhere)
+
+Shapes: facet states (B, K, D) -> c (B, K, D); logits (n, m). Deviations: none from the equations.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from genfeat.models.multi_cls.model import MultiCLSEncoder, facet_linear
+
+
+def multi_facet_logits(x: Tensor, y: Tensor, lam: float) -> Tensor:
+    """Eq. 5.2 between every row of x (n, K, D) and every row of y (m, K, D): (n, m). The max runs over all K²
+    facet pairs; the sums are normalised after summing (a facet's norm is its weight in the sum)."""
+    xn, yn = F.normalize(x, dim=-1), F.normalize(y, dim=-1)
+    best = torch.einsum("ikd,jld->ijkl", xn, yn).flatten(2).amax(-1)  # (n, m)
+    total = F.normalize(x.sum(1), dim=-1) @ F.normalize(y.sum(1), dim=-1).T  # (n, m)
+    return lam * best + (1 - lam) * total
+
+
+def mcqt_loss(c: Tensor, lam: float, hard_negatives: bool = True) -> Tensor:
+    """Eq. 5.3 on facet embeddings c (3N, K, D) = rows [A; P; H] (or (2N, K, D) = [A; P] without hard negatives,
+    the multi-facet QT loss of Eq. 5.1)."""
+    n = c.size(0) // (3 if hard_negatives else 2)
+    if c.size(0) != n * (3 if hard_negatives else 2) or n < 1:
+        raise ValueError(f"{c.size(0)} rows do not split into {'A, P, H' if hard_negatives else 'A, P'} parts")
+    target = torch.arange(n, device=c.device)
+    if not hard_negatives:
+        a, p = c[:n], c[n:]
+        return F.cross_entropy(multi_facet_logits(a, p, lam), target)
+    a, p, h = c[:n], c[n:2 * n], c[2 * n:]
+    return (F.cross_entropy(multi_facet_logits(a, torch.cat([p, h]), lam), target)
+            + F.cross_entropy(multi_facet_logits(h, torch.cat([p, a]), lam), target))
+
+
+def mcqt_floor(n: int) -> float:
+    """The smallest value one term of Eq. 5.3 can take (logits in [-1, 1]) with 2n candidates:
+    log(1 + (2n - 1) e^{-2})."""
+    return float(torch.log1p(torch.tensor((2 * n - 1) * torch.e ** -2.0)))
+
+
+class FacetHeads(nn.Module):
+    """c_k = LayerNorm_k(GELU(W_{O,k} h_k)); weight (K, D, D) N(0, 0.02²), no bias."""
+
+    def __init__(self, k: int, d: int, eps: float = 1e-12):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(k, d, d) * 0.02)
+        self.norms = nn.ModuleList([nn.LayerNorm(d, eps=eps) for _ in range(k)])
+
+    def forward(self, h: Tensor) -> Tensor:
+        z = F.gelu(facet_linear(h, self.weight, None))  # (B, K, D)
+        return torch.stack([ln(z[:, i]) for i, ln in enumerate(self.norms)], 1)
+
+
+class MultiCLSPretrainer(nn.Module):
+    """The encoder and the four pretraining heads; `losses(batch)` -> {mlm, tfidf, so, mcqt}. A batch holds
+    BERT inputs without facet tokens (input_ids, token_type_ids, attention_mask (3N, T)), `mlm_labels` (3N, T)
+    (-100: not predicted), `tfidf` (3N, T) targets, `so_labels` (3N,) and rows ordered [A; P; H]."""
+
+    def __init__(self, encoder: MultiCLSEncoder, hard_negatives: bool = True):
+        super().__init__()
+        bert, K = encoder.bert, encoder.cfg.k
+        D, eps = bert.cfg.d_model, bert.cfg.layer_norm_eps
+        self.encoder, self.hard_negatives = encoder, hard_negatives
+        self.facet_heads = FacetHeads(K, D, eps)
+        self.so_proj = nn.Linear(K * D, D)  # L^SO
+        self.so_out = nn.Linear(D, 2)
+        self.tfidf = nn.Sequential(nn.Linear(D, D), nn.GELU(), nn.LayerNorm(D, eps=eps), nn.Linear(D, 1))
+        self.mlm_transform = nn.Sequential(nn.Linear(D, D), nn.GELU(), nn.LayerNorm(D, eps=eps))
+        self.mlm_bias = nn.Parameter(torch.zeros(bert.cfg.vocab_size))
+
+    def losses(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        enc, K = self.encoder, self.encoder.cfg.k
+        hidden = enc(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).hidden  # (B, T + K, D)
+        h_f = enc.facet_states(hidden)  # (B, K, D)
+        text = torch.cat([hidden[:, :1], hidden[:, K + 1:]], 1)  # (B, T, D): the input positions
+        c = self.facet_heads(h_f)
+        out = {"mcqt": mcqt_loss(c, enc.cfg.lam, self.hard_negatives),
+               "so": F.cross_entropy(self.so_out(self.so_proj(h_f.flatten(1))), batch["so_labels"])}
+        scored = batch["attention_mask"].bool()
+        out["tfidf"] = F.mse_loss(self.tfidf(text).squeeze(-1)[scored], batch["tfidf"][scored].float())
+        masked = batch["mlm_labels"] != -100
+        z = F.linear(self.mlm_transform(text[masked]), enc.bert.embeddings.word.weight, self.mlm_bias)
+        out["mlm"] = F.cross_entropy(z, batch["mlm_labels"][masked])
+        return out
+
+    def forward(self, **batch: Tensor) -> Tensor:
+        return sum(self.losses(batch).values())
+
