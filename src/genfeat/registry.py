@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import gan_ssl, lm, planetoid, seqrec, transformer_xl, xlnet, xlnet_finetune
+from genfeat.recipes import gan_ssl, lm, multi_cls, planetoid, seqrec, transformer_xl, xlnet, xlnet_finetune
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,14 @@ RECIPES: dict[str, Recipe] = {
     "gan_ssl": Recipe("gan_ssl", "complement-GAN semi-supervised image classification: FM, LD, PT, VI, Ent and the "
                       "supervised baseline (thesis Y §3.1)", gan_ssl.GanSSLRunConfig, gan_ssl.PRESETS, gan_ssl.run,
                       "mnist_100"),
+    "multi_cls_pretrain": Recipe("multi_cls_pretrain", "Multi-CLS BERT continued pretraining: K facet CLS tokens, "
+                                 "MLM + TF-IDF + SO + MCQT with hard negatives (thesis C §5.2)",
+                                 multi_cls.MultiCLSPretrainConfig, multi_cls.PRETRAIN_PRESETS, multi_cls.run_pretrain,
+                                 "minilm_bbc"),
+    "multi_cls_classify": Recipe("multi_cls_classify", "Multi-CLS BERT (or plain BERT) few-shot fine-tuning with the "
+                                 "mean-subtracted facet aggregation; accuracy and ECE (thesis C §5.2)",
+                                 multi_cls.MultiCLSClassifyConfig, multi_cls.CLASSIFY_PRESETS, multi_cls.run_classify,
+                                 "bbc"),
     "pixelcnn": Recipe("pixelcnn", "PixelCNN density model of training images (the frozen p(x) of the LD term)",
                        gan_ssl.PixelCNNRunConfig, gan_ssl.PIXELCNN_PRESETS, gan_ssl.run_pixelcnn, "mnist"),
 }

