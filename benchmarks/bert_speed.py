@@ -1,7 +1,8 @@
 """BERT encoder speed: genfeat's `BertModel` vs transformers' `BertModel` at all-MiniLM-L6-v2's configuration
 (6 layers, d 384, 12 heads), and Multi-CLS BERT's K = 5 vs K = 1 inference at equal total length (thesis C
 Table 5.3: 1.07x on a GPU). One process, interleaved rounds, medians; ratios > 1 mean genfeat / K = 1 is faster.
-Peak memory: max RSS of a fresh subprocess running the same forward + backward (CPU) or max allocated (CUDA).
+Peak memory: the peak resident memory (VmHWM) of a fresh subprocess that loads one implementation and runs one
+forward + backward (CPU), or its max allocated memory (CUDA).
 
     python -m benchmarks.bert_speed [--batch 16] [--seq 128] [--repeats 15] [--device auto] [--threads 2]
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -66,8 +66,8 @@ def step(model, x, train: bool, hf: bool):
 
 
 def peak(impl: str, args, weights: str) -> float:
-    """MiB: max RSS of a fresh process that loads only this implementation (from `weights`, an HF directory) and
-    runs one training step (CPU), or its max allocated memory (CUDA)."""
+    """MiB: peak resident memory (VmHWM) of a fresh process that loads only this implementation (from `weights`,
+    an HF directory) and runs one training step (CPU), or its max allocated memory (CUDA)."""
     out = subprocess.run([sys.executable, "-m", "benchmarks.bert_speed", "--worker", impl, "--weights", weights,
                           "--batch", str(args.batch), "--seq", str(args.seq), "--device", args.device,
                           "--threads", str(args.threads)], capture_output=True, text=True, check=True)
@@ -87,9 +87,16 @@ def worker(impl: str, args) -> None:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     step(model, x, True, impl == "hf")()
-    mib = (torch.cuda.max_memory_allocated() if device.type == "cuda" else
-           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**20
-    print(json.dumps({"peak_mib": round(mib, 1)}))
+    print(json.dumps({"peak_mib": round(torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda"
+                                         else high_water_mib(), 1)}))
+
+
+def high_water_mib() -> float:
+    """This address space's peak resident memory (VmHWM): unlike ru_maxrss it starts afresh at exec, so a worker
+    does not inherit the parent's peak through fork."""
+    with open("/proc/self/status") as f:
+        kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    return kib / 1024
 
 
 def markdown(record: dict) -> str:
@@ -107,7 +114,7 @@ medians over {r['repeats']} interleaved rounds. Ratio = transformers' time / gen
 |---|---|---|---|
 {rows}
 
-Peak memory of one training step in a fresh process that loads only that model (max RSS on CPU):
+Peak memory of one training step in a fresh process that loads only that model (peak resident memory on CPU):
 genfeat {mem['genfeat']:.0f} MiB, transformers {mem['hf']:.0f} MiB.
 
 Multi-CLS inference at equal total length ({r['seq']} tokens including the facets): K = 1 {m['k1_ms']:.1f} ms,
