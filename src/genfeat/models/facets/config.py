@@ -1,0 +1,32 @@
+"""Configuration of the sequence -> K facets network (thesis C §3.2.1.3; spec multi-facet-embedding.md §5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from genfeat.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class FacetConfig:
+    vocab_size: int = 30000
+    d_model: int = 300  # the transformers' hidden size (the thesis: = the GloVe dimension)
+    d_target: int = 300  # |E|: the target embedding space (any frozen word-vector table)
+    k: int = 10  # facets
+    n_enc: int = 5
+    n_dec: int = 5
+    n_head: int = 10
+    d_inner: int = 1200
+    max_len: int = 50  # with <eos>
+    dropout: float = 0.1
+    cross_attention: bool = True  # sentences: yes; phrases: no (the thesis removes it)
+    arch: str = "transformer"  # transformer | lstm (a bidirectional LSTM encoder and an LSTM decoder)
+    pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        if self.arch not in ("transformer", "lstm"):
+            raise ConfigError(f"model.arch must be transformer or lstm, got {self.arch!r}")
+        if self.d_model % self.n_head:
+            raise ConfigError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}")
+        if min(self.k, self.n_enc, self.n_dec, self.d_target, self.max_len) < 1:
+            raise ConfigError("model.k, n_enc, n_dec, d_target and max_len must be >= 1")
