@@ -1,6 +1,7 @@
 """Similarity as a task: how well a model's similarity scores of pairs correlate with human judgements (STS-B,
-the Lee et al. document pairs, WordSim353, SimLex-999), overall and on the pairs whose gold score is below the
-median ("low", the harder half: thesis C Table 3.2's STSB-Low).
+the Lee et al. document pairs, WordSim353, SimLex-999), overall and on the half of the pairs with the lowest gold
+scores ("low": the first floor(n / 2) of a stable ascending sort of the split's own gold scores, thesis C Table
+3.2's STSB-Low as the reference code cuts it).
 
 The model is any callable `scorer(pairs) -> scores (N,)` over the split's pairs (whatever a pair is for that
 model: two token lists, two document ids); the task holds the pairs and the gold scores. Evaluation only
@@ -18,11 +19,16 @@ from genfeat.metrics.classification import correlation
 from genfeat.tasks.base import Task
 
 
+def low_half(gold) -> np.ndarray:
+    """Indices of the floor(n / 2) lowest gold scores (stable ascending sort)."""
+    return np.argsort(np.asarray(gold), kind="stable")[: len(gold) // 2]
+
+
 class Similarity(Task):
     metric = "spearman"
 
     def __init__(self, data: Mapping[str, tuple[Sequence[Any], Sequence[float]]], low: bool = True):
-        """data: {split: (pairs, gold scores)}; `low` also scores the pairs with gold below the median."""
+        """data: {split: (pairs, gold scores)}; `low` also scores the low half of the pairs (`low_half`)."""
         self.data = {k: (list(p), np.asarray(g, dtype=np.float64)) for k, (p, g) in data.items()}
         for k, (p, g) in self.data.items():
             if len(p) != len(g) or len(p) < 2:
@@ -38,8 +44,7 @@ class Similarity(Task):
     def score(self, pred: np.ndarray, split: str) -> dict[str, float]:
         gold = self.data[split][1]
         out = correlation(pred, gold)
-        if self.low:
-            below = gold < np.median(gold)
-            if below.sum() >= 2:
-                out |= {f"low_{k}": v for k, v in correlation(pred[below], gold[below]).items()}
+        if self.low and len(gold) >= 4:
+            below = low_half(gold)
+            out |= {f"low_{k}": v for k, v in correlation(pred[below], gold[below]).items()}
         return out

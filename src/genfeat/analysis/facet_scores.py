@@ -1,0 +1,129 @@
+"""Unsupervised uses of multi-facet embeddings (thesis C §3.2.2.3-3.2.2.5, Eqs. 3.5-3.7; spec
+multi-facet-embedding.md §7): sentence similarity, word importance and extractive summarisation from facets.
+
+    SC (Eq. 3.5)        SC(S1, S2) = Er(F̂1, F̂2) + Er(F̂2, F̂1): each sentence's unit facets rebuild the other's with
+                        the NNSC E-step (Eq. 3.1); similarity = -SC. Er is averaged over the target columns.
+    importance (3.6)    a_i = Σ_k max(0, cos(w_i, c_k)): words near the facets of their own sentence weigh more;
+                        zero (OOV) word vectors get 0
+    Avg / Prob_avg      cosine of the (weighted) sums of a sentence's word vectors; Prob_avg weighs word w by
+                        α / (α + p(w)), α = 1e-4 (SIF's weights); `weights` multiplies in the importance a_i
+    SIF                 Prob_avg, then the projection on the first principal component of a reference set's
+                        sentence embeddings removed (`principal_component`, `remove_component`)
+    WMD / Prob_WMD      word mover's distance (POT's exact EMD) between the two bags of unit word vectors with cosine
+                        distance 1 - cos, masses uniform / α / (α + p(w)), times a_i with "Our a", normalised
+    summarise (3.7)     greedy: add the sentence whose representatives (its facets) most raise
+                        Σ_w weight_w max_{s in R(S)} w·s over the document's word types (weight: count x
+                        α / (α + p(w))); `per_length` divides a candidate's gain by its length (W Emb)
+
+Inputs are numpy / torch arrays of word vectors (n, E) and facets (K, E); nothing here trains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from genfeat.losses.nnsc import nnsc_coefficients, reconstruction_error
+
+ALPHA = 1e-4
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    n = np.linalg.norm(x, axis=-1, keepdims=True)
+    return np.divide(x, n, out=np.zeros_like(x, dtype=np.float64), where=n > 0)
+
+
+def sc_distance(f1: np.ndarray, f2: np.ndarray, lam: float = 0.4) -> float:
+    """Eq. 3.5 between two facet sets (K1, E), (K2, E) (unit-normalised here), exact E-step; symmetric."""
+    a, b = (torch.from_numpy(unit(np.asarray(f, dtype=np.float64))) for f in (f1, f2))
+
+    def er(basis: torch.Tensor, target: torch.Tensor) -> float:
+        F, W = basis.T[None], target.T[None]  # (1, E, K), (1, E, N)
+        M = nnsc_coefficients(F, W, lam, "pgd", iters=5000, tol=1e-10)
+        return float(reconstruction_error(F, M, W).mean())
+    return er(a, b) + er(b, a)
+
+
+def importance(words: np.ndarray, facets: np.ndarray) -> np.ndarray:
+    """Eq. 3.6: a_i = Σ_k max(0, cos(w_i, c_k)) for word vectors (n, E) and facets (K, E) -> (n,)."""
+    return np.maximum(0.0, unit(np.asarray(words, dtype=np.float64)) @ unit(np.asarray(facets, dtype=np.float64)).T
+                      ).sum(1)
+
+
+def sif_weights(probs: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """α / (α + p(w))."""
+    return alpha / (alpha + np.asarray(probs, dtype=np.float64))
+
+
+def weighted_average(words: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Σ_i weight_i w_i (the raw vectors, as the reference's Avg) -> (E,)."""
+    w = np.ones(len(words)) if weights is None else np.asarray(weights, dtype=np.float64)
+    return (w[:, None] * np.asarray(words, dtype=np.float64)).sum(0)
+
+
+def principal_component(embeddings: np.ndarray) -> np.ndarray:
+    """The first principal component (uncentred, as SIF: the top right singular vector) of sentence embeddings
+    (n, E) -> (E,) unit."""
+    _, _, vt = np.linalg.svd(np.asarray(embeddings, dtype=np.float64), full_matrices=False)
+    return vt[0]
+
+
+def remove_component(embeddings: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """x - (x·u) u for each row (u unit)."""
+    x = np.asarray(embeddings, dtype=np.float64)
+    return x - np.outer(x @ u, u)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    return float(a @ b / (na * nb)) if na > 0 and nb > 0 else 0.0
+
+
+def wmd(words1: np.ndarray, words2: np.ndarray, mass1: np.ndarray | None = None,
+        mass2: np.ndarray | None = None) -> float:
+    """Word mover's distance between two bags of word vectors with ground cost 1 - cos, through POT's exact EMD;
+    masses are normalised (uniform when None); zero vectors and zero masses are dropped."""
+    import ot
+
+    def prep(words, mass):
+        x = unit(np.asarray(words, dtype=np.float64))
+        m = np.ones(len(x)) if mass is None else np.asarray(mass, dtype=np.float64)
+        keep = (np.linalg.norm(x, axis=1) > 0) & (m > 0)
+        if not keep.any():
+            raise ValueError("a bag with no word vector (or no mass) has no word mover's distance")
+        return x[keep], m[keep] / m[keep].sum()
+    x1, m1 = prep(words1, mass1)
+    x2, m2 = prep(words2, mass2)
+    cost = np.clip(1.0 - x1 @ x2.T, 0.0, None)
+    return float(ot.emd2(m1, m2, cost))
+
+
+def summarise(doc_words: np.ndarray, doc_weights: np.ndarray, representatives: Sequence[np.ndarray], n: int = 3,
+              per_length: Sequence[int] | None = None) -> tuple[list[int], list[float]]:
+    """Greedy maximisation of Eq. 3.7: doc_words (V, E) the document's word types, doc_weights (V,), and for each
+    sentence its representatives (m_t, E) (facets, a sentence embedding, or its word vectors). Returns the chosen
+    sentence indices in order and the objective after each pick. `per_length`: divide each candidate's gain by its
+    length (the W Emb baseline)."""
+    W = unit(np.asarray(doc_words, dtype=np.float64))
+    weights = np.asarray(doc_weights, dtype=np.float64)
+    sims = [(W @ unit(np.asarray(r, dtype=np.float64)).T).max(1) if len(r) else np.full(len(W), -1e4)
+            for r in representatives]  # (V,) per sentence
+    cur = np.full(len(W), -1e4)
+    chosen: list[int] = []
+    objective: list[float] = []
+    for _ in range(min(n, len(sims))):
+        gains = []
+        for t, s in enumerate(sims):
+            if t in chosen:
+                gains.append(-np.inf)
+                continue
+            g = float((weights * np.maximum(0.0, s - cur)).sum())
+            gains.append(g / per_length[t] if per_length is not None else g)
+        best = int(np.argmax(gains))
+        chosen.append(best)
+        cur = np.maximum(cur, sims[best])
+        objective.append(float((weights * cur).sum()))
+    return chosen, objective
