@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import gan_ssl, lm, multi_cls, planetoid, seqrec, transformer_xl, xlnet, xlnet_finetune
+from genfeat.recipes import facets, gan_ssl, lm, multi_cls, planetoid, seqrec, transformer_xl, xlnet, xlnet_finetune
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,9 @@ RECIPES: dict[str, Recipe] = {
     "gan_ssl": Recipe("gan_ssl", "complement-GAN semi-supervised image classification: FM, LD, PT, VI, Ent and the "
                       "supervised baseline (thesis Y §3.1)", gan_ssl.GanSSLRunConfig, gan_ssl.PRESETS, gan_ssl.run,
                       "mnist_100"),
+    "facets": Recipe("facets", "multi-facet sentence embeddings: K facets predicting the cluster centres of the "
+                     "neighbouring sentences' words, NNSC loss (thesis C §3.2)", facets.FacetRunConfig,
+                     facets.PRESETS, facets.run, "bbc_glove50"),
     "multi_cls_pretrain": Recipe("multi_cls_pretrain", "Multi-CLS BERT continued pretraining: K facet CLS tokens, "
                                  "MLM + TF-IDF + SO + MCQT with hard negatives (thesis C §5.2)",
                                  multi_cls.MultiCLSPretrainConfig, multi_cls.PRETRAIN_PRESETS, multi_cls.run_pretrain,

