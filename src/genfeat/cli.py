@@ -283,6 +283,16 @@ def cmd_recl(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_facet_words(args: argparse.Namespace) -> int:
+    from genfeat.recipes.facets import facet_neighbours, load_run
+
+    model, vocab, words, table = load_run(args.run_dir)
+    print(f"sentence: {args.sentence}")
+    for k, row in enumerate(facet_neighbours(model, vocab, words, table, args.sentence, args.top)):
+        print(f"facet {k + 1:>2}: " + ", ".join(f"{w} {c:.2f}" for w, c in row))
+    return 0
+
+
 def cmd_facets(args: argparse.Namespace) -> int:
     import torch
 
@@ -345,6 +355,11 @@ def build_parser() -> argparse.ArgumentParser:
     fc.add_argument("--context", required=True, help="text whose next word is predicted")
     fc.add_argument("--top", type=int, default=5)
     fc.add_argument("--device", default="auto")
+    fw = sub.add_parser("facet-words", help="nearest words of each facet of a multi-facet sentence embedding "
+                        "(a `genfeat run facets` run; thesis C Table 3.1)")
+    fw.add_argument("run_dir")
+    fw.add_argument("--sentence", required=True)
+    fw.add_argument("--top", type=int, default=5)
     return p
 
 
@@ -382,6 +397,8 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
             return cmd_recl(args)
         if args.cmd == "facets":
             return cmd_facets(args)
+        if args.cmd == "facet-words":
+            return cmd_facet_words(args)
         return cmd_generate(args)
     except ConfigError as e:
         print(f"genfeat: error: {e}", file=sys.stderr)

@@ -46,7 +46,7 @@ def test_word_vector_formats(tmp_path):
         read_word_vectors(tmp_path / "bad.txt")
 
 
-def test_facets_recipe_trains_and_resumes(bbc_articles, vectors, tmp_path):  # noqa: F811
+def test_facets_recipe_trains_and_resumes(bbc_articles, vectors, tmp_path, capsys):  # noqa: F811
     from tests.resume_check import assert_resume_is_exact
 
     args = ["facets", "--preset", "tiny", "--data.vectors", str(vectors)]
@@ -54,3 +54,9 @@ def test_facets_recipe_trains_and_resumes(bbc_articles, vectors, tmp_path):  # n
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert s["k"] == 3 and s["valid_er_pos"] >= 0 and s["target_words"] > 10 and np.isfinite(s["valid_loss"])
     assert (tmp_path / "a" / "vocab.txt").read_text().startswith("<pad>\n<unk>\n<eos>\n")
+    from genfeat.cli import main
+
+    capsys.readouterr()  # the runs' own output
+    assert main(["facet-words", str(tmp_path / "a"), "--sentence", "The bank said profits rose.", "--top", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("sentence:") and len(out) == 1 + 3 and out[1].startswith("facet  1: ")

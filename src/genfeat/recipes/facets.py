@@ -188,6 +188,7 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     final = evaluate(model)
     if info.is_main:
         (run_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
+        (run_dir / "target_words.txt").write_text("\n".join(target_words) + "\n")
     return write_record(run_dir, f"Multi-facet sentence embeddings (K={mcfg.k}, {cfg.loss.solver})", final,
                         params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
                         train_s=res.train_time,
@@ -195,3 +196,36 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
                                  "target_words": len(target_words), "train_sentences": len(ex["train"])},
                         notes=["valid_loss: Er(positives) - Er(rotated negatives) per word with the exact E-step on "
                                f"{sum(len(b['input_ids']) for b in valid)} held-out sentences (best weights)."])
+
+
+def load_run(run_dir: str | Path) -> tuple[FacetModel, list[str], list[str], torch.Tensor]:
+    """(model in eval mode, input vocabulary, target words, their unit vectors) of a `genfeat run facets` run."""
+    from genfeat.config import from_dict, load_yaml
+
+    run = Path(run_dir)
+    for f in ("config.yaml", WEIGHTS, "vocab.txt", "target_words.txt"):
+        if not (run / f).is_file():
+            raise ConfigError(f"{run}: not a facets run directory (no {f})")
+    cfg = from_dict(FacetRunConfig, load_yaml(run / "config.yaml")["config"])
+    vocab = (run / "vocab.txt").read_text().splitlines()
+    words = (run / "target_words.txt").read_text().splitlines()
+    model = FacetModel(dataclasses.replace(cfg.model, vocab_size=len(vocab), max_len=cfg.data.max_len))
+    load_model_weights(model, run / WEIGHTS)
+    got, vecs = load_targets(cfg.data, set(words))
+    order = {w: i for i, w in enumerate(got)}
+    table = torch.nn.functional.normalize(torch.from_numpy(vecs[[order[w] for w in words]]).float(), dim=1)
+    return model.eval(), vocab, words, table
+
+
+@torch.no_grad()
+def facet_neighbours(model: FacetModel, vocab: list[str], words: list[str], table: torch.Tensor, sentence: str,
+                     top: int = 5) -> list[list[tuple[str, float]]]:
+    """Each facet's `top` nearest target words by cosine (thesis C Table 3.1)."""
+    from genfeat.data.facets import EOS, tokenize
+
+    ids = {w: i for i, w in enumerate(vocab)}
+    toks = [ids.get(t, 1) for t in tokenize(sentence)][: model.cfg.max_len - 1] + [ids[EOS]]
+    f = torch.nn.functional.normalize(model(torch.tensor([toks]))[0], dim=-1)  # (K, E)
+    sims = f @ table.T  # (K, V_t)
+    best = sims.topk(min(top, sims.size(1)), -1)
+    return [[(words[int(i)], float(v)) for v, i in zip(vs, ix, strict=True)] for vs, ix in zip(*best, strict=True)]
