@@ -78,11 +78,12 @@ def test_a_root_with_other_planetoid_files_suggests_the_name(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ind.mygraph.graph"]  # nothing downloaded into it
 
 
-@pytest.mark.parametrize("method", ["planetoid_t", "planetoid_i"])
+@pytest.mark.parametrize("method", ["planetoid_t", "planetoid_i", "graphemb"])
 def test_planetoid_resumes_bit_for_bit(method, tmp_path):
     """Fractional T1 (the schedule draws from the method's random stream) and N1 below the labeled set (random
     supervised batches from it): a copy of the run without its last checkpoint resumes from the one before to
-    the same final weights, bit for bit."""
+    the same final weights, bit for bit (GraphEmb: its embedding phase resumes, the classifier is retrained
+    from the same random state to the same accuracy)."""
     from tests.resume_check import assert_resume_is_exact
 
     assert_resume_is_exact(["planetoid", "--preset", "tiny", "--method", method, "--train.t1", "1.5", "--train.n1",

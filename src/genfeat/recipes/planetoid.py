@@ -183,7 +183,7 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | N
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
     m = cfg.method
-    if resume_from is not None and not m.startswith("planetoid_"):
+    if resume_from is not None and not (m.startswith("planetoid_") or m == "graphemb"):
         raise ConfigError(f"method {m} trains in seconds and does not resume; start a new run")
     if m.startswith("planetoid_"):
         variant = m[-1].upper()
@@ -193,10 +193,11 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | N
         out = fit_planetoid(model, data, sampler, cfg.train, run_dir, seed=cfg.seed, resume_from=resume_from)
         out["sampler_triples_per_s"] = sampler_throughput(sampler, cfg.train.n2)
         return out
-    if m == "graphemb":  # two phases: context-only embeddings, then logistic regression on them (classifier/)
+    if m == "graphemb":  # two phases: context-only embeddings (resumable), then logistic regression on them
         model = Planetoid(dataclasses.replace(cfg.model, variant="G"), data.num_nodes, 0, data.num_classes)
         sampler = make_sampler(data, dataclasses.replace(cfg.sampler, r2=1.0), "G", cfg.seed)
-        emb = fit_planetoid(model, data, sampler, cfg.train, run_dir, seed=cfg.seed, context_only=True)
+        emb = fit_planetoid(model, data, sampler, cfg.train, run_dir, seed=cfg.seed, context_only=True,
+                            resume_from=resume_from)  # the classifier (seconds, in classifier/) is trained again
         out = B.logistic_regression(model.embedding.weight.detach(), data, cfg.baseline, run_dir / "classifier")
         for k in ("train_seconds", "params", "steps"):
             out[k] += emb[k]

@@ -203,7 +203,7 @@ def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cf
     if cfg.max_steps is not None:
         steps = cfg.max_steps
     loop = TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=cfg.eval_every,
-                       eval_every=cfg.eval_every, eval_from=warmup, ckpt_every=0 if not context_only else steps,
+                       eval_every=cfg.eval_every, eval_from=warmup, ckpt_every=cfg.eval_every if context_only else 0,
                        early_stop_metric="valid_acc", early_stop_mode="max", patience=cfg.patience)
     res = fit(model, method, batches, loop, run_dir, evaluate=None if context_only else evaluate,
               resume_from=resume_from, desc="Planetoid" + (" (context only)" if context_only else ""))
