@@ -28,7 +28,7 @@ def bert_dir(tmp_path) -> Path:
     d = tmp_path / "bert"
     torch.manual_seed(0)
     save_pretrained(BertModel(BertConfig(vocab_size=len(vocab), d_model=16, n_layer=3, n_head=2, d_inner=32,
-                                         max_len=64)), d)
+                                         max_len=64, dropout=0.0, attn_dropout=0.0)), d)  # no dropout: comparable
     (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
     return d
 
@@ -90,3 +90,19 @@ def test_each_seed_draws_its_own_subset():
     assert len(a) == len(set(a.tolist())) == 100 and not np.array_equal(a, b)
     assert np.array_equal(a, labeled_subset(1000, 100, 0))
     assert np.array_equal(labeled_subset(50, 100, 0), np.arange(50)) and len(labeled_subset(50, 0, 3)) == 50
+
+
+@pytest.mark.dist
+def test_classify_runs_under_torchrun(bert_dir, bbc_articles, tmp_path):
+    """2 gloo ranks (DDP: every trained parameter gets a gradient; the unread pooler is frozen) end with one
+    process's weights."""
+    from genfeat.train.checkpoint import latest_checkpoint, load_weights
+    from tests.dist_run import torchrun_genfeat
+
+    args = ["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(bert_dir), "--dropout", "0"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    torchrun_genfeat([*args, "--out", str(tmp_path / "two")])
+    one, two = (load_weights(latest_checkpoint(tmp_path / r) / "model.safetensors") for r in ("one", "two"))
+    for k, v in one.items():
+        torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5, msg=k)
+    assert json.loads((tmp_path / "two" / "summary.json").read_text())["world_size"] == 2

@@ -252,6 +252,7 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
         return clf, load_wordpiece(src), mc.k
     src = bert_dir(cfg.pretrained)
     bert, bcfg = from_pretrained(src)
+    bert.pooler.requires_grad_(False)  # the classifier pools [CLS] with its own summary layer
     return SequenceClassifier(bert.train(), bcfg.d_model, n_labels, cfg.dropout, pool="first"), load_wordpiece(src), 0
 
 

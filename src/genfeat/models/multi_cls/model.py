@@ -75,7 +75,8 @@ class MultiCLSEncoder(nn.Module):
     def __init__(self, bert: BertModel, cfg: MultiCLSConfig):
         super().__init__()
         self.bert, self.cfg = bert, cfg
-        L, D, K = bert.cfg.n_layer, bert.cfg.d_model, cfg.k
+        bert.pooler.requires_grad_(False)  # the [CLS] pooler is not read: the facets replace it (frozen, so DDP
+        L, D, K = bert.cfg.n_layer, bert.cfg.d_model, cfg.k  # does not wait for its gradient)
         after = default_insert_after(L) if cfg.insert_after is None else tuple(cfg.insert_after)
         if any(not 1 <= a < L for a in after):
             raise ConfigError(f"model.insert_after: blocks must be in [1, {L - 1}], got {after}")
