@@ -33,3 +33,19 @@ def test_word_pairs(gensim_dir):
     assert word_pairs("wordsim353") == [("love", "sex", 6.77), ("tiger", "cat", 7.35)]
     with pytest.raises(Exception, match="unknown"):
         word_pairs("men")
+
+
+def test_superglue_jsonl(tmp_path):
+    from genfeat.data.text_classification import load_superglue_jsonl
+
+    (tmp_path / "val.jsonl").write_text(
+        '{"question": "is it?", "passage": "It is.", "idx": 0, "label": true}\n'
+        '{"question": "was it?", "passage": "No.", "idx": 1, "label": false}\n')
+    assert load_superglue_jsonl(tmp_path / "val.jsonl", "BoolQ") == [("is it?", "It is.", "true"),
+                                                                      ("was it?", "No.", "false")]
+    (tmp_path / "wic.jsonl").write_text('{"word": "bank", "sentence1": "a river bank", "sentence2": "the bank '
+                                        'lent money", "idx": 0, "label": false}\n')
+    assert load_superglue_jsonl(tmp_path / "wic.jsonl", "WiC")[0][0] == "bank: a river bank"
+    (tmp_path / "bad.jsonl").write_text('{"premise": "x"}\n')
+    with pytest.raises(Exception, match="bad.jsonl:1"):
+        load_superglue_jsonl(tmp_path / "bad.jsonl", "CB")

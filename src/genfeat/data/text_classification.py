@@ -90,3 +90,39 @@ def load_glue_tsv(path: str | Path, task: str) -> list[tuple[str, str | None, st
             raise DataError(f"{path}: line {i + 2} has {len(r)} columns")
         out.append((r[a], None if b is None else r[b], r[y]))
     return out
+
+
+SUPERGLUE_FIELDS = {  # task: (text_a field, text_b field); the label field is "label" (true / false or a class)
+    "BoolQ": ("question", "passage"),
+    "CB": ("premise", "hypothesis"),
+    "RTE": ("premise", "hypothesis"),
+    "WiC": ("sentence1", "sentence2"),
+    "AX-b": ("sentence1", "sentence2"),
+}
+
+
+def load_superglue_jsonl(path: str | Path, task: str) -> list[tuple[str, str | None, str]]:
+    """Rows (text_a, text_b, label as a string) of a SuperGLUE train/val JSONL file for the sentence-pair tasks;
+    WiC's text_a is prefixed with its target word ("word: sentence1"), so a pair classifier sees which word is
+    asked about. Booleans become "true" / "false"."""
+    import json
+
+    if task not in SUPERGLUE_FIELDS:
+        raise DataError(f"unknown SuperGLUE pair task {task!r} (known: {', '.join(SUPERGLUE_FIELDS)})")
+    a, b = SUPERGLUE_FIELDS[task]
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such SuperGLUE file")
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            text_a, text_b, label = row[a], row[b], row["label"]
+        except (json.JSONDecodeError, KeyError) as e:
+            raise DataError(f"{path}:{i}: not a {task} row ({e})") from None
+        if task == "WiC":
+            text_a = f"{row['word']}: {text_a}"
+        out.append((text_a, text_b, str(label).lower() if isinstance(label, bool) else str(label)))
+    return out
