@@ -106,3 +106,26 @@ def test_classify_runs_under_torchrun(bert_dir, bbc_articles, tmp_path):
     for k, v in one.items():
         torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5, msg=k)
     assert json.loads((tmp_path / "two" / "summary.json").read_text())["world_size"] == 2
+
+
+def test_classify_on_glue_and_superglue_files(bert_dir, tmp_path):
+    """A GLUE TSV task and a SuperGLUE JSONL pair task, as sentence (pair) classification and regression."""
+    words = sorted(TOPICS["sport"].split() + TOPICS["tech"].split())
+    rng = random.Random(1)
+    glue, sg, sts = tmp_path / "sst2", tmp_path / "cb", tmp_path / "stsb"
+    for d in (glue, sg, sts):
+        d.mkdir()
+    for split, n in (("train", 40), ("dev", 12)):
+        rows = [(" ".join(rng.choice(words) for _ in range(6)), rng.randint(0, 1)) for _ in range(n)]
+        (glue / f"{split}.tsv").write_text("sentence\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
+        (sts / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tscore\n" + "".join(
+            f"{i}\t{t}\t{t[::-1]}\t{2.5 + y}\n" for i, (t, y) in enumerate(rows)))
+        js = "".join(json.dumps({"premise": t, "hypothesis": t.split()[0], "label": ["entailment", "neutral"][y]})
+                     + "\n" for t, y in rows)
+        (sg / f"{'val' if split == 'dev' else 'train'}.jsonl").write_text(js)
+    for task, d, metric in (("SST-2", glue, "accuracy"), ("CB", sg, "accuracy"), ("STS-B", sts, "pearson")):
+        out = tmp_path / f"run-{task}"
+        assert main(["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(bert_dir), "--task", task,
+                     "--data_dir", str(d), "--out", str(out)]) == 0
+        s = json.loads((out / "summary.json").read_text())
+        assert f"test_{metric}" in s and (("test_ece" in s) == (metric == "accuracy"))

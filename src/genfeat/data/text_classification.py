@@ -126,3 +126,36 @@ def load_superglue_jsonl(path: str | Path, task: str) -> list[tuple[str, str | N
             text_a = f"{row['word']}: {text_a}"
         out.append((text_a, text_b, str(label).lower() if isinstance(label, bool) else str(label)))
     return out
+
+
+def load_pair_task(task: str, data_dir: str | Path, split_seed: int = 0
+                   ) -> tuple[dict[str, tuple[list[tuple[str, str | None]], np.ndarray]], bool]:
+    """A GLUE task (train.tsv, dev.tsv) or a SuperGLUE pair task (train.jsonl, val.jsonl) in `data_dir` as
+    {"train", "valid", "test"} -> ((text_a, text_b) pairs, labels), and whether it is regression (STS-B): the dev
+    set is the test split (the benchmarks' test labels are hidden), and a stratified tenth of the training rows,
+    fixed by `split_seed`, is the validation split. Labels are the indices of the sorted training label names."""
+    d = Path(data_dir)
+    if task in GLUE_COLUMNS:
+        rows = {k: load_glue_tsv(d / f"{k}.tsv", task) for k in ("train", "dev")}
+    elif task in SUPERGLUE_FIELDS:
+        rows = {"train": load_superglue_jsonl(d / "train.jsonl", task),
+                "dev": load_superglue_jsonl(d / "val.jsonl", task)}
+    else:
+        raise DataError(f"unknown task {task!r}; GLUE: {', '.join(GLUE_COLUMNS)}; SuperGLUE pairs: "
+                        f"{', '.join(SUPERGLUE_FIELDS)}")
+    regression = task == "STS-B"
+    names = sorted({r[2] for r in rows["train"]})
+
+    def labels(rs):
+        if regression:
+            return np.array([float(r[2]) for r in rs], dtype=np.float32)
+        try:
+            return np.array([names.index(r[2]) for r in rs], dtype=np.int64)
+        except ValueError as e:
+            raise DataError(f"{d}: a dev label is not among the training labels ({e})") from None
+    y = labels(rows["train"])
+    strat = np.zeros(len(y), np.int64) if regression else y
+    split = stratified_split(strat, split_seed, valid=0.1, test=0.0)
+    out = {k: ([(rows["train"][i][0], rows["train"][i][1]) for i in split[k]], y[split[k]]) for k in ("train", "valid")}
+    out["test"] = ([(r[0], r[1]) for r in rows["dev"]], labels(rows["dev"]))
+    return out, regression

@@ -40,7 +40,7 @@ from genfeat.config import from_dict, load_yaml
 from genfeat.data.batches import EpochBatches
 from genfeat.data.multi_cls import TripleBatches, split_sentences
 from genfeat.data.sources import require
-from genfeat.data.text_classification import load_bbc_news, stratified_split
+from genfeat.data.text_classification import load_bbc_news, load_pair_task, stratified_split
 from genfeat.errors import ConfigError
 from genfeat.metrics.calibration import ece
 from genfeat.models.bert import BertModel, from_pretrained
@@ -196,7 +196,8 @@ def _pretrain_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[to
 class MultiCLSClassifyConfig:
     seed: int = 0  # the fine-tuning seed: initialisation, batch order and the labeled subset
     pretrained: str = "minilm-l6"  # a multi_cls_pretrain run, or an HF BERT directory / minilm-l6 (plain BERT)
-    task: str = "bbc"  # bbc (BBC News topic, 5 classes)
+    task: str = "bbc"  # bbc (BBC News topic, 5 classes), a GLUE task (SST-2, MRPC, STS-B, ...) or a SuperGLUE pair
+    data_dir: str = ""  #   task (BoolQ, CB, RTE, WiC): the folder with its train / dev files
     split_seed: int = 0
     labels: int = 100  # training examples drawn per seed; 0: the whole training split
     max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
@@ -256,37 +257,53 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
     return SequenceClassifier(bert.train(), bcfg.d_model, n_labels, cfg.dropout, pool="first"), load_wordpiece(src), 0
 
 
+def classification_splits(cfg: MultiCLSClassifyConfig
+                          ) -> tuple[dict[str, tuple[list[tuple[str, str | None]], np.ndarray]], bool]:
+    """{"train", "valid", "test"} -> ((text_a, text_b | None) pairs, labels), and whether it is regression."""
+    if cfg.task == "bbc":
+        docs = load_bbc_news()
+        split = stratified_split(docs.labels, cfg.split_seed)
+        return {k: ([(" ".join(docs.texts[i].split()), None) for i in idx], docs.labels[idx])
+                for k, idx in split.items()}, False
+    if not cfg.data_dir:
+        raise ConfigError(f"task {cfg.task} needs data_dir (GLUE's train.tsv / dev.tsv or SuperGLUE's "
+                          "train.jsonl / val.jsonl)")
+    return load_pair_task(cfg.task, cfg.data_dir, cfg.split_seed)
+
+
 def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
-    if cfg.task != "bbc":
-        raise ConfigError(f"task must be bbc, got {cfg.task!r}")
-    docs = load_bbc_news()
-    split = stratified_split(docs.labels, cfg.split_seed)
+    data, regression = classification_splits(cfg)
     seed_everything(cfg.seed)
-    model, tok, k = load_classifier(cfg, len(docs.classes))
+    n_labels = 1 if regression else int(max(int(y.max()) for _, y in data.values())) + 1
+    model, tok, k = load_classifier(cfg, n_labels)
     model.to(info.device)
-    sub = split["train"][labeled_subset(len(split["train"]), cfg.labels, cfg.seed)]
+    sub = labeled_subset(len(data["train"][1]), cfg.labels, cfg.seed)
     rows = {}
-    for name, idx in (("train", sub), ("valid", split["valid"]), ("test", split["test"])):
-        x = encode(tok, [" ".join(docs.texts[i].split()) for i in idx], max_len=cfg.max_len - k)
-        rows[name] = x | {"labels": torch.from_numpy(docs.labels[idx])}
+    for name, (pairs, y) in data.items():
+        idx = sub if name == "train" else np.arange(len(y))
+        b = None if pairs[0][1] is None else [pairs[i][1] for i in idx]
+        rows[name] = encode(tok, [pairs[i][0] for i in idx], b, max_len=cfg.max_len - k) | \
+            {"labels": torch.from_numpy(y[idx])}
     task = SequenceClassification(rows)
     batch = min(cfg.batch_size, len(sub))
     batches = EpochBatches(task.train_rows, batch, np.random.default_rng(cfg.seed), info.rank, info.world_size)
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc=f"multi_cls K={k}" if k else "bert")
-    probs = torch.softmax(predict_rows(model, {n: v for n, v in rows["test"].items() if n != "labels"}), -1)
-    scores["test_ece"] = ece(probs.numpy(), rows["test"]["labels"].numpy())
+    if not regression:
+        probs = torch.softmax(predict_rows(model, {n: v for n, v in rows["test"].items() if n != "labels"}), -1)
+        scores["test_ece"] = ece(probs.numpy(), rows["test"]["labels"].numpy())
     summary = write_record(
         run_dir, f"{'Multi-CLS K=' + str(k) if k else 'BERT'} fine-tuned on {cfg.task} ({len(sub)} examples)",
         scores, params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=res.best_step,
         wall_s=time.perf_counter() - t0, train_s=res.train_time,
         details={"task": cfg.task, "k": k, "labels": int(len(sub)), "pretrained": cfg.pretrained,
                  "aggregation": cfg.aggregation if k else None},
-        notes=[f"Selected on validation accuracy; test ECE (Eq. D.1, 10 equal-width bins, percent) of the selected "
-               f"weights over {len(rows['test']['labels'])} test articles."])
+        notes=[f"Selected on the validation {task.metric}; test metrics (and ECE, Eq. D.1, 10 equal-width bins, "
+               f"percent, for classification) of the selected weights over {len(rows['test']['labels'])} test "
+               "examples."])
     if info.is_main:
-        print(f"test accuracy {scores['test_accuracy']:.4f} ECE {scores['test_ece']:.2f} (valid "
-              f"{scores['valid_accuracy']:.4f}, {len(sub)} examples) -> {run_dir}")
+        print(f"test {task.metric} {scores['test_' + task.metric]:.4f} (valid {scores['valid_' + task.metric]:.4f}, "
+              f"{len(sub)} examples) -> {run_dir}")
     return summary

@@ -34,9 +34,14 @@ from genfeat.config import atomic_write_text
 from genfeat.data.batches import StreamBatches
 from genfeat.data.race import load_race, race_inputs
 from genfeat.data.squad import load_squad_json, squad_features, squad_predictions
-from genfeat.data.text_classification import GLUE_COLUMNS, load_bbc_news, load_glue_tsv, stratified_split
+from genfeat.data.text_classification import (
+    GLUE_COLUMNS,
+    load_bbc_news,
+    load_pair_task,
+    stratified_split,
+)
 from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_tokenizer
-from genfeat.errors import ConfigError, DataError
+from genfeat.errors import ConfigError
 from genfeat.metrics.squad import best_null_threshold, squad_scores
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
@@ -235,23 +240,7 @@ def classification_data(cfg: XLNetClassifyConfig) -> tuple[dict[str, tuple[list,
         return out, False
     if not cfg.data_dir:
         raise ConfigError(f"task {cfg.task} needs data_dir (a folder with GLUE's train.tsv and dev.tsv)")
-    rows = {k: load_glue_tsv(Path(cfg.data_dir) / f"{k}.tsv", cfg.task) for k in ("train", "dev")}
-    regression = cfg.task == "STS-B"
-    names = sorted({r[2] for r in rows["train"]})
-
-    def labels(rs):
-        if regression:
-            return np.array([float(r[2]) for r in rs], dtype=np.float32)
-        try:
-            return np.array([names.index(r[2]) for r in rs], dtype=np.int64)
-        except ValueError as e:
-            raise DataError(f"{cfg.data_dir}: a dev label is not among the training labels ({e})") from None
-    y = labels(rows["train"])
-    strat = np.zeros(len(y), np.int64) if regression else y
-    split = stratified_split(strat, cfg.split_seed, valid=0.1, test=0.0)
-    out = {k: ([(rows["train"][i][0], rows["train"][i][1]) for i in split[k]], y[split[k]]) for k in ("train", "valid")}
-    out["test"] = ([(r[0], r[1]) for r in rows["dev"]], labels(rows["dev"]))
-    return out, regression
+    return load_pair_task(cfg.task, cfg.data_dir, cfg.split_seed)
 
 
 def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
