@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from genfeat.config import from_dict, load_yaml
+from genfeat.config import atomic_write_text, dump_yaml, from_dict, load_yaml, to_dict
 from genfeat.data.batches import EpochBatches
 from genfeat.data.multi_cls import TripleBatches, split_sentences
 from genfeat.data.sources import require
@@ -176,6 +176,9 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
               desc=f"multi-cls K={cfg.model.k}")
     load_model_weights(pre, run_dir / WEIGHTS)
     final = evaluate_pretrain(pre, valid)
+    if info.is_main and not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it:
+        atomic_write_text(run_dir / "config.yaml",  # multi_cls_classify reads the run's K and inserted layers
+                          dump_yaml({"recipe": "multi_cls_pretrain", "config": to_dict(cfg)}))
     return write_record(run_dir, f"Multi-CLS BERT pretraining (K={cfg.model.k}, λ={cfg.model.lam})", final,
                         params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
                         train_s=res.train_time, details={"k": cfg.model.k, "lam": cfg.model.lam, "init": str(src),
