@@ -36,13 +36,14 @@ def unit(x: np.ndarray) -> np.ndarray:
     return np.divide(x, n, out=np.zeros_like(x, dtype=np.float64), where=n > 0)
 
 
-def sc_distance(f1: np.ndarray, f2: np.ndarray, lam: float = 0.4) -> float:
-    """Eq. 3.5 between two facet sets (K1, E), (K2, E) (unit-normalised here), exact E-step; symmetric."""
+def sc_distance(f1: np.ndarray, f2: np.ndarray, lam: float = 0.4, iters: int = 5000, tol: float = 1e-10) -> float:
+    """Eq. 3.5 between two facet sets (K1, E), (K2, E) (unit-normalised here), the E-step by FISTA to `tol` (the
+    projected gradient) or `iters` iterations; symmetric."""
     a, b = (torch.from_numpy(unit(np.asarray(f, dtype=np.float64))) for f in (f1, f2))
 
     def er(basis: torch.Tensor, target: torch.Tensor) -> float:
         F, W = basis.T[None], target.T[None]  # (1, E, K), (1, E, N)
-        M = nnsc_coefficients(F, W, lam, "pgd", iters=5000, tol=1e-10)
+        M = nnsc_coefficients(F, W, lam, "pgd", iters=iters, tol=tol)
         return float(reconstruction_error(F, M, W).mean())
     return er(a, b) + er(b, a)
 
