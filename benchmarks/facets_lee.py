@@ -27,7 +27,7 @@ import torch
 from benchmarks.common import reading, render, write_results
 from genfeat.analysis import facet_scores as S
 from genfeat.data.facets import tokenize
-from genfeat.data.multi_cls import split_sentences
+from genfeat.data.sentences import split_sentences
 from genfeat.data.similarity_sets import lee_background, lee_documents, lee_pairs
 from genfeat.data.text_classification import load_bbc_news, stratified_split
 from genfeat.data.word_vectors import load_glove

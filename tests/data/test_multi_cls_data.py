@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from genfeat.data.multi_cls import TripleBatches, split_sentences
+from genfeat.data.multi_cls import TripleBatches
+from genfeat.data.sentences import split_sentences
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 

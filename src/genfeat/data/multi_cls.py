@@ -1,10 +1,7 @@
 """Continued-pretraining batches of Multi-CLS BERT (thesis C §5.2.1; spec multi-cls-bert.md §3, §5.1) from
 documents of ordered sentences.
 
-    sentences     `split_sentences`: a sentence ends at . ! ? (followed by closing quotes / brackets) before
-                  whitespace and an upper-case letter, digit or opening quote, or at a paragraph break; the
-                  abbreviations Mr. Mrs. Ms. Dr. St. Mt. vs. e.g. i.e. etc. and single capitals ("J.") do not end
-                  one. A documented rule, not a trained splitter.
+    sentences     `data.sentences.split_sentences` (a documented rule)
     triples       one random position in one random document; contiguous sentences are gathered until about
                   3 x budget tokens and at least 6 sentences, cut at random sentence boundaries into 6 groups;
                   groups (1, 2), (3, 4), (5, 6) are the sequences A, P, H of one triple (P follows A, H follows P)
@@ -27,7 +24,6 @@ its share of the N triples (every rank draws the same triples).
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from itertools import pairwise
@@ -38,26 +34,6 @@ import torch
 
 from genfeat.data.batches import rank_share
 from genfeat.errors import DataError
-
-_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
-_ABBREV = {"mr.", "mrs.", "ms.", "dr.", "st.", "mt.", "vs.", "e.g.", "i.e.", "etc."}
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of a text, in order (module docstring for the rule)."""
-    out = []
-    for para in re.split(r"\n\s*\n", text):
-        para = " ".join(para.split())
-        start = 0
-        for m in _END.finditer(para):
-            word = para[:m.start() + 1].rsplit(" ", 1)[-1].lower()
-            if word in _ABBREV or re.fullmatch(r"[a-z]\.", word):  # "Mr." or an initial "J."
-                continue
-            out.append(para[start: m.end()].strip())
-            start = m.end()
-        if para[start:].strip():
-            out.append(para[start:].strip())
-    return out
 
 
 class TripleBatches:

@@ -29,8 +29,7 @@ import numpy as np
 import torch
 
 from genfeat.data.facets import FacetBatches, build_vocab, collate, sentence_examples
-from genfeat.data.multi_cls import split_sentences
-from genfeat.data.text_classification import load_bbc_news, stratified_split
+from genfeat.data.sentences import bbc_documents
 from genfeat.data.word_vectors import load_glove, read_word_vectors
 from genfeat.errors import ConfigError
 from genfeat.losses.nnsc import METHODS, nnsc_loss, rotated_negatives
@@ -128,18 +127,6 @@ def load_targets(dc: FacetDataConfig, vocab_hint: set[str]) -> tuple[list[str], 
     return read_word_vectors(dc.vectors, vocab=vocab_hint)
 
 
-def documents(dc: FacetDataConfig) -> dict[str, list[list[str]]]:
-    if dc.corpus != "bbc-news":
-        raise ConfigError(f"data.corpus: only bbc-news has documents here, got {dc.corpus!r}")
-    docs = load_bbc_news()
-    split = stratified_split(docs.labels, dc.split_seed)
-    out = {}
-    for k in ("train", "valid"):
-        idx = split[k][: dc.limit_docs] if dc.limit_docs else split[k]
-        out[k] = [split_sentences(docs.texts[i]) for i in idx]
-    return out
-
-
 def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     from genfeat.data.facets import tokenize
 
@@ -147,7 +134,7 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
     dc = cfg.data
-    docs = documents(dc)
+    docs = bbc_documents(dc.split_seed, dc.limit_docs, dc.corpus)
     vocab = build_vocab(docs["train"], dc.min_count)
     seen = {t for split in docs.values() for d in split for s in d for t in tokenize(s)}
     target_words, target_vecs = load_targets(dc, seen)

@@ -38,7 +38,8 @@ from torch import nn
 
 from genfeat.config import atomic_write_text, dump_yaml, from_dict, load_yaml, to_dict
 from genfeat.data.batches import EpochBatches
-from genfeat.data.multi_cls import TripleBatches, split_sentences
+from genfeat.data.multi_cls import TripleBatches
+from genfeat.data.sentences import bbc_documents
 from genfeat.data.sources import require
 from genfeat.data.text_classification import load_bbc_news, load_pair_task, stratified_split
 from genfeat.errors import ConfigError
@@ -109,19 +110,6 @@ def pretrain_tiny() -> MultiCLSPretrainConfig:
 PRETRAIN_PRESETS = {"minilm_bbc": minilm_bbc, "tiny": pretrain_tiny}
 
 
-def pretrain_documents(dc: PretrainData) -> dict[str, list[list[str]]]:
-    """{"train", "valid"}: documents as lists of sentences."""
-    if dc.corpus != "bbc-news":
-        raise ConfigError(f"data.corpus: only bbc-news has documents here, got {dc.corpus!r}")
-    docs = load_bbc_news()
-    split = stratified_split(docs.labels, dc.split_seed)
-    out = {}
-    for k in ("train", "valid"):
-        idx = split[k][: dc.limit_docs] if dc.limit_docs else split[k]
-        out[k] = [split_sentences(docs.texts[i]) for i in idx]
-    return out
-
-
 @torch.no_grad()
 def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
     """Mean losses on fixed held-out batches, and the share of anchors whose positive ranks first (Eq. 5.2
@@ -159,7 +147,7 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     bert, bcfg = from_pretrained(src)
     tok = load_wordpiece(src)
     pre = build_pretrainer(cfg, bert.train()).to(info.device)
-    docs = pretrain_documents(cfg.data)
+    docs = bbc_documents(cfg.data.split_seed, cfg.data.limit_docs, cfg.data.corpus)
     budget = cfg.data.max_len - cfg.model.k
 
     def make(d: list[list[str]], seed: int, rank: int = 0, world: int = 1) -> TripleBatches:
