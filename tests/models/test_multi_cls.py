@@ -253,7 +253,9 @@ def test_uncertainty_overlap_and_scores():
     emb = torch.randn(10, 3, 4)
     labels = torch.arange(10) % 2
     P = facet_distributions(emb, labels, 2)
-    assert P.shape == (3, 10, 2) and torch.allclose(P.sum(-1), torch.ones(3, 10))
+    protos = torch.stack([emb[labels == c].mean(0) for c in (0, 1)])  # (C, K, D): Eq. D.2's q_{l,k}
+    for k in range(3):
+        torch.testing.assert_close(P[k], torch.softmax(emb[:, k] @ protos[:, k].T, -1))
 
 
 # ----------------------------------------------------------------------------------------- end to end

@@ -36,6 +36,12 @@ from genfeat.data.batches import rank_share
 from genfeat.errors import DataError
 
 
+def _rescaled(v: np.ndarray) -> np.ndarray:
+    """Min-max to [0, 10] (all zeros when constant)."""
+    span = v.max() - v.min()
+    return 10 * (v - v.min()) / span if span > 0 else np.zeros_like(v)
+
+
 class TripleBatches:
     """See the module docstring. `docs`: documents as lists of sentences; `tok`: a `tokenizers.Tokenizer`
     (WordPiece, no template applied here); `budget`: the tokens of a sequence with its [CLS] and [SEP]s."""
@@ -56,25 +62,17 @@ class TripleBatches:
                 self.docs.append(sents)
         if not self.docs:
             raise DataError(f"no document has the {self.groups} sentences a training example needs")
-        df: Counter = Counter()
-        self.tf = []
-        for sents in self.docs:
-            counts = Counter(np.concatenate(sents).tolist())
-            self.tf.append(counts)
-            df.update(counts.keys())
-        n = len(self.docs)
-        self.idf = {t: math.log(n / c) for t, c in df.items()}
+        tf = [Counter(np.concatenate(sents).tolist()) for sents in self.docs]
+        df: Counter = Counter(t for counts in tf for t in counts)
+        idf = {t: math.log(len(self.docs) / c) for t, c in df.items()}
+        self.tfidf = [[_rescaled(np.array([counts[t] * idf[t] for t in s.tolist()], dtype=np.float32)) for s in sents]
+                      for counts, sents in zip(tf, self.docs, strict=True)]  # per sentence, computed once
         self.n_triples, self.budget = n_triples, budget
         self.rng = np.random.default_rng(seed)
         self.share = rank_share(n_triples, rank, world_size)
 
     def __iter__(self) -> TripleBatches:
         return self
-
-    def _tfidf(self, d: int, sent: np.ndarray) -> np.ndarray:
-        v = np.array([self.tf[d][t] * self.idf[t] for t in sent.tolist()], dtype=np.float32)
-        span = v.max() - v.min()
-        return 10 * (v - v.min()) / span if span > 0 else np.zeros_like(v)
 
     def _groups(self) -> tuple[int, list[list[tuple[np.ndarray, np.ndarray]]]]:
         """A document and its `groups` consecutive sentence groups, each a list of (ids, tf-idf) sentences."""
@@ -88,7 +86,7 @@ class TripleBatches:
             end += 1
         cuts = np.sort(rng.choice(np.arange(start + 1, end), self.groups - 1, replace=False))
         bounds = [start, *cuts.tolist(), end]
-        return d, [[(sents[i], self._tfidf(d, sents[i])) for i in range(a, b)] for a, b in pairwise(bounds)]
+        return d, [[(sents[i], self.tfidf[d][i]) for i in range(a, b)] for a, b in pairwise(bounds)]
 
     def _sequence(self, a, b) -> dict[str, Any]:
         rng = self.rng

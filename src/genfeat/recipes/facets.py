@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.data.facets import FacetBatches, build_vocab, collate, sentence_examples
+from genfeat.data.facets import FacetBatches, build_vocab, collate, sentence_examples, tokenize
 from genfeat.data.sentences import bbc_documents
 from genfeat.data.word_vectors import load_glove, read_word_vectors
 from genfeat.errors import ConfigError
@@ -128,8 +128,6 @@ def load_targets(dc: FacetDataConfig, vocab_hint: set[str]) -> tuple[list[str], 
 
 
 def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    from genfeat.data.facets import tokenize
-
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)

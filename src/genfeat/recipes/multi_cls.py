@@ -27,6 +27,7 @@ bias correction in pretraining (the reference's Adam has none), far fewer pretra
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ from genfeat.data.text_classification import load_bbc_news, load_pair_task, stra
 from genfeat.errors import ConfigError
 from genfeat.metrics.calibration import ece
 from genfeat.models.bert import BertModel, from_pretrained
+from genfeat.models.bert.hf import config_from_hf
 from genfeat.models.bert.tokenizer import encode, load_wordpiece
 from genfeat.models.multi_cls import MultiCLSClassifier, MultiCLSConfig, MultiCLSEncoder, MultiCLSPretrainer
 from genfeat.models.multi_cls.pretrain import multi_facet_logits
@@ -233,7 +235,7 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
     if (run / "config.yaml").is_file() and (run / WEIGHTS).is_file():
         pc = from_dict(MultiCLSPretrainConfig, load_yaml(run / "config.yaml")["config"])
         src = bert_dir(pc.init)
-        bert, _ = from_pretrained(src)
+        bert = BertModel(config_from_hf(json.loads((src / "config.json").read_text())))  # weights: the run's
         pre = build_pretrainer(pc, bert)
         load_model_weights(pre, run / WEIGHTS)
         mc = dataclasses.replace(pc.model, aggregation=cfg.aggregation)
