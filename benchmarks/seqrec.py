@@ -88,8 +88,8 @@ def direction(runs: list[dict[str, Any]]) -> str:
         return {r["seed"]: r["valid_ndcg@10"] for r in runs if r["encoder"] == enc and r["head"] == head}
     lines = []
     for enc, name in (("sasrec", "SASRec"), ("gru4rec", "GRU4Rec")):
-        base = by_seed(enc, "softmax")
-        for head in ("c", "c+mi", "clr", "clr+mi"):
+        base = by_seed(enc, "softmax_facet")
+        for head in ("c", "c+mi", "clr20,100,500", "clr20,100,500+mi"):
             other = by_seed(enc, head)
             if seeds := sorted(base.keys() & other.keys()):
                 b, v = (statistics.mean(d[s] for s in seeds) for d in (base, other))
