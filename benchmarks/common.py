@@ -90,15 +90,19 @@ def interleaved_median_seconds(steps: dict[str, Callable[[], None]], repeats: in
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def mean_std(values: list[float], digits: int = 2, scale: float = 1.0) -> str:
-    """"mean ± std" (sample std over seeds) of `values` × `scale`, `digits` decimals; one value: the value alone;
-    none: "–"."""
+def mean_std(values: list[float], digits: int = 2, scale: float = 1.0, spread: str = "std") -> str:
+    """The one cell formatter of the results pages: "mean ± spread" of `values` × `scale` with `digits` decimals.
+    `spread`: "std" (sample standard deviation over seeds) or "se" (standard error, std / sqrt(n)). One value: the
+    value alone; none: "–"."""
+    if spread not in ("std", "se"):
+        raise ValueError(f"spread must be 'std' or 'se', not {spread!r}")
     v = [scale * x for x in values]
     if not v:
         return "–"
     if len(v) == 1:
         return f"{v[0]:.{digits}f}"
-    return f"{statistics.mean(v):.{digits}f} ± {statistics.stdev(v):.{digits}f}"
+    s = statistics.stdev(v) / (len(v) ** 0.5 if spread == "se" else 1.0)
+    return f"{statistics.mean(v):.{digits}f} ± {s:.{digits}f}"
 
 
 def reading(name: str) -> str:
@@ -110,13 +114,14 @@ def reading(name: str) -> str:
 
 def result_args(ap: argparse.ArgumentParser, seeds: list[int], runs: str | None = None) -> None:
     """The options every results benchmark shares: --seeds, --render-only and, for benchmarks that keep one
-    directory per run (resumable, shared by parallel workers), --runs, --train-only and --collect."""
+    directory per run (the sweep harness, `benchmarks.sweep`), --runs, --train-only, --collect and --only."""
     ap.add_argument("--seeds", type=int, nargs="+", default=seeds)
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
     if runs is not None:
         ap.add_argument("--runs", default=runs, help="where the trained runs are kept")
         ap.add_argument("--train-only", action="store_true", help="train this worker's share, record nothing")
         ap.add_argument("--collect", action="store_true", help="record from the kept runs, train nothing")
+        ap.add_argument("--only", nargs="*", default=[], help="this worker's share: the jobs of these groups")
 
 
 def claim_run_dir(run_dir: Path, resume: bool = False, stale_s: float = 1800.0) -> bool:

@@ -3,7 +3,7 @@ records docs/results/gan_ssl.{md,json}.
 
     genfeat data fetch mnist && genfeat data fetch fashion-mnist
     python -m benchmarks.gan_ssl [--seeds 0 1 2] [--epochs 10] [--pixelcnn-epochs 1 --pixelcnn-blocks 2]
-    python -m benchmarks.gan_ssl --train-only --variants fm fm_ld     # one worker's share (resumable)
+    python -m benchmarks.gan_ssl --train-only --variants mnist_fm mnist_fm_ld    # one worker's share (resumable)
 
 Variants (the discriminator, data, labeled subset and budget are the same within a seed; the seed redraws the
 labeled subset): supervised-only, FM, FM+LD, FM+PT+Ent on MNIST; supervised-only, FM, FM+PT+Ent on Fashion-MNIST.
@@ -20,7 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, mean_std, reading, render, result_args, write_results
+from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import gan_ssl as R
 
 NAME = "gan_ssl"
@@ -51,21 +52,19 @@ def density_run(root: Path, dataset: str, epochs: int, blocks: int) -> Path:
     return out
 
 
-def train_one(variant: str, seed: int, args) -> dict[str, Any] | None:
-    run_dir = Path(args.runs) / f"{variant}-seed{seed}"
-    if (run_dir / "summary.json").exists():
-        return json.loads((run_dir / "summary.json").read_text()) | {"variant": variant, "seed": seed}
-    if args.collect:
-        return None
+def job(variant: str, seed: int, args) -> Job:
     preset, over = VARIANTS[variant]
     cfg = R.PRESETS[preset]()
     cfg = dataclasses.replace(cfg, seed=seed, train=dataclasses.replace(cfg.train, epochs=args.epochs, **over))
-    if variant.startswith("mnist"):  # the density model also gives the max log-p column for every MNIST GAN
-        cfg = dataclasses.replace(cfg, density=R.DensityConfig(run=str(density_run(
-            Path(args.runs), "mnist", args.pixelcnn_epochs, args.pixelcnn_blocks))))
-    if not claim_run_dir(run_dir):
-        return None
-    return R.run(cfg, run_dir) | {"variant": variant, "seed": seed}
+
+    def launch(run_dir: Path, ckpt: Path | None) -> dict[str, Any]:
+        c = cfg
+        if variant.startswith("mnist"):  # the density model also gives the max log-p column for every MNIST GAN
+            c = dataclasses.replace(cfg, density=R.DensityConfig(run=str(density_run(
+                Path(args.runs), "mnist", args.pixelcnn_epochs, args.pixelcnn_blocks))))
+        return R.run(c, run_dir, resume_from=ckpt)
+
+    return Job(f"{variant}-seed{seed}", {"variant": variant, "seed": seed}, launch)
 
 
 def ld_direction_check(pixelcnn_run: Path, epsilon: float, steps: int = 40, n: int = 30) -> dict[str, float]:
@@ -145,11 +144,9 @@ def main() -> None:
     if args.render_only:
         print(render(NAME, markdown))
         return
-    runs = []
-    for seed in args.seeds:
-        for variant in list(VARIANTS) if args.collect else args.variants:  # collect every kept run
-            if (r := train_one(variant, seed, args)) is not None:
-                runs.append({k: v for k, v in r.items() if k != "machine"})
+    sweep = Sweep.from_args(args)
+    runs = sweep.results(job(variant, seed, args) for seed in args.seeds  # collect: every kept run
+                         for variant in (list(VARIANTS) if args.collect else args.variants))
     if args.train_only:
         return
     dens = Path(args.runs) / "pixelcnn-mnist" / "summary.json"
@@ -159,7 +156,7 @@ def main() -> None:
                 f"{pix['train_logp_percentiles']['10']}") if pix else "none trained"
     check = ld_direction_check(dens.parent, float(pix["train_logp_percentiles"]["10"])) if pix else None
     print(write_results(NAME, {"epochs": args.epochs, "runs": runs, "pixelcnn": pix_desc,
-                               "ld_direction_check": check}, markdown, seeds=args.seeds))
+                               "ld_direction_check": check}, markdown, seeds=args.seeds, device=sweep.device(runs)))
 
 
 if __name__ == "__main__":

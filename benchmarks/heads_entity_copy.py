@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.sweep import Job, Sweep
 from genfeat.data.corpora import load_corpus
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.heads.config import HEADS, LABELS
@@ -114,6 +115,28 @@ def evaluate(lm, tok, tokens: np.ndarray, nouns: set[str], n_prompts: int, seed:
     return out
 
 
+def job(corpus: Path, head: str, seed: int, steps: int) -> Job:
+    cfg = config(corpus, head, seed, steps)
+    return Job(f"{head}-seed{seed}", {"head": head, "seed": seed},
+               lambda out, ckpt: R.run(cfg, out, resume_from=ckpt), group=head)
+
+
+def evaluated(run_dir: Path, rec: dict[str, Any], corpus: Path, nouns: set[str], args) -> dict[str, Any]:
+    """The run's record with its entity-copy evaluation (kept in the run directory's entity.json)."""
+    done = run_dir / "entity.json"
+    if not done.exists():
+        cfg = config(corpus, rec["head"], rec["seed"], args.steps)
+        tok, streams = prepare_lm_data(cfg.data)
+        lm = R.GPT.build(R.resolve(cfg, tok).model)
+        load_model_weights(lm, run_dir / "model.safetensors")
+        with torch.no_grad():
+            rouge = evaluate(lm.eval(), tok, streams["test"], nouns, args.prompts, rec["seed"])
+        done.write_text(json.dumps(rouge, indent=1))
+        print(rec["head"], rec["seed"], json.dumps({k: v for k, v in rouge.items() if k != "example"}), flush=True)
+    return {"head": rec["head"], "seed": rec["seed"], "test_ppl": rec["test_ppl"], "params": rec["params"],
+            "device": rec["device"], "rouge": json.loads(done.read_text())}
+
+
 def markdown(record: dict[str, Any]) -> str:
     res = record["results"]
     rows = []
@@ -161,8 +184,7 @@ def main() -> None:
     ap.add_argument("--heads", nargs="+", default=["softmax+mi", "c+mi", "clr20+mi"])
     ap.add_argument("--steps", type=int, default=3200)
     ap.add_argument("--prompts", type=int, default=600)
-    ap.add_argument("--runs", default="runs/bench_entity_copy")
-    result_args(ap, [0])
+    result_args(ap, [0], runs="runs/bench_entity_copy")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
@@ -171,31 +193,14 @@ def main() -> None:
     corpus = write_corpus(root)
     nouns = proper_nouns((corpus / "train.txt").read_text())
     print(f"{len(nouns)} proper-noun types, e.g. {sorted(nouns)[:12]}", flush=True)
-    runs = []
-    for seed in args.seeds:
-        for head in args.heads:
-            cfg = config(corpus, head, seed, args.steps)
-            run_dir = root / f"{head}-seed{seed}"
-            done = run_dir / "entity.json"
-            if done.exists():
-                runs.append(json.loads(done.read_text()))
-                continue
-            run_dir.mkdir(parents=True, exist_ok=True)
-            trained = run_dir / "summary.json"  # a trained model whose evaluation did not finish
-            s = json.loads(trained.read_text()) if trained.exists() else R.run(cfg, run_dir)
-            tok, streams = prepare_lm_data(cfg.data)
-            cfg = R.resolve(cfg, tok)
-            lm = R.GPT.build(cfg.model)
-            load_model_weights(lm, run_dir / "model.safetensors")
-            with torch.no_grad():
-                rouge = evaluate(lm.eval(), tok, streams["test"], nouns, args.prompts, seed)
-            row = {"head": head, "seed": seed, "test_ppl": s["test_ppl"], "params": s["params"], "rouge": rouge}
-            done.write_text(json.dumps(row, indent=1))
-            print(head, seed, json.dumps({k: v for k, v in rouge.items() if k != "example"}), flush=True)
-            runs.append(row)
+    sweep = Sweep.from_args(args)
+    jobs = [job(corpus, head, seed, args.steps) for seed in args.seeds for head in args.heads]
+    runs = [evaluated(sweep.path(j), rec, corpus, nouns, args) for j in jobs if (rec := sweep.result(j)) is not None]
+    if args.train_only:
+        return
     print(write_results(NAME, {"heads": args.heads, "steps": args.steps, "prompts": args.prompts,
                                "n_proper_nouns": len(nouns), "runs": runs},
-                        markdown, seeds=args.seeds))
+                        markdown, seeds=args.seeds, device=sweep.device(runs)))
 
 
 if __name__ == "__main__":

@@ -2,13 +2,14 @@
 records docs/results/heads_ptb.{md,json}.
 
     python -m benchmarks.heads_ptb                     # train all runs (resumable), time the heads, write results
-    python -m benchmarks.heads_ptb --train-only --heads mos3 mfs --arch gpt    # one worker's share
+    python -m benchmarks.heads_ptb --train-only --only gpt-mos3 gpt-mfs    # one worker's share
     python -m benchmarks.heads_ptb --collect           # time the heads and write results from the kept runs
 
 GPT rows: `genfeat run lm --preset quickstart` (2 layers, d=128, 3,200 steps of 8x64 tokens) with only
 `model.head` changed. Transformer-XL rows: `genfeat run transformer_xl --preset ptb` (4 layers, d=128, memory 64)
-with `--txl-steps` steps. Each (backbone, head, seed) is a separate run kept under `--runs` with its result.json,
-so several workers (`--train-only`, one thread each) can share the list and a stopped benchmark resumes. Head
+with `--txl-steps` steps. Each (backbone, head, seed) is a separate run kept under `--runs` by the sweep harness
+(`benchmarks.sweep`), so several workers (`--train-only --only gpt-mos3 ...`, one thread each) can share the list
+and a stopped benchmark resumes. Head
 time: head-only forward + backward at the run's batch shape, median of interleaved rounds, one quiet process
 (`--collect`).
 """
@@ -17,14 +18,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
-import time
-from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, interleaved_median_seconds, reading, render, result_args, write_results
+from benchmarks.common import interleaved_median_seconds, mean_std, reading, render, result_args, write_results
 from benchmarks.heads_cost import time_heads
+from benchmarks.sweep import Job, Sweep
 from genfeat.heads.config import HEADS, LABELS
 
 NAME = "heads_ptb"
@@ -47,29 +46,14 @@ def config(arch: str, head: str, seed: int, txl_steps: int):
     return dataclasses.replace(cfg, seed=seed, model=dataclasses.replace(cfg.model, head=HEADS[head]))
 
 
-def train_one(arch: str, head: str, seed: int, runs: Path, txl_steps: int) -> dict[str, Any] | None:
-    """Train one run unless it is done (its result) or claimed by another worker (None). A run directory
-    without result.json after a crash must be deleted by hand before it is retried."""
-    run_dir = runs / f"{arch}-{head}-seed{seed}"
-    done = run_dir / "result.json"
-    if done.exists():
-        return json.loads(done.read_text())
-    if not claim_run_dir(run_dir):
-        return None
+def job(arch: str, head: str, seed: int, txl_steps: int) -> Job:
     cfg = config(arch, head, seed, txl_steps)
     if arch == "gpt":
         from genfeat.recipes.lm import run
     else:
         from genfeat.recipes.transformer_xl import run
-    t = time.perf_counter()
-    s = run(cfg, run_dir)
-    out = {"arch": arch, "head": head, "seed": seed, "params": s["params"], "valid_ppl": s["valid_ppl"],
-           "test_ppl": s["test_ppl"], "steps": s["steps"], "best_step": s["best_step"],
-           "train_tokens_per_s": s["train_tokens_per_s"], "wall_s": round(time.perf_counter() - t, 1),
-           "torch_threads": s["machine"]["torch_threads"]}
-    done.write_text(json.dumps(out, indent=1) + "\n")
-    print("done", out, flush=True)
-    return out
+    return Job(f"{arch}-{head}-seed{seed}", {"arch": arch, "head": head, "seed": seed},
+               lambda out, ckpt: run(cfg, out, resume_from=ckpt), group=f"{arch}-{head}")
 
 
 def head_times(repeats: int) -> dict[str, dict[str, float]]:
@@ -112,10 +96,6 @@ def model_times(repeats: int) -> dict[str, float]:
     return out
 
 
-def mean_std(vals: list[float]) -> tuple[float, float]:
-    return statistics.mean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
-
-
 def markdown(record: dict[str, Any]) -> str:
     res = record["results"]
     rows, agg = [], {}
@@ -125,15 +105,14 @@ def markdown(record: dict[str, Any]) -> str:
             runs = [r for r in res["runs"] if r["arch"] == arch and r["head"] == h]
             if not runs:
                 continue
-            v, t = mean_std([r["valid_ppl"] for r in runs]), mean_std([r["test_ppl"] for r in runs])
-            pm = (lambda m: f"{m[0]:.2f} ± {m[1]:.2f}") if len(runs) > 1 else (lambda m: f"{m[0]:.2f}")
-            agg[(arch, h)] = t[0]
+            v, t = ([r[k] for r in runs] for k in ("valid_ppl", "test_ppl"))
+            agg[(arch, h)] = statistics.mean(t)
             ht = res["head_seconds"][arch][h]
             backbone = "GPT (quickstart)" if arch == "gpt" else "Transformer-XL (ptb)"
             mt = res.get("model_seconds", {}) if arch == "gpt" else {}
             model_col = f"{mt[h] * 1000:.0f} ({mt[h] / mt['softmax']:.2f}×)" if h in mt else "–"
-            rows.append(f"| {backbone} | {LABELS[h]} | {runs[0]['params']:,} | {pm(v)} | "
-                        f"**{pm(t)}** | {ht * 1000:.1f} ({ht / base_t:.2f}×) | {model_col} | "
+            rows.append(f"| {backbone} | {LABELS[h]} | {runs[0]['params']:,} | {mean_std(v)} | "
+                        f"**{mean_std(t)}** | {ht * 1000:.1f} ({ht / base_t:.2f}×) | {model_col} | "
                         f"{statistics.mean(r['wall_s'] for r in runs):.0f} | {len(runs)} |")
 
     def cmp(a: str, b: str, arch: str = "gpt") -> str:
@@ -187,23 +166,15 @@ def main() -> None:
     if args.render_only:
         print(render(NAME, markdown))
         return
-    runs = Path(args.runs)
-    jobs = [(a, h) for a, hs in (("gpt", GPT_HEADS), ("txl", TXL_HEADS)) if args.arch in (a, "both")
+    rows = [(a, h) for a, hs in (("gpt", GPT_HEADS), ("txl", TXL_HEADS)) if args.arch in (a, "both")
             for h in hs if not args.heads or h in args.heads]
-    results = []
-    for seed in args.seeds:
-        for arch, head in jobs:
-            if args.collect:
-                f = runs / f"{arch}-{head}-seed{seed}" / "result.json"
-                if f.exists():
-                    results.append(json.loads(f.read_text()))
-            elif (r := train_one(arch, head, seed, runs, args.txl_steps)) is not None:
-                results.append(r)
+    sweep = Sweep.from_args(args)
+    results = sweep.results(job(arch, head, seed, args.txl_steps) for seed in args.seeds for arch, head in rows)
     if args.train_only:
         return
     record = {"gpt_heads": GPT_HEADS, "txl_heads": TXL_HEADS, "txl_steps": args.txl_steps, "repeats": args.repeats,
               "runs": results, "head_seconds": head_times(args.repeats), "model_seconds": model_times(args.repeats)}
-    print(write_results(NAME, record, markdown, seeds=args.seeds))
+    print(write_results(NAME, record, markdown, seeds=args.seeds, device=sweep.device(results)))
 
 
 if __name__ == "__main__":

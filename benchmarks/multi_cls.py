@@ -17,51 +17,38 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, reading, render, result_args, write_results
+from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import multi_cls as R
-from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "multi_cls"
 MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K = 1", "k5": "Multi-CLS, K = 5"}
 
 
-def pretrain(k: int, seed: int, args) -> Path | None:
-    run_dir = Path(args.runs) / f"pretrain-k{k}-seed{seed}"
-    if (run_dir / "summary.json").exists():
-        return run_dir
-    if args.collect or (args.only and f"pretrain:{k}" not in args.only) or not claim_run_dir(run_dir, resume=True):
-        return None
+def pretrain(k: int, seed: int, args) -> Job:
     cfg = R.minilm_bbc()
     cfg = dataclasses.replace(cfg, seed=seed, model=dataclasses.replace(cfg.model, k=k),
                               train=dataclasses.replace(cfg.train, max_steps=args.pretrain_steps,
                                                         eval_every=max(1, args.pretrain_steps // 4)))
-    R.run_pretrain(cfg, run_dir, resume_from=latest_checkpoint(run_dir))
-    return run_dir
+    return Job(f"pretrain-k{k}-seed{seed}", {"k": k, "pretrain_seed": seed},
+               lambda out, ckpt: R.run_pretrain(cfg, out, resume_from=ckpt), group=f"pretrain:{k}")
 
 
-def finetune(model: str, source: str, seed: int, tag: str, args) -> dict[str, Any] | None:
-    run_dir = Path(args.runs) / f"ft-{tag}-seed{seed}-labels{args.labels}"
-    done = run_dir / "summary.json"
-    if done.exists():
-        return json.loads(done.read_text()) | {"model": model, "seed": seed}
-    if args.collect or (args.only and f"finetune:{model}" not in args.only) or not claim_run_dir(run_dir, resume=True):
-        return None
+def finetune(model: str, source: str, seed: int, tag: str, args) -> Job:
     cfg = R.classify_bbc()
     cfg = dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels,
                               train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps,
                                                         eval_every=max(1, args.finetune_steps // 3)))
-    return R.run_classify(cfg, run_dir, resume_from=latest_checkpoint(run_dir)) | {"model": model, "seed": seed}
+    return Job(f"ft-{tag}-seed{seed}-labels{args.labels}", {"model": model, "seed": seed},
+               lambda out, ckpt: R.run_classify(cfg, out, resume_from=ckpt), group=f"finetune:{model}",
+               needs=(Path(source),) if model != "released" else ())
 
 
 def se(v: list[float]) -> str:
-    if len(v) < 2:
-        return f"{100 * v[0]:.2f}" if v else "–"
-    return f"{100 * statistics.mean(v):.2f} ± {100 * statistics.stdev(v) / len(v) ** 0.5:.2f}"
+    return mean_std(v, 2, scale=100, spread="se")
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -70,7 +57,7 @@ def markdown(record: dict[str, Any]) -> str:
     for m, label in MODELS.items():
         runs = [x for x in r["runs"] if x["model"] == m]
         if runs:
-            acc, cal = [x["test_accuracy"] for x in runs], [x["test_ece"] / 100 for x in runs]
+            acc, cal = [x["test_accuracy"] for x in runs], [x["test_ece"] / 100 for x in runs]  # ECE is in %
             rows.append(f"| {label} | {len(runs)} | {se(acc)} | {se(cal)} |")
     pre = "\n".join(f"| K = {p['k']} | {p['steps']} | {p['valid_mcqt']:.3f} | {p['valid_positive_first']:.3f} | "
                     f"{p['valid_mlm']:.3f} |" for p in r["pretraining"])
@@ -104,22 +91,17 @@ def main() -> None:
     ap.add_argument("--finetune-steps", type=int, default=300)
     ap.add_argument("--labels", type=int, default=100)
     ap.add_argument("--pretrain-seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--only", nargs="*", default=[], help="this worker's jobs: pretrain:K, finetune:MODEL")
     result_args(ap, [0, 1, 2], runs="runs/bench_multi_cls")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
         return
-    sources: dict[str, list[tuple[str, str]]] = {"released": [("minilm-l6", "released")], "k1": [], "k5": []}
-    pretraining = []
-    for p in args.pretrain_seeds:
-        for k in (1, 5):
-            run = pretrain(k, p, args)
-            if run is not None:
-                sources[f"k{k}"].append((str(run), f"k{k}-pre{p}"))
-                pretraining.append(json.loads((run / "summary.json").read_text()))
-    runs = [r for m, srcs in sources.items() for src, tag in srcs for seed in args.seeds
-            if (r := finetune(m, src, seed, tag, args)) is not None]
+    sweep = Sweep.from_args(args)
+    pre_jobs = [pretrain(k, p, args) for p in args.pretrain_seeds for k in (1, 5)]
+    pretraining = sweep.results(pre_jobs)
+    sources = [("released", "minilm-l6", "released")] + [
+        (f"k{j.tags['k']}", str(sweep.path(j)), f"k{j.tags['k']}-pre{j.tags['pretrain_seed']}") for j in pre_jobs]
+    runs = sweep.results(finetune(m, src, seed, tag, args) for m, src, tag in sources for seed in args.seeds)
     if not args.train_only:
         keep = ("model", "seed", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained", "steps",
                 "best_step", "train_s")
@@ -127,7 +109,8 @@ def main() -> None:
         print(write_results(NAME, {"labels": args.labels, "pretrain_steps": args.pretrain_steps,
                                    "finetune_steps": args.finetune_steps,
                                    "pretraining": [{k: p[k] for k in pre_keys} for p in pretraining],
-                                   "runs": [{k: r.get(k) for k in keep} for r in runs]}, markdown, seeds=args.seeds))
+                                   "runs": [{k: r.get(k) for k in keep} for r in runs]}, markdown, seeds=args.seeds,
+                            device=sweep.device(runs + pretraining)))
 
 
 if __name__ == "__main__":

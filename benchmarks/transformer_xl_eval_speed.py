@@ -21,7 +21,7 @@ import torch
 
 from benchmarks.common import write_results
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
-from genfeat.recipes.lm import evaluate_lm, evaluate_sliding
+from genfeat.recipes.lm import segment_nll, sliding_nll
 
 
 def timed(fn, *args, **kwargs) -> float:
@@ -46,10 +46,10 @@ def main() -> None:
         with torch.no_grad():
             # vanilla: the same network without memory, one window of `length` tokens per target
             lm.backbone.reset_length(0)
-            van = timed(evaluate_sliding, lm, tokens, length, 1, False, "v", batch_size=16)
+            van = timed(sliding_nll, lm, tokens, length, 1, "v", batch_size=16)
             n_van = len(tokens) - 1
             lm.backbone.reset_length(length, same_length=True)
-            txl = timed(evaluate_lm, lm, tokens, 1, args.seg, False, "t", carry_memory=True)
+            txl = timed(segment_nll, lm, tokens, 1, args.seg, "t", carry_memory=True)
             n_txl = len(tokens) - 1
         v_tps, t_tps = n_van / van, n_txl / txl
         rows.append({"attention_length": length, "vanilla_tokens_per_s": round(v_tps, 1),

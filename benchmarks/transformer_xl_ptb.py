@@ -27,7 +27,13 @@ from genfeat.config import dump_yaml, override, to_dict
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.recipes import transformer_xl as R
 from genfeat.recipes.lm import resolve
+from genfeat.tasks.language_modeling import lm_scores
 from genfeat.train.checkpoint import load_model_weights
+
+
+def ppl_of(lm, tokens, cfg) -> float:
+    """Perplexity of `tokens` under the run's evaluation setting `cfg.eval` (memory or sliding window)."""
+    return lm_scores(*R.txl_nll(lm, tokens, cfg, "test"), per_char=False)["ppl"]
 
 
 def train_and_eval(preset: str, seed: int, steps: int, sliding_tokens: int, keep: Path) -> dict[str, Any]:
@@ -53,14 +59,14 @@ def train_and_eval(preset: str, seed: int, steps: int, sliding_tokens: int, keep
     if cfg.model.mem_len > 0:
         for mem in (cfg.model.mem_len, 2 * cfg.model.mem_len, 4 * cfg.model.mem_len):
             ecfg = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, mem_len=mem))
-            out[f"test_ppl_mem{mem}"] = round(R.evaluate_txl(lm, streams["test"], ecfg, False, "t")["t_ppl"], 3)
+            out[f"test_ppl_mem{mem}"] = round(ppl_of(lm, streams["test"], ecfg), 3)
     else:
         prefix = streams["test"][: sliding_tokens + 1]
-        seg = R.evaluate_txl(lm, prefix, cfg, False, "t")
+        seg = ppl_of(lm, prefix, cfg)
         ecfg = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, stride=1))
-        slide = R.evaluate_txl(lm, prefix, ecfg, False, "t")
-        out[f"test{sliding_tokens}_ppl_segments"] = round(seg["t_ppl"], 3)
-        out[f"test{sliding_tokens}_ppl_sliding1"] = round(slide["t_ppl"], 3)
+        slide = ppl_of(lm, prefix, ecfg)
+        out[f"test{sliding_tokens}_ppl_segments"] = round(seg, 3)
+        out[f"test{sliding_tokens}_ppl_sliding1"] = round(slide, 3)
     print(preset, seed, out, flush=True)
     return out
 
@@ -133,8 +139,8 @@ def memory_sweep(keep: Path, seed: int) -> list[dict[str, Any]]:
         for mem in (64, 128, 256):
             for clamp in (-1, 127) if mem > 64 else (-1,):
                 e = dataclasses.replace(cfg.eval, mem_len=mem, same_length=same, clamp_len=clamp)
-                r = R.evaluate_txl(lm, streams["test"], dataclasses.replace(cfg, eval=e), False, "t")
-                rows.append({"mem_len": mem, "same_length": same, "clamp_len": clamp, "test_ppl": round(r["t_ppl"], 3)})
+                r = ppl_of(lm, streams["test"], dataclasses.replace(cfg, eval=e))
+                rows.append({"mem_len": mem, "same_length": same, "clamp_len": clamp, "test_ppl": round(r, 3)})
                 print("sweep", rows[-1], flush=True)
     return rows
 

@@ -27,11 +27,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, mean_std, reading, render, result_args, write_results
+from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.sweep import Job, Sweep
 from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.recipes import xlnet as X
 from genfeat.recipes import xlnet_finetune as F
-from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "xlnet_bbc"
 CORPORA = {"bbc-news": "the BBC training-split articles",
@@ -42,33 +42,28 @@ INITS = {"plm": "permutation LM (XLNet)", "mlm": "masked LM (BERT objective, sam
 SOURCE = {"plm": "plm", "mlm": "mlm", "scratch": "plm", "body": "plm"}  # the pretraining run each init reads
 
 
-def pretrain(objective: str, args) -> Path | None:
-    run = Path(args.runs) / f"pretrain-{objective}"
-    if (run / "summary.json").exists() or args.collect:
-        return run
-    if not claim_run_dir(run, resume=True):
-        return None
+def pretrain(objective: str, args) -> Job:
     cfg = X.bbc_small()
     keep = args.pretrain_steps // cfg.train.eval_every + 1 if args.probe_every else cfg.train.keep_last
     cfg = dataclasses.replace(cfg, objective=objective, data=dataclasses.replace(cfg.data, corpus=args.corpus),
                               train=dataclasses.replace(cfg.train, max_steps=args.pretrain_steps, keep_last=keep))
-    atomic_write_text(run / "config.yaml", dump_yaml({"recipe": "xlnet_pretrain", "config": to_dict(cfg)}))
-    X.run_pretrain(cfg, run, resume_from=latest_checkpoint(run))  # a run whose worker stopped continues
-    return run
+
+    def launch(run: Path, ckpt: Path | None) -> dict[str, Any]:
+        atomic_write_text(run / "config.yaml", dump_yaml({"recipe": "xlnet_pretrain", "config": to_dict(cfg)}))
+        return X.run_pretrain(cfg, run, resume_from=ckpt)
+
+    return Job(f"pretrain-{objective}", {"objective": objective}, launch, group=f"pretrain:{objective}")
 
 
-def finetune(init: str, seed: int, args) -> dict[str, Any] | None:
-    run = Path(args.runs) / f"finetune-{init}-seed{seed}"
-    if (run / "summary.json").exists():
-        return json.loads((run / "summary.json").read_text()) | {"init_name": init, "seed": seed}
+def finetune(init: str, seed: int, args) -> Job:
     source = Path(args.runs) / f"pretrain-{SOURCE[init]}"
-    if args.collect or not (source / "summary.json").exists() or not claim_run_dir(run):
-        return None
     base = F.bbc_100()
     cfg = dataclasses.replace(base, seed=seed, pretrained=str(source),
                               init=init if init in ("scratch", "body") else "pretrained", max_len=args.max_len,
                               train=dataclasses.replace(base.train, max_steps=args.finetune_steps, lr=args.finetune_lr))
-    return F.run_classify(cfg, run) | {"init_name": init, "seed": seed}
+    return Job(f"finetune-{init}-seed{seed}", {"init_name": init, "seed": seed},
+               lambda out, ckpt: F.run_classify(cfg, out, resume_from=ckpt), group=f"finetune:{init}",
+               needs=(source,))
 
 
 def probes(args) -> dict[str, Any]:
@@ -254,23 +249,18 @@ def main() -> None:
     if args.render_only:
         print(render(args.name, markdown))
         return
-    for objective in ("plm", "mlm"):
-        pretrain(objective, args)
-    runs = [r for seed in args.seeds for init in INITS if (r := finetune(init, seed, args)) is not None]
+    sweep = Sweep.from_args(args)
+    pre = {r["objective"]: r for r in sweep.results(pretrain(objective, args) for objective in ("plm", "mlm"))}
+    runs = sweep.results(finetune(init, seed, args) for seed in args.seeds for init in INITS)
     if args.train_only:
         return
-    pre = {}
-    for objective in ("plm", "mlm"):
-        f = Path(args.runs) / f"pretrain-{objective}" / "summary.json"
-        if f.exists():
-            pre[objective] = {k: v for k, v in json.loads(f.read_text()).items() if k != "machine"}
     diag = probes(args)
     print(json.dumps(diag))
     print(write_results(args.name, {"pretrain_steps": args.pretrain_steps, "finetune_steps": args.finetune_steps,
                                     "corpus": args.corpus, "probes": diag, "max_len": args.max_len,
                                     "finetune_lr": args.finetune_lr, "pretrain": pre,
-                                    "runs": [{k: v for k, v in r.items() if k != "machine"} for r in runs]},
-                        markdown, seeds=args.seeds))
+                                    "runs": runs},
+                        markdown, seeds=args.seeds, device=sweep.device(runs + list(pre.values()))))
 
 
 if __name__ == "__main__":

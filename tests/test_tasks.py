@@ -167,3 +167,69 @@ def test_fit_task_keeps_the_best_weights_and_evaluates_every_split(tmp_path):
     best = max(res.evals, key=lambda e: e["valid_accuracy"])  # first of the ties, as fit keeps it
     assert res.best_step == best["step"] and scores["valid_accuracy"] == pytest.approx(best["valid_accuracy"])
     assert scores["test_accuracy"] > 0.8  # the toy task is learnable
+
+
+def test_node_classification_predicts_once_for_every_split():
+    import numpy as np
+
+    from genfeat.tasks.node_classification import NodeClassification
+
+    labels = np.array([0, 1, 1, 0, 2, 2])
+    calls = []
+
+    def predictor(_):
+        calls.append(1)
+        return torch.tensor([0, 1, 0, 0, 2, 1])  # right on nodes 0, 1, 3, 4
+
+    task = NodeClassification(labels, {"train": np.array([0, 1]), "valid": np.array([2, 3]),
+                                       "test": np.array([4, 5])}, predictor)
+    assert task.evaluate_all(torch.nn.Linear(1, 1)) == {"train_acc": 1.0, "valid_acc": 0.5, "test_acc": 0.5}
+    assert len(calls) == 1 and task.metric == "acc" and task.mode == "max"
+    assert task.evaluate(torch.nn.Linear(1, 1), "valid") == {"valid_acc": 0.5}
+
+
+def test_image_classification_counts_errors():
+    from genfeat.tasks.image_classification import SemiSupervisedImageClassification
+
+    torch.manual_seed(0)
+    x, y = torch.randn(2500, 1, 2, 2), torch.randint(0, 3, (2500,))
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3))
+    task = SemiSupervisedImageClassification({"valid": {"x": x[:1200], "y": y[:1200]}, "test": {"x": x, "y": y}})
+    with torch.no_grad():
+        wrong = int((net(x).argmax(-1) != y).sum())
+    got = task.evaluate_all(net)
+    assert got["test_errors"] == wrong and got["test_accuracy"] == pytest.approx(1 - wrong / 2500)
+    assert task.errors(net, "valid") == int((net(x[:1200]).argmax(-1) != y[:1200]).sum())
+    assert net.training  # evaluation leaves the mode as it was
+
+
+def test_language_modeling_task_scores_a_gpt():
+    """Task loss / ppl against a direct computation; char-level adds bits per character."""
+    import math
+
+    import numpy as np
+
+    from genfeat.models.gpt import GPTConfig, build_gpt_lm
+    from genfeat.recipes.lm import segment_nll
+    from genfeat.tasks.language_modeling import LanguageModeling
+
+    torch.manual_seed(0)
+    lm = build_gpt_lm(GPTConfig(vocab_size=20, n_layer=1, n_head=2, d_model=16, max_len=8)).eval()
+    tokens = np.random.default_rng(0).integers(0, 20, size=33)  # 4 segments of 8 targets, one stream
+
+    def nll_pass(m, toks, split):
+        return segment_nll(m, toks, 1, 8, split)
+
+    task = LanguageModeling({"valid": tokens}, nll_pass)
+    x = torch.from_numpy(tokens).long()
+    with torch.no_grad():
+        total = -sum(torch.log_softmax(lm(x[a: a + 8][None])[0].scores[0], -1)[torch.arange(8), x[a + 1: a + 9]].sum()
+                     for a in range(0, 32, 8)).item()
+    got = task.evaluate_all(lm)
+    assert got["valid_loss"] == pytest.approx(total / 32, rel=1e-6)
+    assert got["valid_ppl"] == pytest.approx(math.exp(total / 32), rel=1e-6) and task.mode == "min"
+    chars = LanguageModeling({"valid": tokens}, nll_pass, per_char=True).evaluate(lm, "valid")
+    assert chars["valid_bpc"] == pytest.approx(total / 32 / math.log(2), rel=1e-6)
+    loss, n = task.loss(lm, (x[None, :8], x[None, 1:9]))
+    assert n == 8 and loss.item() == pytest.approx(
+        -torch.log_softmax(lm(x[None, :8])[0].scores[0], -1)[torch.arange(8), x[1:9]].mean().item(), rel=1e-6)

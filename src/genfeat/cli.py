@@ -5,6 +5,7 @@
     genfeat run --config RUN_DIR/config.yaml [--a.b value ...]     re-run a recorded config
     genfeat run --resume RUN_DIR [--a.b value ...]                 continue from the last checkpoint
     genfeat data ls | fetch NAME... [--force] | verify [NAME...]
+    genfeat data build TASK [--split-seed S] [--out DIR]      a built task's splits, sizes and sha256 (+ TSVs)
     genfeat generate RUN_DIR [--prompt TEXT] [-n N] [--max-new-tokens N] [--top-k K] [--temperature T]
     genfeat recl RUN_DIR... [--start 16 --step 16 --stop 128] [--r 0.1 1.0]   relative effective context length
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -191,6 +193,15 @@ def cmd_data(args: argparse.Namespace) -> int:
             mark = "fetched" if S.is_fetched(s.name) else "-"
             print(f"{s.name:16s} {mark:8s} {s.method:10s} {s.spec:32s} {s.description}")
         return 0
+    if args.data_cmd == "build":
+        from genfeat.data.built_tasks import build_task, write_tsv
+
+        task = build_task(args.task, args.split_seed)
+        print(json.dumps(task.describe(), indent=1))
+        if args.out:
+            for f in write_tsv(task, args.out):
+                print(f"wrote {f}")
+        return 0
     if args.data_cmd == "verify" and not args.names:  # everything fetched; what is not is skipped
         names = [n for n in S.SOURCES if S.is_fetched(n)]
         if not names:
@@ -330,6 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
     f = dsub.add_parser("fetch")
     f.add_argument("names", nargs="+", help="dataset names, or `all`")
     f.add_argument("--force", action="store_true", help="fetch again even if present")
+    b = dsub.add_parser("build", help="build a task from fetched sources (debian-sections, wordnet-lexnames, "
+                        "wordnet-wic): print its sizes and sha256, optionally write its splits as TSV")
+    b.add_argument("task")
+    b.add_argument("--split-seed", type=int, default=0)
+    b.add_argument("--out", help="write train.tsv / valid.tsv / test.tsv (text_a, text_b, label) here")
     v = dsub.add_parser("verify")
     v.add_argument("names", nargs="*", help="dataset names; none: every fetched dataset")
     g = sub.add_parser("generate", help="sample text from a trained language model run")

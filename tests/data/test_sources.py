@@ -158,3 +158,24 @@ def test_a_binary_manifest_is_a_data_error(fake_ptb):
         corpora.ptb()
     with pytest.raises(DataError, match="MANIFEST.json is corrupt"):
         S.verify("ptb")
+
+
+def test_apt_lists_are_copied_decompressed_and_concatenated(tmp_path, monkeypatch):
+    """`debian-packages` copies apt's Packages and Translation-en lists (read by apt-helper, plain or lz4), one
+    file per kind in file-name order, without the suites that move daily; without the English translation lists
+    it says how to get them."""
+    if not Path("/usr/lib/apt/apt-helper").exists():
+        pytest.skip("apt-helper is not installed")
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    monkeypatch.setattr(S, "APT_LISTS", lists)
+    (lists / "a_dists_x_main_binary-amd64_Packages").write_text("Package: b\nSection: utils\n")
+    (lists / "a_dists_w_main_binary-amd64_Packages").write_text("Package: c\nSection: net\n")
+    (lists / "a_dists_x-updates_main_binary-amd64_Packages").write_text("Package: d\nSection: net\n")  # moves daily
+    with pytest.raises(DataError, match="Acquire::Languages=en"):
+        S.fetch("debian-packages")
+    (lists / "a_dists_x_main_i18n_Translation-en").write_text("Package: b\nDescription-en: B\n long\n")
+    root = S.fetch("debian-packages")
+    assert (root / "Packages").read_text() == "Package: c\nSection: net\n\nPackage: b\nSection: utils\n\n"
+    assert (root / "Translation-en").read_text().startswith("Package: b\nDescription-en: B\n long\n")
+    assert S.verify("debian-packages") == 2

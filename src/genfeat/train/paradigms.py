@@ -46,7 +46,4 @@ def fit_task(model: nn.Module, task: Task, batches: Iterator, cfg: TrainConfig, 
               resume_from=resume_from, optimizer=optimizer, desc=desc)
     net = D.unwrap(model)
     load_model_weights(net, Path(run_dir) / WEIGHTS)  # the best weights by the selection metric
-    scores: dict[str, float] = {}
-    for s in task.splits:
-        scores |= task.evaluate(net, s)
-    return res, scores
+    return res, task.evaluate_all(net)

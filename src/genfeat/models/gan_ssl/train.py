@@ -49,6 +49,7 @@ from genfeat.losses.gan_ssl import (
     vi_nll,
 )
 from genfeat.nn.weight_norm import init_all
+from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
 from genfeat.train.logging import progress, read_metrics
@@ -108,17 +109,6 @@ class GanSSLResult:
 
 def _to(batch: dict[str, Tensor], device: torch.device) -> dict[str, Tensor]:
     return {k: v.to(device) for k, v in batch.items()}
-
-
-@torch.no_grad()
-def count_errors(disc: nn.Module, x: Tensor, y: Tensor, batch: int = 1000) -> int:
-    was = disc.training
-    disc.eval()
-    dev = next(disc.parameters()).device
-    wrong = sum(int((disc(x[a: a + batch].to(dev)).argmax(-1).cpu() != y[a: a + batch]).sum())
-                for a in range(0, len(y), batch))
-    disc.train(was)
-    return wrong
 
 
 @torch.no_grad()
@@ -310,8 +300,11 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     batches = SSLBatches(x_train, x_train[lab], y_train[lab], cfg.batch_labeled, cfg.batch_unlabeled, rng,
                          info.rank, info.world_size)
 
-    def evaluate(_: nn.Module) -> dict[str, float]:
-        return {"valid_errors": count_errors(disc, x_valid, y_valid), "test_errors": count_errors(disc, x_test, y_test)}
+    task = SemiSupervisedImageClassification({"valid": {"x": x_valid, "y": y_valid},
+                                              "test": {"x": x_test, "y": y_test}})
+
+    def evaluate(_: nn.Module) -> dict[str, float]:  # the discriminator's K real classes
+        return {f"{split}_errors": task.errors(disc, split) for split in task.splits}
 
     budget = cfg.max_steps if cfg.max_steps is not None else cfg.epochs * iters
     loop = TrainConfig(max_steps=budget, clip_norm=0.0, precision="fp32", log_every=iters, eval_every=iters,

@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
-from genfeat.models.planetoid.train import accuracy
+from genfeat.models.planetoid.train import node_task
 from genfeat.nn.sparse_linear import SparseLinear, SparseRows
 from genfeat.train import checkpoint as C
 from genfeat.train.loop import TrainConfig, fit
@@ -63,15 +63,13 @@ def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, A
     def loss(_: nn.Module, __: None) -> tuple[Tensor, int]:
         return F.cross_entropy(logits_fn(True)[train], y[train]), len(train)
 
-    def evaluate(_: nn.Module) -> dict[str, float]:
-        pred = logits_fn(False).argmax(-1)
-        return {f"{split}_acc": accuracy(pred, data.labels, idx) for split, idx in
-                (("train", data.train_idx), ("valid", data.val_idx), ("test", data.test_idx))}
+    task = node_task(data, lambda _: logits_fn(False).argmax(-1))
 
     loop = TrainConfig(max_steps=steps, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
                        log_every=eval_every, eval_every=eval_every, early_stop_metric="valid_acc",
                        early_stop_mode="max")
-    res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=evaluate, optimizer=opt, desc="full batch")
+    res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=task.evaluate_all, optimizer=opt,
+              desc="full batch")
     C.load_model_weights(net, Path(run_dir) / C.WEIGHTS)  # the best-validation state
     accuracies = {k: res.best_eval[k] for k in ("train_acc", "valid_acc", "test_acc")}
     return {**accuracies, "best_step": res.best_step, "steps": res.step, "train_seconds": res.wall_time,
@@ -131,10 +129,7 @@ def label_propagation(data: GraphData) -> dict[str, Any]:
         scores[unl] = f_u.reshape(len(unl), c)
     majority = np.bincount(data.labels[lab], minlength=c).argmax()
     pred = np.where(reach, scores.argmax(1), majority)
-    pred_t = torch.from_numpy(pred)
-    return {"train_acc": accuracy(pred_t, data.labels, data.train_idx),
-            "valid_acc": accuracy(pred_t, data.labels, data.val_idx),
-            "test_acc": accuracy(pred_t, data.labels, data.test_idx),
+    return {**node_task(data).scores(torch.from_numpy(pred)),
             "unreachable_nodes": int((~reach).sum()), "train_seconds": time.perf_counter() - t0, "params": 0,
             "steps": 0, "best_step": None}
 

@@ -1,0 +1,102 @@
+"""The sweep harness of the results benchmarks: rows × seeds → recipe runs → summary.json → records → table.
+
+A benchmark lists its runs as `Job`s (a run directory name, the tags that place it in the table and a function that
+launches the recipe into a directory), and `Sweep` does the rest the same way for every benchmark:
+
+    sweep = Sweep.from_args(args)        # common.result_args(..., runs=...): --runs, --collect, --train-only, --only
+    records = sweep.results([Job(f"{row}-seed{s}", {"row": row, "seed": s}, launch_fn(row, s), group=row)
+                             for s in args.seeds for row in rows])
+    write_results(NAME, {"runs": records}, markdown, seeds=args.seeds, device=sweep.device(records))
+
+- one directory per run under `--runs`, holding the recipe's run record (`genfeat.train.record`); a finished run
+  (its summary.json) is read, never retrained;
+- several workers share the list: each claims a run directory before it trains (`common.claim_run_dir`); a run
+  whose worker is gone is taken over and continues from its latest checkpoint;
+- `--train-only --only G ...` trains one worker's share (the jobs whose group is listed) and records nothing;
+  `--collect` trains nothing and records the finished runs;
+- a record is the run's summary.json without the machine block, plus the job's tags and the run's torch threads,
+  so a page shows what ran where; `Sweep.device` is the device the runs report (their fixed `device` key), not the
+  machine that renders the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import claim_run_dir, ran_on
+from genfeat.train.checkpoint import latest_checkpoint
+
+Launch = Callable[[Path, "Path | None"], Mapping[str, Any]]  # (run_dir, checkpoint to resume from) -> summary
+
+
+@dataclass(frozen=True)
+class Job:
+    """One recipe run of a sweep: `name` is its directory under --runs, `tags` the keys that place its record in
+    the table (row, seed, ...), `launch` runs the recipe into the directory, `group` names its share for --only
+    (default: the first tag's value)."""
+
+    name: str
+    tags: Mapping[str, Any]
+    launch: Launch
+    group: str = ""
+    needs: tuple[Path, ...] = field(default=())  # run directories that must be finished first (a pretraining run)
+
+    @property
+    def share(self) -> str:
+        return self.group or str(next(iter(self.tags.values()), ""))
+
+
+class Sweep:
+    def __init__(self, runs: str | Path, collect: bool = False, only: Iterable[str] = ()):
+        self.root = Path(runs)
+        self.collect = collect
+        self.only = set(only)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Sweep:
+        return cls(args.runs, collect=args.collect, only=getattr(args, "only", None) or ())
+
+    def path(self, job: Job) -> Path:
+        return self.root / job.name
+
+    def result(self, job: Job) -> dict[str, Any] | None:
+        """The job's record: read from a finished run, else trained here (resuming a run whose worker is gone);
+        None when the run is not this worker's (collecting, another share, claimed by a live worker, or a run it
+        needs is not finished)."""
+        run_dir = self.path(job)
+        if (run_dir / "summary.json").is_file():
+            return record(json.loads((run_dir / "summary.json").read_text()), job.tags)
+        if self.collect or (self.only and job.share not in self.only):
+            return None
+        if any(not (Path(n) / "summary.json").is_file() for n in job.needs):
+            return None
+        if not claim_run_dir(run_dir, resume=True):
+            return None
+        summary = job.launch(run_dir, latest_checkpoint(run_dir))
+        print(f"done {job.name}", flush=True)
+        return record(dict(summary), job.tags)
+
+    def results(self, jobs: Iterable[Job]) -> list[dict[str, Any]]:
+        """The records of the jobs this worker can give, in the jobs' order."""
+        return [r for job in jobs if (r := self.result(job)) is not None]
+
+    @staticmethod
+    def device(records: Iterable[Mapping[str, Any]]) -> str:
+        """The device(s) the runs report, joined with " + " when they differ; where no run is recorded, the device
+        this process would use."""
+        seen = sorted({str(r["device"]) for r in records if r.get("device")})
+        return " + ".join(seen) if seen else ran_on()
+
+
+def record(summary: Mapping[str, Any], tags: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's summary as a results record: without the machine block, with the torch threads it ran with and the
+    job's tags (a tag wins over a summary key of the same name)."""
+    out = {k: v for k, v in summary.items() if k != "machine"}
+    if "machine" in summary:
+        out["torch_threads"] = summary["machine"].get("torch_threads")
+    return out | dict(tags)

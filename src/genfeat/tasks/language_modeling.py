@@ -1,0 +1,67 @@
+"""Language modelling (thesis C ch. 2, thesis Y ch. 2), as a task (`tasks.base`): predict every next token of a
+held-out token stream.
+
+Splits: token streams (1-D arrays of ids; "train" is trained on, the others evaluated). The model is a
+`CausalLM`, called as model(x, targets=y) -> (HeadOutput, BackboneOutput). Training loss: the mean NLL of a
+(B, L) batch of (inputs, targets), plus the stage-1 NLL of a two-stage head (`HeadOutput.aux`). Evaluation: one
+ordered pass over the split, summing the NLL of every target; how the pass is cut into model calls is the
+network's (`NLLPass`: fixed segments for GPT, segments with carried memory or a sliding window for
+Transformer-XL), so the same task scores every backbone. Metrics: mean NLL per token (`loss`, the primary one),
+perplexity (`ppl`) and, for character / byte tokens, bits per character (`bpc`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from genfeat.losses import nll
+from genfeat.metrics import bits_per_character, perplexity
+from genfeat.tasks.base import Task
+
+NLLPass = Callable[[nn.Module, np.ndarray, str], tuple[float, int]]  # model, tokens, split -> (total NLL, targets)
+
+
+def lm_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, int]:
+    """Mean next-token NLL of a batch of (inputs, targets) (B, L); a two-stage head adds its stage-1 NLL."""
+    device = next(model.parameters()).device
+    x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
+    out, _ = model(x, targets=y)
+    loss = nll(out, y)
+    if out.aux is not None:  # two-stage reranker: stage-1 NLL + stage-2 NLL
+        loss = loss + nll(out.aux, y)
+    return loss, y.numel()
+
+
+def lm_scores(total_nll: float, count: int, per_char: bool) -> dict[str, float]:
+    """{loss, ppl[, bpc]} of a summed NLL over `count` targets."""
+    res = {"loss": total_nll / count, "ppl": perplexity(total_nll, count)}
+    if per_char:
+        res["bpc"] = bits_per_character(total_nll, count)
+    return res
+
+
+class LanguageModeling(Task):
+    metric = "loss"
+    mode = "min"
+
+    def __init__(self, streams: Mapping[str, np.ndarray], nll_pass: NLLPass, per_char: bool = False,
+                 loss: Callable[[nn.Module, tuple[Tensor, Tensor]], tuple[Tensor, int]] = lm_loss):
+        self.streams, self.nll_pass, self.per_char, self._loss = dict(streams), nll_pass, per_char, loss
+        self.splits = tuple(k for k in self.streams if k != "train")
+
+    def loss(self, model: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, int]:
+        return self._loss(model, batch)
+
+    def predict(self, model: nn.Module, split: str) -> tuple[float, int]:
+        with torch.no_grad():
+            return self.nll_pass(model, self.streams[split], split)
+
+    def score(self, pred: tuple[float, int], split: str) -> dict[str, float]:
+        return lm_scores(*pred, self.per_char)
+
+    def metric_names(self) -> list[str]:
+        return list(lm_scores(1.0, 1, self.per_char))

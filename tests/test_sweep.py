@@ -1,0 +1,70 @@
+"""The benchmarks' sweep harness (`benchmarks.sweep`): which jobs a worker trains, what it records, the device it
+names, and the one mean ± spread formatter."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from benchmarks.common import mean_std
+from benchmarks.sweep import Job, Sweep
+
+from genfeat.train.checkpoint import STATE, WEIGHTS
+from tests.test_run_claims import _dead_pid
+
+
+def _job(name, calls, device="cpu", needs=(), group=""):
+    def launch(run_dir, ckpt):
+        calls.append((name, ckpt))
+        summary = {"test_accuracy": 0.5, "device": device, "machine": {"torch_threads": 3, "cpu": "x"}}
+        (run_dir / "summary.json").write_text(json.dumps(summary))
+        return summary
+
+    return Job(name, {"row": name.split("-")[0], "seed": int(name[-1])}, launch, group=group, needs=needs)
+
+
+def test_trains_once_then_reads_the_finished_run(tmp_path):
+    calls = []
+    jobs = [_job("a-seed0", calls), _job("b-seed1", calls)]
+    first = Sweep(tmp_path).results(jobs)
+    assert [c[0] for c in calls] == ["a-seed0", "b-seed1"] and all(c[1] is None for c in calls)
+    assert Sweep(tmp_path).results(jobs) == first and len(calls) == 2  # read back, not retrained
+    assert first[0] == {"test_accuracy": 0.5, "device": "cpu", "torch_threads": 3, "row": "a", "seed": 0}
+
+
+def test_collect_only_and_needs_select_the_workers_share(tmp_path):
+    calls = []
+    assert Sweep(tmp_path, collect=True).results([_job("a-seed0", calls)]) == [] and not calls
+    jobs = [_job("a-seed0", calls, group="g1"), _job("b-seed0", calls, group="g2")]
+    assert [r["row"] for r in Sweep(tmp_path, only=["g2"]).results(jobs)] == ["b"]
+    waiting = _job("c-seed0", calls, needs=(tmp_path / "a-seed0",))
+    assert Sweep(tmp_path, only=["c"]).results([waiting]) == []  # its pretraining run is not finished
+    Sweep(tmp_path).results(jobs)
+    assert [r["row"] for r in Sweep(tmp_path).results([waiting])] == ["c"]
+
+
+def test_a_stopped_run_resumes_from_its_checkpoint(tmp_path):
+    calls = []
+    ckpt = tmp_path / "a-seed0" / "checkpoints" / "step_00000004"
+    ckpt.mkdir(parents=True)
+    for f in (WEIGHTS, STATE):
+        (ckpt / f).write_bytes(b"")
+    (tmp_path / "a-seed0" / ".owner").write_text(f"{socket.gethostname()} {_dead_pid()}\n")  # its worker is gone
+    Sweep(tmp_path).results([_job("a-seed0", calls)])
+    assert calls[0][1] is not None and calls[0][1].name == "step_00000004"
+
+
+def test_device_is_what_the_runs_report(tmp_path):
+    calls = []
+    recs = Sweep(tmp_path).results([_job("a-seed0", calls, device="cuda:0"), _job("b-seed0", calls, device="cpu")])
+    assert Sweep.device(recs) == "cpu + cuda:0"
+    assert Sweep.device(recs[:1]) == "cuda:0"
+
+
+def test_mean_std_and_standard_error():
+    assert mean_std([1.0, 2.0, 3.0]) == "2.00 ± 1.00"
+    assert mean_std([1.0, 2.0, 3.0], 3, spread="se") == "2.000 ± 0.577"
+    assert mean_std([0.5], 1, scale=100) == "50.0" and mean_std([]) == "–"
+    with pytest.raises(ValueError, match="spread"):
+        mean_std([1.0, 2.0], spread="var")
