@@ -2,12 +2,17 @@
 50 news documents; the "Low" half: the pairs with the lowest gold scores): Pearson and Spearman correlation of
 unsupervised similarity scores with the human judgements.
 
-    python -m benchmarks.facets_lee [--facets RUN ...]      # RUN: `genfeat run facets` directories (K, seed)
+    python -m benchmarks.facets_lee [--models k10 k1 k10-kmeans] [--seeds 0 1 2] [--steps 1500] [--sc]
+    python -m benchmarks.facets_lee --train-only --only k10 ...      # one worker's share of the facets runs
+    python -m benchmarks.facets_lee --collect                        # evaluate and record the finished runs
 
-Rows: GloVe 6B 50d Avg / Prob_avg / SIF / WMD / Prob_WMD; with each facets run the same scores weighted by the
-facet importance a_i ("Our a", Eq. 3.6) and, with --sc, the facet-set distance SC (Eq. 3.5; its E-step to a
-projected gradient of 1e-6 or 300 FISTA iterations, as a document has many facets); MiniLM-L6 [CLS] and mean
-pooling.
+Facets runs (the sweep harness, `benchmarks.sweep`; kept under --runs): `genfeat run facets --preset
+bbc_glove50 --train.max_steps STEPS --seed S` with K = 10 (k10), K = 1 (k1) or K = 10 trained with the k-means
+loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation).
+Rows: GloVe 6B 50d Avg / Prob_avg / SIF / WMD / Prob_WMD; with each facets model the same scores weighted by the
+facet importance a_i ("Our a", Eq. 3.6), mean ± std over the seeds, and, with --sc, the facet-set distance SC
+(Eq. 3.5; its E-step to a projected gradient of 1e-6 or 300 FISTA iterations, as a document has many facets);
+MiniLM-L6 [CLS] and mean pooling.
 A document's facets are the union of its sentences' facets; a word's importance uses the facets of its
 own sentence. p(w): unigram frequencies of the BBC News training articles (the facets runs' corpus); SIF's
 component: from the Prob_avg embeddings of the 300 Lee background documents (the reference set stands in for a
@@ -24,8 +29,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import reading, render, write_results
+from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.sweep import Job, Sweep
 from genfeat.analysis import facet_scores as S
+from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.data.facets import tokenize
 from genfeat.data.sentences import split_sentences
 from genfeat.data.similarity_sets import lee_background, lee_documents, lee_pairs
@@ -95,7 +102,26 @@ def glove_rows(tokens, vec: Vectors, probs, weights=None, tag="GloVe") -> list[d
                    dist=lambda i, j: S.wmd(words[i], words[j], sif[i] * a[i], sif[j] * a[j]))]
 
 
-def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool) -> list[dict[str, Any]]:
+MODELS = {"k10": ("Our a K10", {"model.k": "10"}), "k1": ("Our a K1", {"model.k": "1"}),
+          "k10-kmeans": ("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"})}
+
+
+def facets_job(model: str, seed: int, steps: int) -> Job:
+    from genfeat.config import override
+    from genfeat.recipes import facets as F
+
+    cfg = override(F.bbc_glove50(), MODELS[model][1] | {"train.max_steps": str(steps), "seed": str(seed),
+                                                        "train.eval_every": str(max(1, steps // 5))})
+
+    def launch(out: Path, ckpt: Path | None) -> dict[str, Any]:
+        atomic_write_text(out / "config.yaml", dump_yaml({"recipe": "facets", "preset": "bbc_glove50",
+                                                          "config": to_dict(cfg)}))
+        return F.run(cfg, out, resume_from=ckpt)
+
+    return Job(f"{model}-seed{seed}-steps{steps}", {"model": model, "seed": seed}, launch, group=model)
+
+
+def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool, tag: str) -> list[dict[str, Any]]:
     from genfeat.data.facets import EOS
     from genfeat.recipes.facets import load_run
 
@@ -113,12 +139,10 @@ def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool) -> list
             ws.append(S.importance(vec.of(tokenize(sent)), f))
         facets.append(np.concatenate(fs))
         weights.append(np.concatenate(ws))
-    k = model.cfg.k
     pairs, _ = lee_pairs()
-    tag = f"Our a K{k}, {run.name}"
     rows = glove_rows(tokens, vec, probs, weights, tag)
     if sc:  # E-step to 1e-6 (or 300 FISTA iterations); seconds per pair of ~100-facet documents on 2 cores
-        rows.append(scores(f"SC (Our c K{k}, {run.name})", pairs,
+        rows.append(scores(f"SC ({tag.replace('Our a', 'Our c')})", pairs,
                            dist=lambda i, j: S.sc_distance(facets[i], facets[j], iters=300, tol=1e-6)))
     return rows
 
@@ -138,17 +162,27 @@ def minilm_rows(docs: list[str]) -> list[dict[str, Any]]:
             scores("Avg (MiniLM-L6)", pairs, embed=mean_pool(h, x["attention_mask"]).numpy())]
 
 
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per score name, in first-seen order: mean ± std of each correlation over the rows (seeds)."""
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    keys = ("pearson", "spearman", "low_pearson", "low_spearman")
+    return [{"name": n, "seeds": len(rs := [r for r in rows if r["name"] == n]),
+             **{k: mean_std([r[k] for r in rs], 1, scale=100) for k in keys}} for n in names]
+
+
 def markdown(record: dict[str, Any]) -> str:
-    rows = record["results"]["rows"]
-    table = "\n".join(f"| {r['name']} | {100 * r['pearson']:.1f} | {100 * r['spearman']:.1f} | "
-                      f"{100 * r['low_pearson']:.1f} | {100 * r['low_spearman']:.1f} |" for r in rows)
+    res = record["results"]
+    table = "\n".join(f"| {r['name']} | {r['pearson']} | {r['spearman']} | {r['low_pearson']} | {r['low_spearman']} | "
+                      f"{r['seeds']} |" for r in summarise(res["rows"]))
+    runs = ", ".join(f"{r['model']} seed {r['seed']} (valid loss {r['valid_loss']:.3f})" for r in res["facet_runs"])
     return f"""# Multi-facet embeddings: document similarity on Lee et al. (2005) (thesis C Table 3.2's analogue)
 
 {{header}}1,225 pairs of 50 news documents with mean human similarity; Low = the 612 pairs with the lowest gold
-scores. Correlations x 100. Facets runs: {', '.join(record['results']['facet_runs']) or 'none yet'}.
+scores. Correlations x 100, mean ± std over the facets models' seeds (GloVe and MiniLM rows have no seed).
+Facets runs ({res['steps']} steps of 64 BBC News sentences each): {runs or 'none yet'}.
 
-| score (model) | Pearson All | Spearman All | Pearson Low | Spearman Low |
-|---|---|---|---|---|
+| score (model) | Pearson All | Spearman All | Pearson Low | Spearman Low | seeds |
+|---|---|---|---|---|---|
 {table}
 
 Thesis (STS-B test, Pearson All / Low): Avg GloVe 36.6 / 30.9, Our a K10 50.0 / 46.5; SIF† GloVe 63.2 / 58.1, Our a
@@ -160,25 +194,33 @@ K10 64.6 / 62.2; SC Our c K10 52.6 / 47.8; BERT Avg 51.2 / 39.1.
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--facets", nargs="*", default=[], help="genfeat run facets directories")
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--sc", action="store_true", help="also SC between documents' facet sets (slow: hours on 2 cores)")
-    ap.add_argument("--render-only", action="store_true")
+    result_args(ap, [0, 1, 2], runs="runs/bench_facets")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
+        return
+    sweep = Sweep.from_args(args)
+    jobs = [facets_job(m, seed, args.steps) for m in args.models for seed in args.seeds]
+    runs = [(j, r) for j in jobs if (r := sweep.result(j)) is not None]
+    if args.train_only:
         return
     docs = lee_documents()
     tokens = [tokenize(d) for d in docs]
     vec, probs = Vectors(), unigram_probs()
     _, gold = lee_pairs()
-    rows = glove_rows(tokens, vec, probs)
-    for run in args.facets:
-        rows += facet_rows(Path(run), docs, tokens, vec, probs, args.sc)
-    rows += minilm_rows(docs)
-    results = evaluate(rows, gold)
-    for r in results:
-        print(f"{r['name']:<45} {100 * r['pearson']:6.1f} {100 * r['low_pearson']:6.1f}")
-    print(write_results(NAME, {"facet_runs": [Path(r).name for r in args.facets], "rows": results}, markdown))
+    rows = evaluate(glove_rows(tokens, vec, probs), gold)
+    for j, r in runs:
+        rows += [x | {"model": r["model"], "seed": r["seed"]} for x in evaluate(
+            facet_rows(sweep.path(j), docs, tokens, vec, probs, args.sc, MODELS[r["model"]][0]), gold)]
+    rows += evaluate(minilm_rows(docs), gold)
+    for r in summarise(rows):
+        print(f"{r['name']:<45} {r['pearson']:>14} {r['low_pearson']:>14}")
+    facet_runs = [{k: r[k] for k in ("model", "seed", "steps", "valid_loss", "device")} for _, r in runs]
+    print(write_results(NAME, {"steps": args.steps, "facet_runs": facet_runs, "rows": rows}, markdown,
+                        seeds=args.seeds, device=sweep.device(facet_runs)))
 
 
 if __name__ == "__main__":

@@ -285,3 +285,39 @@ def test_pretraining_losses_train_and_classifier_fits():
         opt.step()
     assert (clf(ids, types, mask).argmax(-1) == y).all()
     assert clf.pooler.effective_weights().sum(0).abs().max() < 1e-5
+
+
+def test_k1_without_inserted_maps_fine_tunes_as_plain_bert():
+    """Spec §6.3: with K = 1 the pooler is c = W_{O,1} h_1 + b_1. Without inserted maps (the Table 5.2 ablation)
+    Multi-CLS K = 1 is then plain BERT fine-tuning whose classifier reads the facet position through one linear
+    map: three Adam steps of both give the same logits and weights (float64)."""
+    torch.manual_seed(0)
+    clf = MultiCLSClassifier(MultiCLSEncoder(BertModel(TINY), MultiCLSConfig(k=1, insert_after=())), 3,
+                             dropout=0.0).double()
+    bert = BertModel(TINY).double()
+    bert.load_state_dict(clf.encoder.bert.state_dict())
+    pool = torch.nn.Linear(16, 16).double()
+    out = torch.nn.Linear(16, 3).double()
+    with torch.no_grad():
+        pool.weight.copy_(clf.pooler.weight[0])
+        pool.bias.copy_(clf.pooler.bias[0])
+        out.load_state_dict(clf.out.state_dict())
+    ids, types, mask = _inputs()
+    y = torch.tensor([0, 2])
+    fx = clf.encoder.add_facet_tokens(ids, types, mask)  # [CLS] [unused0] text
+
+    def plain() -> torch.Tensor:
+        return out(pool(bert(*fx).hidden[:, 1]))
+
+    opt_a = torch.optim.Adam([p for p in clf.parameters() if p.requires_grad], lr=1e-2)
+    opt_b = torch.optim.Adam([p for m in (bert, pool, out) for p in m.parameters() if p.requires_grad], lr=1e-2)
+    bert.pooler.requires_grad_(False)
+    for _ in range(3):
+        for opt, logits in ((opt_a, clf(ids, types, mask)), (opt_b, plain())):
+            opt.zero_grad()
+            F.cross_entropy(logits, y).backward()
+            opt.step()
+    torch.testing.assert_close(clf(ids, types, mask), plain())
+    torch.testing.assert_close(clf.pooler.weight[0], pool.weight)
+    for (name, a), b in zip(clf.encoder.bert.state_dict().items(), bert.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, msg=name)

@@ -29,7 +29,7 @@ import json
 import math
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -125,13 +125,22 @@ def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
     return f
 
 
-def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; no weight decay on biases, norms and other 1-D parameters."""
-    decay, no_decay = [], []
+def build_optimizer(model: nn.Module, cfg: TrainConfig, fast: Iterable[nn.Parameter] = (),
+                    fast_lr: float = 0.0) -> torch.optim.AdamW:
+    """AdamW; no weight decay on biases, norms and other 1-D parameters. With `fast_lr` > 0 the parameters in
+    `fast` train at `fast_lr` and the others at cfg.lr (new heads on a pretrained encoder); the schedule scales
+    both."""
+    fast_ids = {id(p) for p in fast} if fast_lr > 0 else set()
+    decay, no_decay, fast_decay, fast_no_decay = [], [], [], []
     for p in model.parameters():
         if p.requires_grad:
-            (decay if p.dim() >= 2 else no_decay).append(p)
+            if id(p) in fast_ids:
+                (fast_decay if p.dim() >= 2 else fast_no_decay).append(p)
+            else:
+                (decay if p.dim() >= 2 else no_decay).append(p)
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    groups += [{"params": ps, "weight_decay": wd, "lr": fast_lr}
+               for ps, wd in ((fast_decay, cfg.weight_decay), (fast_no_decay, 0.0)) if ps]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
 
 
