@@ -6,7 +6,8 @@ Bad inputs: each row runs `genfeat ...` in a fresh process against a tiny traine
 made here, and records the exit code, the last line of stderr, whether a Python traceback was printed, and what
 was left on disk. Interruptions: a run of each recipe (LM, Transformer-XL with its memory, XLNet pretraining,
 sequential recommendation, GAN-SSL with its two optimizers, the PixelCNN, Planetoid's alternating schedule, XLNet
-fine-tuning) is sent SIGINT / SIGTERM / SIGKILL at a random moment after its first checkpoint, then resumed
+fine-tuning, Multi-CLS pretraining on MiniLM and fine-tuning, the NNSC facets model with its E-step's random
+stream) is sent SIGINT / SIGTERM / SIGKILL at a random moment after its first checkpoint, then resumed
 (`--resume`); the final checkpoint's weights are compared bit for bit with an uninterrupted run of the same config.
 The image, graph and text-classification runs read the data cache (`GENFEAT_DATA`; fetched when missing).
 A row passes when there is no traceback, the exit code is non-zero, stderr ends with one `genfeat: error: ...`
@@ -156,7 +157,7 @@ def interruption_runs(work: Path, env: dict[str, str]) -> dict[str, list[str]]:
     data = corpus(work)
     text = ["--data.corpus", f"dir:{data}", "--train.max_steps", "300", "--train.eval_every", "50",
             "--train.log_every", "10", "--train.device", "cpu"]
-    for name in ("mnist", "bbc-news", "ml-100k"):
+    for name in ("mnist", "bbc-news", "ml-100k", "minilm-l6", "glove-6b-50d"):
         assert sh(["data", "fetch", name], work, env, timeout=900).returncode == 0
     pre = work / "xlnet_pretrain"
     assert sh(["run", "xlnet_pretrain", "--preset", "tiny", "--out", pre], work, env).returncode == 0
@@ -171,6 +172,11 @@ def interruption_runs(work: Path, env: dict[str, str]) -> dict[str, list[str]]:
         "planetoid": ["--preset", "tiny", "--method", "planetoid_t", "--train.t1", "1.5", "--train.n1", "30"],
         "xlnet_classify": ["--preset", "tiny", "--pretrained", str(pre), "--train.max_steps", "200",
                            "--train.eval_every", "20", "--limit_docs", "200"],
+        "multi_cls_pretrain": ["--preset", "tiny", "--init", "minilm-l6", "--data.limit_docs", "60",
+                               "--train.max_steps", "40", "--train.eval_every", "10"],
+        "multi_cls_classify": ["--preset", "tiny", "--pretrained", "minilm-l6", "--train.max_steps", "40",
+                               "--train.eval_every", "10"],
+        "facets": ["--preset", "tiny", "--model.d_target", "50", "--train.max_steps", "60", "--train.eval_every", "10"],
     }
 
 
