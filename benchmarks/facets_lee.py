@@ -121,24 +121,48 @@ def facets_job(model: str, seed: int, steps: int) -> Job:
     return Job(f"{model}-seed{seed}-steps{steps}", {"model": model, "seed": seed}, launch, group=model)
 
 
-def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool, tag: str) -> list[dict[str, Any]]:
-    from genfeat.data.facets import EOS
-    from genfeat.recipes.facets import load_run
+def covered_pairs(vocab: set[str], vec: Vectors) -> dict[str, list[tuple[str, str, float]]]:
+    """WordSim353 and SimLex-999 pairs whose words are in `vocab` (the facets models') and in GloVe."""
+    from genfeat.data.similarity_sets import word_pairs
 
-    model, vocab, _, table = load_run(run)
-    ids = {w: i for i, w in enumerate(vocab)}
+    return {name: [(a, b, g) for a, b, g in word_pairs(name) if {a, b} <= vocab and a in vec.index
+                   and b in vec.index] for name in ("wordsim353", "simlex999")}
+
+
+def word_rows(run: Path | None, vec: Vectors, tag: str, pairs: dict[str, list]) -> list[dict[str, Any]]:
+    """Spearman / Pearson of cosine similarities with the human scores of `pairs`: GloVe (run None), or the
+    run's learned input embeddings and the mean of a word's K unit facets (the word alone as a sentence)."""
+    from genfeat.recipes.facets import load_run, sentence_facets
+
+    out = []
+    for name, rows in pairs.items():
+        gold = np.array([g for *_, g in rows])
+        words = sorted({w for a, b, _ in rows for w in (a, b)})
+        if run is None:
+            kinds = {f"GloVe ({tag})": {w: vec.of([w])[0] for w in words}}
+        else:
+            model, vocab, _, _ = load_run(run)
+            ids, table = {w: i for i, w in enumerate(vocab)}, model.tok.weight.detach().numpy()
+            kinds = {f"input embeddings ({tag})": {w: table[ids[w]] for w in words},
+                     f"mean facet ({tag})": dict(zip(words, (f.mean(0) for f in sentence_facets(model, vocab, words)),
+                                                     strict=True))}
+        for kind, emb in kinds.items():
+            c = correlation(np.array([S.cosine(emb[a], emb[b]) for a, b, _ in rows]), gold)
+            out.append({"set": name, "name": kind, "pairs": len(rows), **c})
+    return out
+
+
+def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool, tag: str) -> list[dict[str, Any]]:
+    from genfeat.recipes.facets import load_run, sentence_facets
+
+    model, vocab, _, _ = load_run(run)
     facets, weights = [], []
     for d in docs:
-        fs, ws = [], []
-        for sent in split_sentences(d):
-            toks = tokenize(sent)[: model.cfg.max_len - 1]
-            with torch.no_grad():
-                f = torch.nn.functional.normalize(model(torch.tensor([[ids.get(t, 1) for t in toks] + [ids[EOS]]]))[0],
-                                                  dim=-1).numpy()
-            fs.append(f)
-            ws.append(S.importance(vec.of(tokenize(sent)), f))
+        sents = split_sentences(d)
+        fs = sentence_facets(model, vocab, sents)
         facets.append(np.concatenate(fs))
-        weights.append(np.concatenate(ws))
+        weights.append(np.concatenate([S.importance(vec.of(tokenize(s)), f)
+                                       for s, f in zip(sents, fs, strict=True)]))
     pairs, _ = lee_pairs()
     rows = glove_rows(tokens, vec, probs, weights, tag)
     if sc:  # E-step to 1e-6 (or 300 FISTA iterations); seconds per pair of ~100-facet documents on 2 cores
@@ -170,6 +194,27 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
              **{k: mean_std([r[k] for r in rs], 1, scale=100) for k in keys}} for n in names]
 
 
+def word_table(words: list[dict[str, Any]]) -> str:
+    if not words:
+        return ""
+    names = list(dict.fromkeys(r["name"] for r in words))
+    lines = []
+    for n in names:
+        cells = []
+        for s in ("wordsim353", "simlex999"):
+            rs = [r for r in words if r["name"] == n and r["set"] == s]
+            cells.append(mean_std([r["spearman"] for r in rs], 1, 100))
+        lines.append(f"| {n} | {' | '.join(cells)} | {sum(r['name'] == n for r in words) // 2} |")
+    n_pairs = {r["set"]: r["pairs"] for r in words}
+    return f"""Word similarity of what the models learned (Spearman × 100, cosine; the {n_pairs.get('wordsim353')}
+WordSim353 and {n_pairs.get('simlex999')} SimLex-999 pairs whose words are in the facets models' vocabulary and in
+GloVe):
+
+| embedding (model) | WordSim353 | SimLex-999 | seeds |
+|---|---|---|---|
+{chr(10).join(lines)}"""
+
+
 def markdown(record: dict[str, Any]) -> str:
     res = record["results"]
     table = "\n".join(f"| {r['name']} | {r['pearson']} | {r['spearman']} | {r['low_pearson']} | {r['low_spearman']} | "
@@ -184,6 +229,8 @@ Facets runs ({res['steps']} steps of 64 BBC News sentences each): {runs or 'none
 | score (model) | Pearson All | Spearman All | Pearson Low | Spearman Low | seeds |
 |---|---|---|---|---|---|
 {table}
+
+{word_table(res.get("words", []))}
 
 Thesis (STS-B test, Pearson All / Low): Avg GloVe 36.6 / 30.9, Our a K10 50.0 / 46.5; SIF† GloVe 63.2 / 58.1, Our a
 K10 64.6 / 62.2; SC Our c K10 52.6 / 47.8; BERT Avg 51.2 / 39.1.
@@ -216,10 +263,18 @@ def main() -> None:
         rows += [x | {"model": r["model"], "seed": r["seed"]} for x in evaluate(
             facet_rows(sweep.path(j), docs, tokens, vec, probs, args.sc, MODELS[r["model"]][0]), gold)]
     rows += evaluate(minilm_rows(docs), gold)
+    words: list[dict[str, Any]] = []
+    if runs:  # the facets models share one vocabulary (the BBC training split, min_count)
+        vocab = set((sweep.path(runs[0][0]) / "vocab.txt").read_text().splitlines())
+        pairs = covered_pairs(vocab, vec)
+        words = word_rows(None, vec, "6B 50d", pairs)
+        for j, r in runs:
+            words += [x | {"model": r["model"], "seed": r["seed"]}
+                      for x in word_rows(sweep.path(j), vec, MODELS[r["model"]][0].removeprefix("Our a "), pairs)]
     for r in summarise(rows):
         print(f"{r['name']:<45} {r['pearson']:>14} {r['low_pearson']:>14}")
     facet_runs = [{k: r[k] for k in ("model", "seed", "steps", "valid_loss", "device")} for _, r in runs]
-    print(write_results(NAME, {"steps": args.steps, "facet_runs": facet_runs, "rows": rows}, markdown,
+    print(write_results(NAME, {"steps": args.steps, "facet_runs": facet_runs, "rows": rows, "words": words}, markdown,
                         seeds=args.seeds, device=sweep.device(facet_runs)))
 
 

@@ -79,3 +79,21 @@ def test_nnsc_training_learns_the_clusters_of_each_input():
         losses.append(loss.item())
     assert np.mean(losses[-15:]) < np.mean(losses[:15]) - 0.1
     assert parts["er_pos"] < parts["er_neg"] and parts["zero_columns"] < 0.5
+
+
+def test_sentence_facets_batches_like_one_sentence_at_a_time():
+    """`recipes.facets.sentence_facets` (left-padded batches) gives each sentence the unit facets of its own call."""
+    from genfeat.data.facets import EOS, PAD, UNK, tokenize
+    from genfeat.recipes.facets import sentence_facets
+
+    torch.manual_seed(0)
+    m = FacetModel(CFG).eval()
+    vocab = [PAD, UNK, EOS] + [f"w{i}" for i in range(37)]
+    sents = ["w1 w2 w3.", "w4", "w5 w6 unknown w7 w8 w9 w10 w11 w12 w13 w14 w15 w16 w17"]
+    got = sentence_facets(m, vocab, sents, batch=2)
+    for s, f in zip(sents, got, strict=True):
+        ids = [vocab.index(t) if t in vocab else 1 for t in tokenize(s)][: CFG.max_len - 1] + [2]  # "." is UNK
+        with torch.no_grad():
+            one = torch.nn.functional.normalize(m(torch.tensor([ids]))[0], dim=-1).numpy()
+        np.testing.assert_allclose(f, one, atol=1e-5)
+        np.testing.assert_allclose(np.linalg.norm(f, axis=1), 1.0, atol=1e-6)

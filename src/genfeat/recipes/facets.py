@@ -214,3 +214,21 @@ def facet_neighbours(model: FacetModel, vocab: list[str], words: list[str], tabl
     sims = f @ table.T  # (K, V_t)
     best = sims.topk(min(top, sims.size(1)), -1)
     return [[(words[int(i)], float(v)) for v, i in zip(vs, ix, strict=True)] for vs, ix in zip(*best, strict=True)]
+
+
+@torch.no_grad()
+def sentence_facets(model: FacetModel, vocab: list[str], sentences: list[str], batch: int = 256) -> list[np.ndarray]:
+    """Each sentence's unit-norm facets (K, |E|), in batches of left-padded ids (the model ignores the padding;
+    `tests/facets/test_facet_model.py`); a sentence is cut to the model's max_len - 1 tokens and ends with EOS."""
+    from genfeat.data.facets import EOS, tokenize
+
+    ids = {w: i for i, w in enumerate(vocab)}
+    seqs = [[ids.get(t, 1) for t in tokenize(s)][: model.cfg.max_len - 1] + [ids[EOS]] for s in sentences]
+    out: list[np.ndarray] = []
+    for a in range(0, len(seqs), batch):
+        chunk = seqs[a: a + batch]
+        x = torch.full((len(chunk), max(map(len, chunk))), model.cfg.pad_id, dtype=torch.long)
+        for i, s in enumerate(chunk):
+            x[i, x.size(1) - len(s):] = torch.tensor(s)
+        out += list(torch.nn.functional.normalize(model(x), dim=-1).numpy())
+    return out
