@@ -1,22 +1,25 @@
-"""Multi-CLS BERT against its baselines on BBC News topic classification with 100 training examples (thesis C
-Table 5.1's protocol at CPU scale): the released MiniLM-L6 fine-tuned as plain BERT, MiniLM continued with the
-multi-task objective and K = 1 ("Ours (K=1)"), and with K = 5 facets (λ = 0.1, hard negatives).
+"""Multi-CLS BERT against its baselines with 100 training examples (thesis C Table 5.1's protocol at CPU scale):
+the released MiniLM-L6 fine-tuned as plain BERT, MiniLM continued with the multi-task objective and K = 1 ("Ours
+(K=1)"), and with K = 5 facets (λ = 0.1, hard negatives), on BBC News topics or a built task (`--task`:
+debian-sections, wordnet-lexnames, wordnet-wic; `genfeat data build`).
 
-    python -m benchmarks.multi_cls [--pretrain-steps 200] [--finetune-steps 300] [--seeds 0 1 2] [--labels 100]
+    python -m benchmarks.multi_cls [--task bbc] [--pretrain-steps 200] [--heads-lr 0] [--finetune-steps 300]
+                                   [--pretrain-seeds 0] [--seeds 0 1 2] [--labels 100] [--max-len 128]
     python -m benchmarks.multi_cls --train-only --only pretrain:5 ...   # one worker's share (parallel workers)
 
-Each run is a `genfeat run` recipe call kept in --runs (resumable; a finished run is reused):
-    multi_cls_pretrain --preset minilm_bbc --model.k K --seed P --train.max_steps S     (P: pretraining seeds)
-    multi_cls_classify --preset bbc --pretrained {minilm-l6 | the K run} --seed F --labels L
+Each run is a `genfeat run` recipe call kept in --runs by the sweep harness (resumable; a finished run is reused):
+    multi_cls_pretrain --preset minilm_bbc --model.k K --seed P --train.max_steps S [--heads_lr H]
+    multi_cls_classify --preset bbc --task T --pretrained {minilm-l6 | the K run} --seed F --labels L
 Every fine-tuning seed draws its own labeled subset; all models share it for the same seed. Reported: test
 accuracy and ECE of the validation-selected weights, mean ± standard error over (pretraining x fine-tuning) seeds.
-Writes docs/results/multi_cls.{md,json}.
+Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +33,23 @@ MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K
 
 def pretrain(k: int, seed: int, args) -> Job:
     cfg = R.minilm_bbc()
-    cfg = dataclasses.replace(cfg, seed=seed, model=dataclasses.replace(cfg.model, k=k),
+    cfg = dataclasses.replace(cfg, seed=seed, model=dataclasses.replace(cfg.model, k=k), heads_lr=args.heads_lr,
                               train=dataclasses.replace(cfg.train, max_steps=args.pretrain_steps,
                                                         eval_every=max(1, args.pretrain_steps // 4)))
-    return Job(f"pretrain-k{k}-seed{seed}", {"k": k, "pretrain_seed": seed},
+    hlr = f"-hlr{args.heads_lr:g}" if args.heads_lr else ""
+    return Job(f"pretrain-k{k}-seed{seed}-steps{args.pretrain_steps}{hlr}", {"k": k, "pretrain_seed": seed},
                lambda out, ckpt: R.run_pretrain(cfg, out, resume_from=ckpt), group=f"pretrain:{k}")
 
 
 def finetune(model: str, source: str, seed: int, tag: str, args) -> Job:
     cfg = R.classify_bbc()
-    cfg = dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels,
+    cfg = dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels, task=args.task,
+                              max_len=args.max_len,
                               train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps,
                                                         eval_every=max(1, args.finetune_steps // 3)))
-    return Job(f"ft-{tag}-seed{seed}-labels{args.labels}", {"model": model, "seed": seed},
+    task = "" if args.task == "bbc" else f"{args.task}-"
+    return Job(f"ft-{task}{tag}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}",
+               {"model": model, "seed": seed},
                lambda out, ckpt: R.run_classify(cfg, out, resume_from=ckpt), group=f"finetune:{model}",
                needs=(Path(source),) if model != "released" else ())
 
@@ -59,14 +66,19 @@ def markdown(record: dict[str, Any]) -> str:
         if runs:
             acc, cal = [x["test_accuracy"] for x in runs], [x["test_ece"] / 100 for x in runs]  # ECE is in %
             rows.append(f"| {label} | {len(runs)} | {se(acc)} | {se(cal)} |")
-    pre = "\n".join(f"| K = {p['k']} | {p['steps']} | {p['valid_mcqt']:.3f} | {p['valid_positive_first']:.3f} | "
-                    f"{p['valid_mlm']:.3f} |" for p in r["pretraining"])
-    return f"""# Multi-CLS BERT on BBC News with {r['labels']} training examples (Table 5.1's protocol, CPU scale)
+    pre = "\n".join(f"| K = {p['k']} | {p.get('pretrain_seed', 0)} | {p['steps']} | {p['valid_mcqt']:.3f} | "
+                    f"{p['valid_positive_first']:.3f} | {p['valid_mlm']:.3f} |" for p in r["pretraining"])
+    task = r.get("task", "bbc")
+    what = "BBC News" if task == "bbc" else f"`{task}` (sha256 {r['data_sha256'][:12]}…, docs/results/data_tasks.md)"
+    hlr = (f", new parameters (inserted maps, the four heads) at learning rate {r['heads_lr']:g} (`heads_lr`)"
+           if r.get("heads_lr") else "")
+    return f"""# Multi-CLS BERT on {what} with {r['labels']} training examples (Table 5.1's protocol, CPU scale)
 
-{{header}}Fine-tuning: `multi_cls_classify --preset bbc`, {r['finetune_steps']} updates of batch 4, selection on the
-validation split; each fine-tuning seed its own {r['labels']} training articles (shared by the three models).
-Continued pretraining: `multi_cls_pretrain --preset minilm_bbc`, {r['pretrain_steps']} steps of 10 triples on the
-BBC training articles (the thesis: 2 x 10^9 tokens). Mean ± standard error over the runs.
+{{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch 4,
+inputs of {r.get('max_len', 128)} tokens, selection on the validation split; each fine-tuning seed its own
+{r['labels']} training examples (shared by the three models). Continued pretraining: `multi_cls_pretrain --preset
+minilm_bbc`, {r['pretrain_steps']} steps of 10 triples on the BBC training articles (the thesis: 2 x 10^9
+tokens){hlr}. Mean ± standard error over the runs.
 
 | model | runs | test accuracy (%) | test ECE (%) |
 |---|---|---|---|
@@ -74,14 +86,14 @@ BBC training articles (the thesis: 2 x 10^9 tokens). Mean ± standard error over
 
 Pretraining runs (validation, held-out articles):
 
-| model | steps | MCQT | positive first (chance {1 / 20:.3f}) | MLM |
-|---|---|---|---|---|
+| model | pretraining seed | steps | MCQT (chance {2 * math.log(20):.2f}) | positive first (chance {1 / 20:.3f}) | MLM |
+|---|---|---|---|---|---|
 {pre}
 
 Thesis (BERT-Base, GLUE 100, Table 5.1): Pretrained 55.71, MTL 59.29, Ours K=1 57.84, Ours K=5 λ=0.1 61.80; ECE
 (Table 5.3, GLUE*-100) K=1 25.22, K=5 15.46.
 
-{reading(NAME)}
+{reading(record['name'])}
 """
 
 
@@ -90,11 +102,17 @@ def main() -> None:
     ap.add_argument("--pretrain-steps", type=int, default=200)
     ap.add_argument("--finetune-steps", type=int, default=300)
     ap.add_argument("--labels", type=int, default=100)
+    ap.add_argument("--task", default="bbc", help="bbc, or a built task: debian-sections, wordnet-lexnames, "
+                    "wordnet-wic")
+    ap.add_argument("--max-len", type=int, default=128, help="fine-tuning input tokens (with the K facets)")
+    ap.add_argument("--heads-lr", type=float, default=0.0, help="pretraining: the new parameters' learning rate "
+                    "(0: the encoder's)")
     ap.add_argument("--pretrain-seeds", type=int, nargs="+", default=[0])
     result_args(ap, [0, 1, 2], runs="runs/bench_multi_cls")
     args = ap.parse_args()
+    name = NAME if args.task == "bbc" else f"{NAME}_{args.task}"
     if args.render_only:
-        print(render(NAME, markdown))
+        print(render(name, markdown))
         return
     sweep = Sweep.from_args(args)
     pre_jobs = [pretrain(k, p, args) for p in args.pretrain_seeds for k in (1, 5)]
@@ -104,9 +122,12 @@ def main() -> None:
     runs = sweep.results(finetune(m, src, seed, tag, args) for m, src, tag in sources for seed in args.seeds)
     if not args.train_only:
         keep = ("model", "seed", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained", "steps",
-                "best_step", "train_s")
-        pre_keys = ("k", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
-        print(write_results(NAME, {"labels": args.labels, "pretrain_steps": args.pretrain_steps,
+                "best_step", "train_s", "device")
+        pre_keys = ("k", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
+        print(write_results(name, {"labels": args.labels, "task": args.task, "max_len": args.max_len,
+                                   "heads_lr": args.heads_lr,
+                                   "data_sha256": runs[0].get("data_sha256") if runs else None,
+                                   "pretrain_steps": args.pretrain_steps,
                                    "finetune_steps": args.finetune_steps,
                                    "pretraining": [{k: p[k] for k in pre_keys} for p in pretraining],
                                    "runs": [{k: r.get(k) for k in keep} for r in runs]}, markdown, seeds=args.seeds,
