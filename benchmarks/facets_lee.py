@@ -8,7 +8,8 @@ unsupervised similarity scores with the human judgements.
 
 Facets runs (the sweep harness, `benchmarks.sweep`; kept under --runs): `genfeat run facets --preset
 bbc_glove50 --train.max_steps STEPS --seed S` with K = 10 (k10), K = 1 (k1) or K = 10 trained with the k-means
-loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation).
+loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation); the phrase models (p10, p1:
+`--preset bbc_phrases`) are trained by the same jobs for `benchmarks.facets_phrases`.
 Rows: GloVe 6B 50d Avg / Prob_avg / SIF / WMD / Prob_WMD; with each facets model the same scores weighted by the
 facet importance a_i ("Our a", Eq. 3.6), mean ± std over the seeds, and, with --sc, the facet-set distance SC
 (Eq. 3.5; its E-step to a projected gradient of 1e-6 or 300 FISTA iterations, as a document has many facets);
@@ -103,18 +104,20 @@ def glove_rows(tokens, vec: Vectors, probs, weights=None, tag="GloVe") -> list[d
 
 
 MODELS = {"k10": ("Our a K10", {"model.k": "10"}), "k1": ("Our a K1", {"model.k": "1"}),
-          "k10-kmeans": ("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"})}
+          "k10-kmeans": ("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"})}  # sentence models
+PHRASE_MODELS = {"p10": ("phrase model K10", {"model.k": "10"}), "p1": ("phrase model K1", {"model.k": "1"})}
 
 
 def facets_job(model: str, seed: int, steps: int) -> Job:
     from genfeat.config import override
     from genfeat.recipes import facets as F
 
-    cfg = override(F.bbc_glove50(), MODELS[model][1] | {"train.max_steps": str(steps), "seed": str(seed),
-                                                        "train.eval_every": str(max(1, steps // 5))})
+    preset = "bbc_phrases" if model in PHRASE_MODELS else "bbc_glove50"
+    cfg = override(F.PRESETS[preset](), ({**MODELS, **PHRASE_MODELS})[model][1] | {
+        "train.max_steps": str(steps), "seed": str(seed), "train.eval_every": str(max(1, steps // 5))})
 
     def launch(out: Path, ckpt: Path | None) -> dict[str, Any]:
-        atomic_write_text(out / "config.yaml", dump_yaml({"recipe": "facets", "preset": "bbc_glove50",
+        atomic_write_text(out / "config.yaml", dump_yaml({"recipe": "facets", "preset": preset,
                                                           "config": to_dict(cfg)}))
         return F.run(cfg, out, resume_from=ckpt)
 

@@ -80,7 +80,9 @@ WN = {  # data.noun / data.verb lines in the wndb(5WN) format (the licence heade
              "00003 06 n 01 dog 1 000 | a metal support; \"the logs rested on the dogs\"",
              "00004 18 n 01 bank 0 000 | a person who banks; \"the bank was friendly\"",
              "00005 06 n 01 bank 1 000 | a building; \"the banks closed\"; \"he walked to the bank\"",
-             "00006 06 n 01 chair 0 000 | a seat"],
+             "00006 06 n 01 chair 0 000 | a seat",
+             "00007 06 n 02 smash_hit 0 blockbuster 0 000 | a big success",
+             "00008 06 n 02 physical_object 0 object 0 000 | a thing (the answer would be the head: not an item)"],
     "verb": ["00101 38 v 02 run 0 go 0 000 01 + 02 00 | move fast; \"she ran home\"; \"they run daily\"",
              "00102 41 v 01 run 1 000 01 + 02 00 | be a candidate; \"he is running for office\"",
              "00103 38 v 01 walk 0 000 01 + 02 00 | go on foot"],
@@ -97,7 +99,7 @@ def wordnet(tmp_path) -> Path:
 
 def test_wordnet_reader(wordnet):
     nouns = read_synsets("noun", wordnet)
-    assert [s.offset for s in nouns] == [1, 2, 3, 4, 5, 6]
+    assert [s.offset for s in nouns] == [1, 2, 3, 4, 5, 6, 7, 8]
     assert nouns[0].lemmas == ("dog", "domestic dog") and nouns[0].lexname == "noun.animal"
     assert nouns[0].definition == "a domesticated canine" and nouns[0].examples == ("the dog barked all night",
                                                                                    "dogs chase cats")
@@ -119,7 +121,17 @@ def test_lexname_task(wordnet):
     t = lexname_task(wordnet, min_count=2, n_valid=1, n_test=1)
     assert t.classes == ["noun.animal", "noun.artifact", "verb.motion"]  # person and social: one synset each
     texts = [a for k in ("train", "valid", "test") for a, _ in t.splits[k][0]]
-    assert len(texts) == 7 and 'a feline; "the cat purred"' in texts
+    assert len(texts) == 9 and 'a feline; "the cat purred"' in texts
+
+
+def test_turney_style_phrase_items(wordnet):
+    from genfeat.data.wordnet import phrase_items
+
+    [item] = phrase_items(wordnet, seed=0)
+    assert (item.bigram, item.answer) == ("smash hit", "blockbuster")
+    assert item.distractors[:2] == ("smash", "hit") and len(item.distractors) == 4
+    assert not {"smash hit", "blockbuster"} & set(item.distractors[2:])  # random ones from other synsets
+    assert phrase_items(wordnet, seed=0) == phrase_items(wordnet, seed=0)
 
 
 def test_wic_pairs_balance_and_split_by_lemma(wordnet):

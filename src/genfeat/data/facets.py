@@ -1,6 +1,12 @@
 """Training examples of the multi-facet sentence model (thesis C §3.2.1.1, §3.2.2.1; spec
 multi-facet-embedding.md §3): each sentence of a document is an input; the words of its previous and next
-sentences, stop words removed, are its targets (an unordered bag of word vectors).
+sentences, stop words removed, are its targets (an unordered bag of word vectors). The phrase model (§3.2.2.5):
+each noun phrase of a sentence is an input; the non-stop words within `window` tokens on either side of it in
+its sentence are its targets (`phrase_examples`).
+
+    noun phrases  a documented POS-free rule (no tagger model is available offline): greedy longest match, left to
+                  right, of the sentence's tokens against a noun lexicon (WordNet 3.0's noun lemmas of one to three
+                  words, `noun_lexicon`); a match that is a single stop word is skipped
 
     tokens        lower-cased word tokens ([a-z0-9]+ runs with inner apostrophes, and single punctuation marks):
                   the uncased GloVe 6B vocabulary's tokenisation, documented rule
@@ -82,6 +88,54 @@ def sentence_examples(docs: Sequence[Sequence[str]], vocab: Sequence[str], targe
                 bag = [bag[j] for j in np.sort(rng.choice(len(bag), max_targets, replace=False))]
             inputs.append(np.array([ids.get(t, 1) for t in toks] + [ids[EOS]], dtype=np.int64))
             targets.append(np.array(bag, dtype=np.int64))
+    return FacetExamples(inputs, targets)
+
+
+def noun_lexicon(root: str | None = None, max_words: int = 3) -> frozenset[tuple[str, ...]]:
+    """WordNet 3.0's noun lemmas of 1..max_words tokens (as `tokenize` splits them), lower-cased."""
+    from genfeat.data.wordnet import read_synsets
+
+    return frozenset(t for s in read_synsets("noun", root) for lemma in s.lemmas
+                     if 1 <= len(t := tuple(tokenize(lemma))) <= max_words)
+
+
+def noun_phrases(tokens: Sequence[str], lexicon: frozenset[tuple[str, ...]], max_words: int = 3
+                 ) -> list[tuple[int, int]]:
+    """[start, end) spans of the noun phrases of a token list (module docstring: greedy longest match)."""
+    stops, out, i = stop_words(), [], 0
+    while i < len(tokens):
+        for n in range(min(max_words, len(tokens) - i), 0, -1):
+            span = tuple(tokens[i: i + n])
+            if span in lexicon and not (n == 1 and (span[0] in stops or not span[0].isalpha())):
+                out.append((i, i + n))
+                i += n
+                break
+        else:
+            i += 1
+    return out
+
+
+def phrase_examples(docs: Sequence[Sequence[str]], vocab: Sequence[str], target_words: Sequence[str],
+                    lexicon: frozenset[tuple[str, ...]], window: int = 5, max_targets: int = 30, seed: int = 0
+                    ) -> FacetExamples:
+    """Each noun phrase of every sentence with its context words as targets (module docstring)."""
+    ids = {w: i for i, w in enumerate(vocab)}
+    tid = {w: i for i, w in enumerate(target_words)}
+    stops = stop_words()
+    rng = np.random.default_rng(seed)
+    inputs, targets = [], []
+    for doc in docs:
+        for s in doc:
+            toks = tokenize(s)
+            for a, b in noun_phrases(toks, lexicon):
+                ctx = toks[max(0, a - window): a] + toks[b: b + window]
+                bag = [tid[t] for t in ctx if t in tid and t not in stops]
+                if not bag:
+                    continue
+                if len(bag) > max_targets:
+                    bag = [bag[j] for j in np.sort(rng.choice(len(bag), max_targets, replace=False))]
+                inputs.append(np.array([ids.get(t, 1) for t in toks[a:b]] + [ids[EOS]], dtype=np.int64))
+                targets.append(np.array(bag, dtype=np.int64))
     return FacetExamples(inputs, targets)
 
 

@@ -193,3 +193,41 @@ def wic_task(root: str | Path | None = None, seed: int = 0, valid_share: float =
         splits[k] = ([(f"{lemma}: {a}", b) for lemma, a, b, _ in rows], np.array([y for *_, y in rows], np.int64))
     return BuiltTask("wordnet-wic", splits, ["different", "same"], "wordnet", notes={
         "lemmas": len(lemmas), "split_by": "lemma"})
+
+
+@dataclass(frozen=True)
+class PhraseItem:
+    """A Turney (2012)-style item: a two-word noun lemma, its one-word synonym (same synset) and distractors."""
+
+    bigram: str
+    answer: str
+    distractors: tuple[str, ...]  # the bigram's two words, then random one-word noun lemmas
+
+
+def phrase_items(root: str | Path | None = None, seed: int = 0, n_items: int = 2000, n_random: int = 2
+                 ) -> list[PhraseItem]:
+    """Noun synsets with a two-word lemma of letters ("tummy tuck") and a one-word lemma that is neither of its
+    words ("abdominoplasty"): the bigram, that unigram as the answer, and 4 distractors as in Turney (2012): the
+    modifier, the head and `n_random` one-word noun lemmas of other synsets (seeded); `n_items` items drawn
+    (seeded) from the eligible synsets in file order."""
+    synsets = read_synsets("noun", root)
+    pool = sorted({lemma for s in synsets for lemma in s.lemmas if lemma.isalpha()})
+    rng = np.random.default_rng(seed)
+    eligible = []
+    for s in synsets:
+        bigrams = [lemma for lemma in s.lemmas if len(lemma.split()) == 2 and lemma.replace(" ", "").isalpha()]
+        for bigram in bigrams[:1]:
+            words = bigram.split()
+            answers = [lemma for lemma in s.lemmas if lemma.isalpha() and lemma not in words]
+            if answers:
+                eligible.append((bigram, answers[0], set(s.lemmas)))
+    out = []
+    for i in sorted(rng.choice(len(eligible), min(n_items, len(eligible)), replace=False).tolist()):
+        bigram, answer, own = eligible[i]
+        randoms: list[str] = []
+        while len(randoms) < n_random:
+            w = pool[int(rng.integers(len(pool)))]
+            if w not in own and w not in randoms and w not in bigram.split():
+                randoms.append(w)
+        out.append(PhraseItem(bigram, answer, (*bigram.split(), *randoms)))
+    return out

@@ -28,7 +28,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.data.facets import FacetBatches, build_vocab, collate, sentence_examples, tokenize
+from genfeat.data.facets import (
+    FacetBatches,
+    build_vocab,
+    collate,
+    noun_lexicon,
+    phrase_examples,
+    sentence_examples,
+    tokenize,
+)
 from genfeat.data.sentences import bbc_documents
 from genfeat.data.word_vectors import load_glove, read_word_vectors
 from genfeat.errors import ConfigError
@@ -51,6 +59,13 @@ class FacetDataConfig:
     max_targets: int = 30
     batch_size: int = 64
     limit_docs: int = 0  # > 0: the first N documents per split (tests)
+    unit: str = "sentence"  # sentence (targets: the neighbouring sentences' words) | phrase (noun phrases by the
+    #   WordNet-lexicon rule of data/facets.py; targets: the words within `window` tokens; needs the wordnet source)
+    window: int = 5
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("sentence", "phrase"):
+            raise ConfigError(f"data.unit must be sentence or phrase, got {self.unit!r}")
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,14 @@ def bbc_glove50() -> FacetRunConfig:
     return FacetRunConfig()
 
 
+def bbc_phrases() -> FacetRunConfig:
+    """The phrase model: BBC News noun phrases (WordNet-lexicon rule), targets the words within 5 tokens, no
+    cross-attention, K = 10, 3,000 steps of 64 phrases (needs `genfeat data fetch wordnet`)."""
+    base = FacetRunConfig()
+    return dataclasses.replace(base, data=dataclasses.replace(base.data, unit="phrase", max_len=8),
+                               model=dataclasses.replace(base.model, cross_attention=False))
+
+
 def tiny() -> FacetRunConfig:
     """Seconds; for tests (a small corpus and `data.vectors` a small text file)."""
     return FacetRunConfig(data=FacetDataConfig(min_count=1, batch_size=8, limit_docs=30),
@@ -91,7 +114,7 @@ def tiny() -> FacetRunConfig:
                                                     eval_every=3, log_every=2, keep_last=2))
 
 
-PRESETS = {"bbc_glove50": bbc_glove50, "tiny": tiny}
+PRESETS = {"bbc_glove50": bbc_glove50, "bbc_phrases": bbc_phrases, "tiny": tiny}
 
 
 class NNSCObjective:
@@ -139,7 +162,16 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     if target_vecs.shape[1] != cfg.model.d_target:
         raise ConfigError(f"model.d_target={cfg.model.d_target} but the vectors have {target_vecs.shape[1]} dimensions")
     table = torch.nn.functional.normalize(torch.from_numpy(target_vecs).float(), dim=1)
-    ex = {k: sentence_examples(v, vocab, target_words, dc.max_len, dc.max_targets, cfg.seed) for k, v in docs.items()}
+    if dc.unit == "phrase":
+        if cfg.model.cross_attention:
+            raise ConfigError("data.unit=phrase needs model.cross_attention=false (the thesis's phrase model; preset "
+                              "bbc_phrases)")
+        lexicon = noun_lexicon()
+        ex = {k: phrase_examples(v, vocab, target_words, lexicon, dc.window, dc.max_targets, cfg.seed)
+              for k, v in docs.items()}
+    else:
+        ex = {k: sentence_examples(v, vocab, target_words, dc.max_len, dc.max_targets, cfg.seed)
+              for k, v in docs.items()}
     mcfg = dataclasses.replace(cfg.model, vocab_size=len(vocab), max_len=dc.max_len)
     tw = {w: i for i, w in enumerate(target_words)}
     init = torch.randn(len(vocab), mcfg.d_model) * 0.02
@@ -165,7 +197,7 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     n_params = sum(p.numel() for p in model.parameters())
     if info.is_main:
         print(f"facets K={mcfg.k}: {n_params / 1e6:.2f}M parameters, vocab {len(vocab):,}, {len(target_words):,} "
-              f"target words, {len(ex['train']):,} training sentences ({len(docs['train'])} documents)")
+              f"target words, {len(ex['train']):,} training {dc.unit}s ({len(docs['train'])} documents)")
     batches = FacetBatches(ex["train"], dc.batch_size, cfg.seed, info.rank, info.world_size)
     res = fit(D.wrap(model, info), objective, batches, cfg.train, run_dir, evaluate=evaluate,
               resume_from=resume_from, desc=f"facets K={mcfg.k}")
@@ -174,11 +206,12 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     if info.is_main:
         (run_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
         (run_dir / "target_words.txt").write_text("\n".join(target_words) + "\n")
-    return write_record(run_dir, f"Multi-facet sentence embeddings (K={mcfg.k}, {cfg.loss.solver})", final,
+    return write_record(run_dir, f"Multi-facet {dc.unit} embeddings (K={mcfg.k}, {cfg.loss.solver})", final,
                         params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
                         train_s=res.train_time,
                         details={"k": mcfg.k, "solver": cfg.loss.solver, "lam": cfg.loss.lam, "vocab": len(vocab),
-                                 "target_words": len(target_words), "train_sentences": len(ex["train"])},
+                                 "target_words": len(target_words), "unit": dc.unit,
+                                 f"train_{dc.unit}s": len(ex["train"])},
                         notes=["valid_loss: Er(positives) - Er(rotated negatives) per word with the exact E-step on "
                                f"{sum(len(b['input_ids']) for b in valid)} held-out sentences (best weights)."])
 
