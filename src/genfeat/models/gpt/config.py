@@ -19,6 +19,8 @@ class GPTConfig:
     tie_embeddings: bool = True
     bias: bool = True
     head: HeadConfig = field(default_factory=HeadConfig)  # output layer (thesis C heads), see genfeat.heads
+    activation: str = "gelu"  # gelu (exact erf) | gelu_tanh (GPT-2's "gelu_new")
+    ln_eps: float = 1e-5
 
     def __post_init__(self):
         if self.n_layer < 1 or self.n_head < 1 or self.d_model < 1 or self.max_len < 1:
@@ -27,6 +29,8 @@ class GPTConfig:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
+        if self.activation not in ("gelu", "gelu_tanh"):
+            raise ValueError(f"activation must be gelu or gelu_tanh, got {self.activation!r}")
 
     @property
     def ff_dim(self) -> int:

@@ -8,7 +8,8 @@ dynamic partitioning) are evaluated on it, and it is the "GPT-2 small"-like mode
     hidden = LN_f(h_L)                                    (B, T, d)
 
 Deviations: none from GPT-2 in structure; init N(0, 0.02) with residual projections scaled by
-1/sqrt(2 n_layer) as GPT-2. Dropout on embeddings, attention probabilities and residual branches.
+1/sqrt(2 n_layer) as GPT-2. Dropout on embeddings, attention probabilities and residual branches. The GELU is the
+exact one unless `activation="gelu_tanh"` (GPT-2's; set by `models.gpt.hf.from_pretrained` for GPT-2 checkpoints).
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from genfeat.nn.outputs import BackboneOutput
 class Block(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
         self.attn = CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.dropout, cfg.bias)
-        self.ln2 = nn.LayerNorm(cfg.d_model)
-        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout, cfg.bias)
+        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
+        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout, cfg.bias,
+                              "tanh" if cfg.activation == "gelu_tanh" else "none")
 
     def forward(self, x: Tensor) -> Tensor:
         x = x + self.attn(self.ln1(x))
@@ -52,7 +54,7 @@ class GPTDecoder(nn.Module):
         self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
         self.drop = Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
         self.apply(self._init)
         for name, p in self.named_parameters():
             if name.endswith(("attn.proj.weight", "net.2.weight")):

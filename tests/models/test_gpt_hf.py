@@ -1,0 +1,56 @@
+"""GPT-2 checkpoints in and out (`models/gpt/hf.py`): a randomly initialised transformers GPT2LMHeadModel saved
+with `save_pretrained` loads into genfeat's GPT decoder with the same logits, and genfeat's export loads back into
+transformers with the same logits (where transformers is installed: the reference, not genfeat)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from genfeat.errors import CheckpointError
+from genfeat.models.gpt.hf import config_from_hf, from_pretrained, save_pretrained
+
+transformers = pytest.importorskip("transformers")
+
+
+def _reference(tmp_path, **kw):
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=97, n_positions=32, n_embd=32, n_layer=2, n_head=4, **kw)
+    ref = transformers.GPT2LMHeadModel(cfg).eval()
+    ref.save_pretrained(tmp_path / "ref")
+    return ref
+
+
+@pytest.mark.parametrize("act", ["gelu_new", "gelu"])
+def test_gpt2_logits_match_transformers_both_ways(tmp_path, act):
+    ref = _reference(tmp_path, activation_function=act)
+    x = torch.randint(0, 97, (3, 17))
+    lm = from_pretrained(tmp_path / "ref")
+    with torch.no_grad():
+        want = ref(x).logits
+        got = lm(x)[0].scores
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    save_pretrained(lm, tmp_path / "ours")
+    back = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "ours").eval()
+    with torch.no_grad():
+        torch.testing.assert_close(back(x).logits, want, atol=1e-5, rtol=1e-5)
+
+
+def test_another_head_on_the_pretrained_decoder_and_errors(tmp_path):
+    from genfeat import named_head
+
+    ref = _reference(tmp_path)
+    lm = from_pretrained(tmp_path / "ref", head=named_head("mos3"))
+    torch.testing.assert_close(lm.backbone.tok_emb.weight, ref.transformer.wte.weight)
+    x = torch.randint(0, 97, (2, 9))
+    logp = lm(x)[0].log_probs()
+    torch.testing.assert_close(logp.exp().sum(-1), torch.ones(2, 9), atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="softmax-headed"):
+        save_pretrained(lm, tmp_path / "mos")
+    with pytest.raises(CheckpointError, match="activation_function"):
+        config_from_hf({"vocab_size": 5, "n_layer": 1, "n_head": 1, "n_embd": 4, "n_positions": 8,
+                        "activation_function": "swish"})
+    with pytest.raises(CheckpointError, match="model_type"):
+        (tmp_path / "bert").mkdir()
+        (tmp_path / "bert" / "config.json").write_text('{"model_type": "bert"}')
+        from_pretrained(tmp_path / "bert")
