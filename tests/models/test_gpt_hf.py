@@ -54,3 +54,18 @@ def test_another_head_on_the_pretrained_decoder_and_errors(tmp_path):
         (tmp_path / "bert").mkdir()
         (tmp_path / "bert" / "config.json").write_text('{"model_type": "bert"}')
         from_pretrained(tmp_path / "bert")
+
+
+@pytest.mark.parametrize("head", ["softmax_facet", "softmax+mi", "mos3", "mfs", "c+mi", "clr20+mi", "mos3-max",
+                                  "softmax+rs2:20"])
+def test_thesis_heads_start_as_the_pretrained_softmax(tmp_path, head):
+    """Thesis C §2.4's setting: a new head on a pretrained LM starts as that LM (identity facets, 1e-10·I
+    partitions), so fine-tuning moves away from the checkpoint's distribution instead of a random one."""
+    from genfeat import named_head
+
+    _reference(tmp_path)
+    x = torch.randint(0, 97, (2, 9))
+    with torch.no_grad():
+        base = from_pretrained(tmp_path / "ref")(x)[0].log_probs()
+        got = from_pretrained(tmp_path / "ref", head=named_head(head))(x)[0].log_probs()
+    torch.testing.assert_close(got, base, atol=1e-4, rtol=0)
