@@ -108,6 +108,14 @@ MODELS = {"k10": ("Our a K10", {"model.k": "10"}), "k1": ("Our a K1", {"model.k"
 PHRASE_MODELS = {"p10": ("phrase model K10", {"model.k": "10"}), "p1": ("phrase model K1", {"model.k": "1"})}
 
 
+def facets_args(ap: argparse.ArgumentParser, models: list[str], choices: list[str]) -> argparse.Namespace:
+    """The options of the benchmarks that read the facets sweep: --models, --steps, the seeds and the runs."""
+    ap.add_argument("--models", nargs="+", default=models, choices=choices)
+    ap.add_argument("--steps", type=int, default=1500)
+    result_args(ap, [0, 1, 2], runs="runs/bench_facets")
+    return ap.parse_args()
+
+
 def facets_job(model: str, seed: int, steps: int) -> Job:
     from genfeat.config import override
     from genfeat.recipes import facets as F
@@ -244,11 +252,8 @@ K10 64.6 / 62.2; SC Our c K10 52.6 / 47.8; BERT Avg 51.2 / 39.1.
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--sc", action="store_true", help="also SC between documents' facet sets (slow: hours on 2 cores)")
-    result_args(ap, [0, 1, 2], runs="runs/bench_facets")
-    args = ap.parse_args()
+    args = facets_args(ap, list(MODELS), list(MODELS))
     if args.render_only:
         print(render(NAME, markdown))
         return

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import mean_std, reading, render, result_args, write_results
-from benchmarks.facets_lee import MODELS, PHRASE_MODELS, Vectors, facets_job
+from benchmarks.common import mean_std, reading, render, write_results
+from benchmarks.facets_lee import MODELS, PHRASE_MODELS, Vectors, facets_args, facets_job
 from benchmarks.sweep import Sweep
 from genfeat.analysis import facet_scores as S
 from genfeat.data.wordnet import PhraseItem, phrase_items
@@ -145,10 +145,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=2000)
     ap.add_argument("--split-seed", type=int, default=0)
-    ap.add_argument("--models", nargs="+", default=["p10", "p1", "k10", "k1"], choices=[*PHRASE_MODELS, *MODELS])
-    ap.add_argument("--steps", type=int, default=1500)
-    result_args(ap, [0, 1, 2], runs="runs/bench_facets")
-    args = ap.parse_args()
+    args = facets_args(ap, ["p10", "p1", "k10", "k1"], [*PHRASE_MODELS, *MODELS])
     if args.render_only:
         print(render(NAME, markdown))
         return

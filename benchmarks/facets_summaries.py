@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import mean_std, reading, render, result_args, write_results
-from benchmarks.facets_lee import MODELS, Vectors, facets_job, unigram_probs
+from benchmarks.common import mean_std, reading, render, write_results
+from benchmarks.facets_lee import MODELS, Vectors, facets_args, facets_job, unigram_probs
 from benchmarks.sweep import Sweep
 from genfeat.analysis import facet_scores as S
 from genfeat.data.facets import tokenize
@@ -99,10 +99,7 @@ Thesis (CNN/Daily Mail, R-1 / R-2 / Len): Random 28.1 / 8.0 / 68.7; W Emb (GloVe
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sentences", type=int, default=3)
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    ap.add_argument("--steps", type=int, default=1500)
-    result_args(ap, [0, 1, 2], runs="runs/bench_facets")
-    args = ap.parse_args()
+    args = facets_args(ap, list(MODELS), list(MODELS))
     if args.render_only:
         print(render(NAME, markdown))
         return

@@ -65,30 +65,43 @@ class FacetExamples:
         return len(self.inputs)
 
 
+class _ExampleBuilder:
+    """Input ids and target bags of examples, the bags cut to `max_targets` by a seeded subsample."""
+
+    def __init__(self, vocab: Sequence[str], target_words: Sequence[str], max_targets: int, seed: int):
+        self.ids = {w: i for i, w in enumerate(vocab)}
+        self.tid = {w: i for i, w in enumerate(target_words)}
+        self.stops, self.max_targets = stop_words(), max_targets
+        self.rng = np.random.default_rng(seed)
+        self.ex = FacetExamples([], [])
+
+    def bag(self, tokens: Sequence[str]) -> list[int]:
+        """The target ids of the non-stop-word tokens that have a target vector."""
+        return [self.tid[t] for t in tokens if t in self.tid and t not in self.stops]
+
+    def add(self, tokens: Sequence[str], bag: list[int]) -> None:
+        if not bag:
+            return
+        if len(bag) > self.max_targets:
+            bag = [bag[j] for j in np.sort(self.rng.choice(len(bag), self.max_targets, replace=False))]
+        self.ex.inputs.append(np.array([self.ids.get(t, 1) for t in tokens] + [self.ids[EOS]], dtype=np.int64))
+        self.ex.targets.append(np.array(bag, dtype=np.int64))
+
+
 def sentence_examples(docs: Sequence[Sequence[str]], vocab: Sequence[str], target_words: Sequence[str],
                       max_len: int = 50, max_targets: int = 30, seed: int = 0) -> FacetExamples:
     """The examples of every sentence that has a neighbour with a target (module docstring)."""
-    ids = {w: i for i, w in enumerate(vocab)}
-    tid = {w: i for i, w in enumerate(target_words)}
-    stops = stop_words()
-    rng = np.random.default_rng(seed)
-    inputs, targets = [], []
+    out = _ExampleBuilder(vocab, target_words, max_targets, seed)
     for doc in docs:
         sents = []
         for s in doc:
             toks = tokenize(s)
             if toks and (not sents or toks != sents[-1]) and len(toks) < max_len:
                 sents.append(toks)
-        bags = [[tid[t] for t in toks if t in tid and t not in stops] for toks in sents]
+        bags = [out.bag(toks) for toks in sents]
         for i, toks in enumerate(sents):
-            bag = (bags[i - 1] if i > 0 else []) + (bags[i + 1] if i + 1 < len(sents) else [])
-            if not bag:
-                continue
-            if len(bag) > max_targets:
-                bag = [bag[j] for j in np.sort(rng.choice(len(bag), max_targets, replace=False))]
-            inputs.append(np.array([ids.get(t, 1) for t in toks] + [ids[EOS]], dtype=np.int64))
-            targets.append(np.array(bag, dtype=np.int64))
-    return FacetExamples(inputs, targets)
+            out.add(toks, (bags[i - 1] if i > 0 else []) + (bags[i + 1] if i + 1 < len(sents) else []))
+    return out.ex
 
 
 def noun_lexicon(root: str | None = None, max_words: int = 3) -> frozenset[tuple[str, ...]]:
@@ -119,24 +132,13 @@ def phrase_examples(docs: Sequence[Sequence[str]], vocab: Sequence[str], target_
                     lexicon: frozenset[tuple[str, ...]], window: int = 5, max_targets: int = 30, seed: int = 0
                     ) -> FacetExamples:
     """Each noun phrase of every sentence with its context words as targets (module docstring)."""
-    ids = {w: i for i, w in enumerate(vocab)}
-    tid = {w: i for i, w in enumerate(target_words)}
-    stops = stop_words()
-    rng = np.random.default_rng(seed)
-    inputs, targets = [], []
+    out = _ExampleBuilder(vocab, target_words, max_targets, seed)
     for doc in docs:
         for s in doc:
             toks = tokenize(s)
             for a, b in noun_phrases(toks, lexicon):
-                ctx = toks[max(0, a - window): a] + toks[b: b + window]
-                bag = [tid[t] for t in ctx if t in tid and t not in stops]
-                if not bag:
-                    continue
-                if len(bag) > max_targets:
-                    bag = [bag[j] for j in np.sort(rng.choice(len(bag), max_targets, replace=False))]
-                inputs.append(np.array([ids.get(t, 1) for t in toks[a:b]] + [ids[EOS]], dtype=np.int64))
-                targets.append(np.array(bag, dtype=np.int64))
-    return FacetExamples(inputs, targets)
+                out.add(toks[a:b], out.bag(toks[max(0, a - window): a] + toks[b: b + window]))
+    return out.ex
 
 
 def collate(inputs: Sequence[np.ndarray], targets: Sequence[np.ndarray]) -> dict[str, torch.Tensor]:
