@@ -23,6 +23,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import multi_cls as R
@@ -41,17 +43,106 @@ def pretrain(k: int, seed: int, args) -> Job:
                lambda out, ckpt: R.run_pretrain(cfg, out, resume_from=ckpt), group=f"pretrain:{k}")
 
 
-def finetune(model: str, source: str, seed: int, tag: str, args) -> Job:
+def finetune_cfg(source: str, seed: int, args) -> R.MultiCLSClassifyConfig:
     cfg = R.classify_bbc()
-    cfg = dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels, task=args.task,
-                              max_len=args.max_len,
-                              train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps,
-                                                        eval_every=max(1, args.finetune_steps // 3)))
+    return dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels, task=args.task,
+                               max_len=args.max_len,
+                               train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps,
+                                                         eval_every=max(1, args.finetune_steps // 3)))
+
+
+def finetune(model: str, source: str, seed: int, tag: str, args) -> Job:
+    cfg = finetune_cfg(source, seed, args)
     task = "" if args.task == "bbc" else f"{args.task}-"
     return Job(f"ft-{task}{tag}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}",
                {"model": model, "seed": seed},
                lambda out, ckpt: R.run_classify(cfg, out, resume_from=ckpt), group=f"finetune:{model}",
                needs=(Path(source),) if model != "released" else ())
+
+
+def uncertainty(sweep: Sweep, pre_jobs: list[Job], args) -> dict[str, Any]:
+    """Table 5.4's overlaps and Table 5.2's ensembles on the test split, per pretraining seed: ENS (the variance of
+    the K = 5 models fine-tuned with every seed), Multi-CLS (the variance of one K = 5 model's per-facet
+    prototype distributions, Eq. D.2), Dropout (5 passes of the K = 1 model of fine-tuning seed 0), Least (1 - max
+    p of one K = 5 model); the overlap of their top-20% most uncertain examples with ENS's, and ENS vs ENS across
+    pretraining seeds. Ensembles: the fine-tuning-seed ensembles of K = 1 and K = 5 and the dropout ensemble, as
+    test accuracy and ECE of the averaged probabilities."""
+    import torch
+
+    from genfeat.metrics.calibration import ece, facet_distributions, least_confidence, top_overlap, variance_score
+
+    def acc(p, y) -> float:
+        return float((p.argmax(-1) == y).float().mean())
+
+    by_pre: dict[int, dict[str, Any]] = {}
+    for j in pre_jobs:
+        p, k = j.tags["pretrain_seed"], j.tags["k"]
+        preds = []
+        for seed in args.seeds:
+            tag = f"k{k}-pre{p}"
+            ft = finetune(f"k{k}", str(sweep.path(j)), seed, tag, args)
+            if not (sweep.path(ft) / "summary.json").is_file():
+                continue
+            preds.append(R.predict_run(finetune_cfg(str(sweep.path(j)), seed, args), sweep.path(ft),
+                                       dropout_passes=5 if (k == 1 and seed == args.seeds[0]) else 0))
+        by_pre.setdefault(p, {})[k] = preds
+    out: dict[str, Any] = {"overlap": [], "ensembles": [], "ens_scores": {}}
+    for p, ks in sorted(by_pre.items()):
+        k5, k1 = ks.get(5, []), ks.get(1, [])
+        if len(k5) < 2 or not k1:
+            continue
+        y = k5[0]["labels"]
+        ens = variance_score(torch.stack([x["probs"] for x in k5]))
+        out["ens_scores"][p] = ens
+        n_cls = k5[0]["probs"].size(-1)
+        mcls = [variance_score(facet_distributions(x["facet_emb"], x["labels"], n_cls)) for x in k5]
+        drop = variance_score(k1[0]["dropout_probs"])
+        least = [least_confidence(x["probs"]) for x in k5]
+        out["overlap"].append({"pretrain_seed": p,
+                               "multi_cls_vs_ens": float(np.mean([top_overlap(u, ens) for u in mcls])),
+                               "dropout_vs_ens": top_overlap(drop, ens),
+                               "least_vs_ens": float(np.mean([top_overlap(u, ens) for u in least]))})
+        for name, probs in (("ensemble of K = 1 models", torch.stack([x["probs"] for x in k1]).mean(0)),
+                            ("ensemble of K = 5 models", torch.stack([x["probs"] for x in k5]).mean(0)),
+                            ("K = 1, 5 dropout passes averaged", k1[0]["dropout_probs"].mean(0))):
+            out["ensembles"].append({"pretrain_seed": p, "name": name, "members": len(k1) if "K = 1 m" in name else
+                                     len(k5) if "K = 5" in name else 5, "test_accuracy": acc(probs, y),
+                                     "test_ece": ece(probs.numpy(), y.numpy())})
+    seeds = sorted(out["ens_scores"])
+    if len(seeds) >= 2:
+        out["ens_vs_ens"] = top_overlap(out["ens_scores"][seeds[0]], out["ens_scores"][seeds[1]])
+    out.pop("ens_scores")
+    return out
+
+
+def uncertainty_md(u: dict[str, Any] | None) -> str:
+    if not u or not u.get("overlap"):
+        return ""
+    ov = u["overlap"]
+    rows = [f"| {label} | {mean_std([o[key] for o in ov], 1)} |" for label, key in
+            (("Multi-CLS vs ENS", "multi_cls_vs_ens"), ("Dropout vs ENS", "dropout_vs_ens"),
+             ("Least vs ENS", "least_vs_ens"))]
+    if "ens_vs_ens" in u:
+        rows.append(f"| ENS vs ENS (two pretraining seeds) | {u['ens_vs_ens']:.1f} |")
+    names = list(dict.fromkeys(e["name"] for e in u["ensembles"]))
+    ens = [f"| {n} | {u['ensembles'][[e['name'] for e in u['ensembles']].index(n)]['members']} | "
+           f"{se([e['test_accuracy'] for e in u['ensembles'] if e['name'] == n])} | "
+           f"{se([e['test_ece'] / 100 for e in u['ensembles'] if e['name'] == n])} |" for n in names]
+    return f"""Uncertainty (Table 5.4's protocol on the test split; mean ± std over pretraining seeds; chance 20%):
+overlap (%) of the top-20% most uncertain examples with those of ENS, the variance over the K = 5 models
+fine-tuned with every seed from the same pretraining run.
+
+| estimators | overlap (%) |
+|---|---|
+{chr(10).join(rows)}
+
+Ensembles (Table 5.2's rows; mean ± s.e. over pretraining seeds):
+
+| ensemble | members | test accuracy (%) | test ECE (%) |
+|---|---|---|---|
+{chr(10).join(ens)}
+
+"""
 
 
 def se(v: list[float]) -> str:
@@ -90,8 +181,9 @@ Pretraining runs (validation, held-out articles):
 |---|---|---|---|---|---|
 {pre}
 
-Thesis (BERT-Base, GLUE 100, Table 5.1): Pretrained 55.71, MTL 59.29, Ours K=1 57.84, Ours K=5 λ=0.1 61.80; ECE
-(Table 5.3, GLUE*-100) K=1 25.22, K=5 15.46.
+{uncertainty_md(r.get("uncertainty"))}Thesis (BERT-Base, GLUE 100, Table 5.1): Pretrained 55.71, MTL 59.29, Ours K=1 57.84, Ours K=5 λ=0.1 61.80; ECE
+(Table 5.3, GLUE*-100) K=1 25.22, K=5 15.46; Table 5.4 (GLUE*-100): Multi-CLS vs ENS 32.57, Dropout vs ENS 37.17,
+Least vs ENS 39.57, ENS vs ENS 38.67.
 
 {reading(record['name'])}
 """
@@ -108,6 +200,8 @@ def main() -> None:
     ap.add_argument("--heads-lr", type=float, default=0.0, help="pretraining: the new parameters' learning rate "
                     "(0: the encoder's)")
     ap.add_argument("--pretrain-seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--uncertainty", action="store_true", help="also Table 5.4's overlaps and the ensembles "
+                    "(predicts the test split again with every fine-tuned model)")
     result_args(ap, [0, 1, 2], runs="runs/bench_multi_cls")
     args = ap.parse_args()
     name = NAME if args.task == "bbc" else f"{NAME}_{args.task}"
@@ -130,7 +224,9 @@ def main() -> None:
                                    "pretrain_steps": args.pretrain_steps,
                                    "finetune_steps": args.finetune_steps,
                                    "pretraining": [{k: p[k] for k in pre_keys} for p in pretraining],
-                                   "runs": [{k: r.get(k) for k in keep} for r in runs]}, markdown, seeds=args.seeds,
+                                   "runs": [{k: r.get(k) for k in keep} for r in runs],
+                                   "uncertainty": uncertainty(sweep, pre_jobs, args) if args.uncertainty else None},
+                            markdown, seeds=args.seeds,
                             device=sweep.device(runs + pretraining)))
 
 

@@ -63,6 +63,15 @@ def test_pretrain_then_classify(bert_dir, bbc_articles, tmp_path):
         evals = [r for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "valid_accuracy" in r]
         assert c["valid_accuracy"] == pytest.approx(max(r["valid_accuracy"] for r in evals))  # the selected weights
         assert "test_ece" in c and "test_macro_f1" in c
+        # the run's predictions rebuilt from its directory: the recorded test accuracy, facets, dropout passes
+        from genfeat.recipes.multi_cls import classify_tiny, predict_run
+
+        cfg = classify_tiny()
+        pred = predict_run(type(cfg)(**{**cfg.__dict__, "pretrained": str(source)}), out, dropout_passes=3)
+        acc = float((pred["probs"].argmax(-1) == pred["labels"]).float().mean())
+        assert acc == pytest.approx(c["test_accuracy"], abs=1e-6)
+        assert ("facet_emb" in pred) == (name == "mcls") and pred["dropout_probs"].shape == (3, *pred["probs"].shape)
+        assert not torch.allclose(pred["dropout_probs"][0], pred["dropout_probs"][1])  # dropout was on
 
 
 def test_classifier_starts_from_the_pretrained_facet_heads(bert_dir, bbc_articles, tmp_path):

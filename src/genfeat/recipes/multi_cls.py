@@ -277,6 +277,44 @@ def classification_splits(cfg: MultiCLSClassifyConfig
     return splits, regression, splits_checksum(splits)
 
 
+def encode_rows(tok: Any, pairs: list[tuple[str, str | None]], y: np.ndarray, idx: np.ndarray,
+                max_len: int) -> dict[str, torch.Tensor]:
+    """The encoder inputs of the examples `idx` (text pairs, [CLS] A [SEP] B [SEP]) and their labels."""
+    b = None if pairs[0][1] is None else [pairs[i][1] for i in idx]
+    return encode(tok, [pairs[i][0] for i in idx], b, max_len=max_len) | {"labels": torch.from_numpy(y[idx])}
+
+
+@torch.no_grad()
+def predict_run(cfg: MultiCLSClassifyConfig, run_dir: Path, split: str = "test", dropout_passes: int = 0,
+                seed: int = 0) -> dict[str, torch.Tensor]:
+    """A finished classification run's predictions on a split (for the uncertainty estimators of Table 5.4):
+    "probs" (N, C) and "labels" (N,); for a Multi-CLS model "facet_emb" (N, K, D), the pooler's per-facet
+    embeddings L^FT_{O,k}(h_k) (App. D.1.3's prototypes read them); with `dropout_passes` T > 0 "dropout_probs"
+    (T, N, C) from T forward passes with dropout on (seeded)."""
+    data, regression, _ = classification_splits(cfg)
+    if regression:
+        raise ConfigError(f"{cfg.task} is a regression task: no class probabilities")
+    n_labels = int(max(int(y.max()) for _, y in data.values())) + 1
+    model, tok, k = load_classifier(cfg, n_labels)
+    load_model_weights(model, Path(run_dir) / WEIGHTS)
+    pairs, y = data[split]
+    rows = encode_rows(tok, pairs, y, np.arange(len(y)), cfg.max_len - k)
+    inputs = {n: v for n, v in rows.items() if n != "labels"}
+    out = {"probs": torch.softmax(predict_rows(model.eval(), inputs), -1), "labels": rows["labels"]}
+    if k > 1:
+        out["facet_emb"] = torch.cat([model.pooler.facet_embeddings(model.facet_states(**{n: v[a: a + 64]
+                                                                                       for n, v in inputs.items()}))
+                                      for a in range(0, len(y), 64)])
+    if dropout_passes:
+        torch.manual_seed(seed)
+        model.train()
+        out["dropout_probs"] = torch.stack([torch.cat([torch.softmax(model(**{n: v[a: a + 64] for n, v in
+                                                                              inputs.items()}), -1)
+                                                       for a in range(0, len(y), 64)]) for _ in range(dropout_passes)])
+        model.eval()
+    return out
+
+
 def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
@@ -286,12 +324,8 @@ def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path |
     model, tok, k = load_classifier(cfg, n_labels)
     model.to(info.device)
     sub = labeled_subset(len(data["train"][1]), cfg.labels, cfg.seed)
-    rows = {}
-    for name, (pairs, y) in data.items():
-        idx = sub if name == "train" else np.arange(len(y))
-        b = None if pairs[0][1] is None else [pairs[i][1] for i in idx]
-        rows[name] = encode(tok, [pairs[i][0] for i in idx], b, max_len=cfg.max_len - k) | \
-            {"labels": torch.from_numpy(y[idx])}
+    rows = {name: encode_rows(tok, pairs, y, sub if name == "train" else np.arange(len(y)), cfg.max_len - k)
+            for name, (pairs, y) in data.items()}
     task = SequenceClassification(rows)
     batch = min(cfg.batch_size, len(sub))
     batches = EpochBatches(task.train_rows, batch, np.random.default_rng(cfg.seed), info.rank, info.world_size)
