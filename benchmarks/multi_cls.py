@@ -157,6 +157,7 @@ def markdown(record: dict[str, Any]) -> str:
         if runs:
             acc, cal = [x["test_accuracy"] for x in runs], [x["test_ece"] / 100 for x in runs]  # ECE is in %
             rows.append(f"| {label} | {len(runs)} | {se(acc)} | {se(cal)} |")
+    uncertainty = uncertainty_md(r.get("uncertainty"))
     pre = "\n".join(f"| K = {p['k']} | {p.get('pretrain_seed', 0)} | {p['steps']} | {p['valid_mcqt']:.3f} | "
                     f"{p['valid_positive_first']:.3f} | {p['valid_mlm']:.3f} |" for p in r["pretraining"])
     task = r.get("task", "bbc")
@@ -181,7 +182,7 @@ Pretraining runs (validation, held-out articles):
 |---|---|---|---|---|---|
 {pre}
 
-{uncertainty_md(r.get("uncertainty"))}Thesis (BERT-Base, GLUE 100, Table 5.1): Pretrained 55.71, MTL 59.29, Ours K=1 57.84, Ours K=5 λ=0.1 61.80; ECE
+{uncertainty}Thesis (BERT-Base, GLUE 100, Table 5.1): Pretrained 55.71, MTL 59.29, Ours K=1 57.84, Ours K=5 λ=0.1 61.80; ECE
 (Table 5.3, GLUE*-100) K=1 25.22, K=5 15.46; Table 5.4 (GLUE*-100): Multi-CLS vs ENS 32.57, Dropout vs ENS 37.17,
 Least vs ENS 39.57, ENS vs ENS 38.67.
 

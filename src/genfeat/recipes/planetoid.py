@@ -2,7 +2,8 @@
 
     genfeat run planetoid --preset linuxdoc                       # Planetoid-T on the kernel-docs graph
     genfeat run planetoid --preset linuxdoc --method planetoid_i  # inductive
-    genfeat run planetoid --preset linuxdoc --method gcn          # or feat_lr, feat_mlp, lp, graphemb
+    genfeat run planetoid --preset linuxdoc --method gcn          # or feat_lr, feat_mlp, lp, graphemb, manireg_t,
+                                                                  #   manireg_i, semiemb_t, semiemb_i, tsvm_t, tsvm_i
 
 Framework (specs/framework.md §4.5): `Warmup(L_u)` then `AlternatingJoint(T1, T2)`, with
 L_u the context loss (Eq. 3.12) and L_s the label cross-entropy (Eqs. 3.13/3.14).
@@ -46,7 +47,8 @@ from genfeat.models.planetoid import baselines as B
 from genfeat.models.planetoid.train import context_nodes_for
 from genfeat.train.record import write_record
 
-METHODS = ("planetoid_t", "planetoid_i", "planetoid_g", "graphemb", "feat_lr", "feat_mlp", "lp", "gcn")
+METHODS = ("planetoid_t", "planetoid_i", "planetoid_g", "graphemb", "feat_lr", "feat_mlp", "lp", "gcn", "manireg_t",
+           "manireg_i", "semiemb_t", "semiemb_i", "tsvm_t", "tsvm_i")
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,13 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | N
         return B.logistic_regression(SparseRows(data.features), data, cfg.baseline, run_dir)
     if m == "feat_mlp":
         return B.feature_mlp(data, cfg.baseline, run_dir)
+    if m.startswith("manireg_"):
+        return B.manireg(data, cfg.baseline, run_dir, inductive=m.endswith("_i"))
+    if m.startswith("semiemb_"):
+        return B.feature_mlp(data, cfg.baseline, run_dir, embedding_loss=True, inductive=m.endswith("_i"),
+                             seed=cfg.seed)
+    if m.startswith("tsvm_"):
+        return B.tsvm(data, cfg.baseline, inductive=m.endswith("_i"), seed=cfg.seed)
     if m == "lp":
         return B.label_propagation(data)
     return B.gcn(data, cfg.baseline, run_dir)

@@ -8,6 +8,18 @@
                 context only, same r1, q, d), then logistic regression on the frozen embeddings
     gcn         GCN (Kipf & Welling 2017) through PyTorch Geometric's GCNConv: two layers, 16 hidden,
                 dropout 0.5, Adam lr 0.01, weight decay 5e-4 on the first layer, row-normalised x
+    manireg     ManiReg (Belkin et al. 2006): Feat's logistic regression plus the graph Laplacian penalty
+                gamma * mean over edges ||p_i - p_j||^2 of the predicted class distributions (the manifold term on
+                the softmax outputs instead of a kernel expansion; gamma = 0 is Feat, exactly)
+    semiemb     SemiEmb (Weston et al. 2008): Feat's MLP plus the embedding loss on its hidden layer: edges
+                pulled together (||h_i - h_j||^2), random node pairs pushed beyond a margin
+                (max(0, m - ||h_i - h_k||)^2), weight lambda; lambda = 0 is the MLP, exactly
+    tsvm        a transductive-SVM stand-in (no maintained TSVM exists for Python): scikit-learn's
+                SelfTrainingClassifier around a linear SVC (Platt probabilities through CalibratedClassifierCV),
+                which labels the unlabeled nodes it is confident about and refits; not Joachims' TSVM objective
+The graph-regularised baselines come in two protocols, like Planetoid: `_t` uses the whole graph (and, for tsvm,
+every unlabeled node), `_i` never reads a test node (edges touching one are dropped, test nodes are not among
+the unlabeled), so they predict the test nodes from their features alone.
 
 Every trained baseline is selected on validation accuracy, like Planetoid. LP and GraphEmb ignore
 features; Feat ignores the graph. Nodes that LP cannot reach from any label get the most frequent
@@ -48,20 +60,28 @@ class BaselineConfig:
     adam_lr: float = 0.01
     adam_weight_decay: float = 5e-4
     epochs: int = 200  # MLP and GCN
+    manireg_gamma: float = 1.0
+    semiemb_lambda: float = 0.1
+    semiemb_margin: float = 1.0
+    tsvm_threshold: float = 0.75  # self-training: the class probability above which an unlabeled node is taken
     eval_every: int = 10
 
 
 def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, Any]], data: GraphData,
                    steps: int, eval_every: int, run_dir: str | Path, optimizer: str = "adam", lr: float = 0.01,
-                   modules: list[nn.Module] = ()) -> dict[str, Any]:
+                   modules: list[nn.Module] = (), penalty: Callable[[Tensor], Tensor] | None = None
+                   ) -> dict[str, Any]:
     """Train on the labeled nodes with the full graph in every step (`train.fit`, a constant learning rate);
-    keep the best-validation state. `logits_fn(training)` returns (N, C) logits for every node."""
+    keep the best-validation state. `logits_fn(training)` returns (N, C) logits for every node; `penalty(logits)`
+    adds an unsupervised term over the graph (ManiReg, SemiEmb)."""
     opt = (torch.optim.Adam(params, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr))
     train, y = torch.from_numpy(data.train_idx), torch.from_numpy(data.labels)
     net = nn.ModuleList(modules)
 
     def loss(_: nn.Module, __: None) -> tuple[Tensor, int]:
-        return F.cross_entropy(logits_fn(True)[train], y[train]), len(train)
+        z = logits_fn(True)
+        ce = F.cross_entropy(z[train], y[train])
+        return (ce if penalty is None else ce + penalty(z)), len(train)
 
     task = node_task(data, lambda _: logits_fn(False).argmax(-1))
 
@@ -76,8 +96,20 @@ def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, A
             "params": sum(p.numel() for p in net.parameters())}
 
 
+def graph_edges(data: GraphData, inductive: bool = False) -> Tensor:
+    """The graph's edges (2, E) as node pairs (both directions of an undirected edge); `inductive`: without the
+    edges that touch a test node."""
+    a = data.adj.tocoo()
+    keep = np.ones(len(a.row), dtype=bool)
+    if inductive:
+        test = np.zeros(data.num_nodes, dtype=bool)
+        test[data.test_idx] = True
+        keep = ~(test[a.row] | test[a.col])
+    return torch.from_numpy(np.stack([a.row[keep], a.col[keep]]).astype(np.int64))
+
+
 def logistic_regression(inputs: SparseRows | Tensor, data: GraphData, cfg: BaselineConfig,
-                        run_dir: str | Path) -> dict[str, Any]:
+                        run_dir: str | Path, penalty: Callable[[Tensor], Tensor] | None = None) -> dict[str, Any]:
     """Multinomial logistic regression on sparse rows or a dense (N, d) matrix, L2 on the weights."""
     ids = torch.arange(data.num_nodes)
     d_in = inputs.shape[1]
@@ -90,19 +122,70 @@ def logistic_regression(inputs: SparseRows | Tensor, data: GraphData, cfg: Basel
         def logits(_: bool) -> Tensor:
             return inputs @ layer.weight + layer.bias
     params = [{"params": [layer.weight], "weight_decay": cfg.lr_l2}, {"params": [layer.bias]}]
-    return fit_full_batch(logits, params, data, cfg.lr_steps, cfg.eval_every * 5, run_dir, "sgd", cfg.lr_lr, [layer])
+    return fit_full_batch(logits, params, data, cfg.lr_steps, cfg.eval_every * 5, run_dir, "sgd", cfg.lr_lr, [layer],
+                          penalty)
 
 
-def feature_mlp(data: GraphData, cfg: BaselineConfig, run_dir: str | Path) -> dict[str, Any]:
+def manireg(data: GraphData, cfg: BaselineConfig, run_dir: str | Path, inductive: bool = False) -> dict[str, Any]:
+    """Feat + gamma * mean over the edges of ||softmax(z_i) - softmax(z_j)||^2 (module docstring)."""
+    e = graph_edges(data, inductive)
+
+    def penalty(z: Tensor) -> Tensor:
+        p = F.softmax(z, -1)
+        return cfg.manireg_gamma * (p[e[0]] - p[e[1]]).pow(2).sum(-1).mean()
+    return logistic_regression(SparseRows(data.features), data, cfg, run_dir,
+                               penalty if cfg.manireg_gamma > 0 and e.size(1) else None)
+
+
+def feature_mlp(data: GraphData, cfg: BaselineConfig, run_dir: str | Path, embedding_loss: bool = False,
+                inductive: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Feat's MLP; with `embedding_loss`, SemiEmb (module docstring): the hidden states of the last forward pass
+    get the pull / push loss, its random pairs from their own generator (the dropout stream is unchanged)."""
     x, ids = SparseRows(data.features), torch.arange(data.num_nodes)
     first, drop = SparseLinear(data.num_features, cfg.mlp_hidden), nn.Dropout(cfg.mlp_dropout)
     second = nn.Linear(cfg.mlp_hidden, data.num_classes)
     net = nn.ModuleList([first, drop, second])
+    hidden: list[Tensor] = []
 
     def logits(_: bool) -> Tensor:
-        return second(drop(F.relu(first(x, ids))))
+        h = F.relu(first(x, ids))  # (N, hidden)
+        hidden[:] = [h]
+        return second(drop(h))
+    penalty = None
+    if embedding_loss and cfg.semiemb_lambda > 0:
+        e, gen = graph_edges(data, inductive), torch.Generator().manual_seed(seed)
+        pool = torch.from_numpy(np.setdiff1d(np.arange(data.num_nodes), data.test_idx) if inductive
+                                else np.arange(data.num_nodes))
+
+        def penalty(_: Tensor) -> Tensor:
+            h = hidden[0]
+            pull = (h[e[0]] - h[e[1]]).pow(2).sum(-1).mean()
+            a, b = (pool[torch.randint(len(pool), (e.size(1),), generator=gen)] for _ in range(2))
+            push = F.relu(cfg.semiemb_margin - (h[a] - h[b]).norm(dim=-1)).pow(2).mean()
+            return cfg.semiemb_lambda * (pull + push)
     params = [{"params": list(net.parameters()), "weight_decay": cfg.adam_weight_decay}]
-    return fit_full_batch(logits, params, data, cfg.epochs, cfg.eval_every, run_dir, "adam", cfg.adam_lr, [net])
+    return fit_full_batch(logits, params, data, cfg.epochs, cfg.eval_every, run_dir, "adam", cfg.adam_lr, [net],
+                          penalty)
+
+
+def tsvm(data: GraphData, cfg: BaselineConfig, inductive: bool = False, seed: int = 0) -> dict[str, Any]:
+    """The transductive-SVM stand-in (module docstring): self-training around a linear SVC on the features."""
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.semi_supervised import SelfTrainingClassifier
+    from sklearn.svm import SVC
+
+    t0 = time.perf_counter()
+    y = np.full(data.num_nodes, -1, dtype=np.int64)
+    y[data.train_idx] = data.labels[data.train_idx]
+    seen = np.setdiff1d(np.arange(data.num_nodes), data.test_idx) if inductive else np.arange(data.num_nodes)
+    svc = CalibratedClassifierCV(SVC(kernel="linear", random_state=seed), ensemble=False)  # Platt probabilities
+    clf = SelfTrainingClassifier(svc, threshold=cfg.tsvm_threshold)
+    clf.fit(data.features[seen], y[seen])
+    pred = torch.from_numpy(clf.predict(data.features).astype(np.int64))
+    return {**node_task(data).scores(pred), "self_labeled": int((clf.labeled_iter_ > 0).sum()),
+            "train_seconds": time.perf_counter() - t0,  # one-vs-one linear SVMs: C(C-1)/2 weight vectors + biases
+            "params": (data.num_features + 1) * data.num_classes * (data.num_classes - 1) // 2,
+            "steps": int(clf.n_iter_), "best_step": None}
 
 
 def label_propagation(data: GraphData) -> dict[str, Any]:
