@@ -182,9 +182,9 @@ Pretraining runs (validation, held-out articles):
 |---|---|---|---|---|---|
 {pre}
 
-{uncertainty}Thesis (BERT-Base, GLUE 100, Table 5.1): Pretrained 55.71, MTL 59.29, Ours K=1 57.84, Ours K=5 λ=0.1 61.80; ECE
-(Table 5.3, GLUE*-100) K=1 25.22, K=5 15.46; Table 5.4 (GLUE*-100): Multi-CLS vs ENS 32.57, Dropout vs ENS 37.17,
-Least vs ENS 39.57, ENS vs ENS 38.67.
+{uncertainty}Thesis (BERT-Base, GLUE 100, Table 5.1): Pretrained 55.71, MTL 59.29, Ours K=1 57.84, Ours K=5
+λ=0.1 61.80; ECE (Table 5.3, GLUE*-100) K=1 25.22, K=5 15.46; Table 5.4 (GLUE*-100): Multi-CLS vs ENS 32.57,
+Dropout vs ENS 37.17, Least vs ENS 39.57, ENS vs ENS 38.67.
 
 {reading(record['name'])}
 """
