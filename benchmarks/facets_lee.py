@@ -12,7 +12,8 @@ loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation); 
 `--preset bbc_phrases`) are trained by the same jobs for `benchmarks.facets_phrases`.
 Rows: GloVe 6B 50d Avg / Prob_avg / SIF / WMD / Prob_WMD; with each facets model the same scores weighted by the
 facet importance a_i ("Our a", Eq. 3.6), mean ± std over the seeds, and, with --sc, the facet-set distance SC
-(Eq. 3.5; its E-step to a projected gradient of 1e-6 or 300 FISTA iterations, as a document has many facets);
+(Eq. 3.5; its E-step to a projected gradient of 1e-6 or 300 FISTA iterations, batched over zero-padded facet sets,
+`analysis.facet_scores.sc_distances`);
 MiniLM-L6 [CLS] and mean pooling.
 A document's facets are the union of its sentences' facets; a word's importance uses the facets of its
 own sentence. p(w): unigram frequencies of the BBC News training articles (the facets runs' corpus); SIF's
@@ -176,9 +177,9 @@ def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool, tag: st
                                        for s, f in zip(sents, fs, strict=True)]))
     pairs, _ = lee_pairs()
     rows = glove_rows(tokens, vec, probs, weights, tag)
-    if sc:  # E-step to 1e-6 (or 300 FISTA iterations); seconds per pair of ~100-facet documents on 2 cores
-        rows.append(scores(f"SC ({tag.replace('Our a', 'Our c')})", pairs,
-                           dist=lambda i, j: S.sc_distance(facets[i], facets[j], iters=300, tol=1e-6)))
+    if sc:  # E-step to 1e-6 (or 300 FISTA iterations), batched over padded pairs of ~100-facet documents
+        rows.append({"name": f"SC ({tag.replace('Our a', 'Our c')})",
+                     "sim": -S.sc_distances([(facets[i], facets[j]) for i, j in pairs], iters=300, tol=1e-6)})
     return rows
 
 
@@ -252,7 +253,7 @@ K10 64.6 / 62.2; SC Our c K10 52.6 / 47.8; BERT Avg 51.2 / 39.1.
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sc", action="store_true", help="also SC between documents' facet sets (slow: hours on 2 cores)")
+    ap.add_argument("--sc", action="store_true", help="also SC between the documents' facet sets (slow)")
     args = facets_args(ap, list(MODELS), list(MODELS))
     if args.render_only:
         print(render(NAME, markdown))

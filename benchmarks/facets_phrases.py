@@ -111,7 +111,7 @@ def facet_scorers(run, tag: str) -> dict[str, Scorer]:
 
     def score_sc(pairs):
         prepare([t for pr in pairs for t in pr])
-        return np.array([-S.sc_distance(fac[p], fac[w], iters=300, tol=1e-6) for p, w in pairs])
+        return -S.sc_distances([(fac[p], fac[w]) for p, w in pairs], iters=300, tol=1e-6, batch=512)
     return {f"Emb (Ours {tag})": score_emb, f"SC (Ours {tag})": score_sc}
 
 

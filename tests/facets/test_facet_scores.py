@@ -76,3 +76,14 @@ def test_greedy_summariser_picks_the_covering_sentences():
     long = [groups[1:2], np.concatenate([groups[0:1], groups[2:3]])]  # one long sentence covers two groups
     assert summarise(doc, np.ones(6), long, n=1)[0] == [1]
     assert summarise(doc, np.ones(6), long, n=1, per_length=[1, 40])[0] == [0]  # W Emb: gain per word
+
+
+def test_batched_sc_distances_equal_one_pair_at_a_time():
+    from genfeat.analysis.facet_scores import sc_distance, sc_distances
+
+    rng = np.random.default_rng(0)
+    pairs = [(rng.standard_normal((k1, 6)), rng.standard_normal((k2, 6))) for k1, k2 in ((3, 5), (1, 4), (7, 2),
+                                                                                        (4, 4), (2, 9))]
+    got = sc_distances(pairs, iters=3000, tol=1e-12, batch=3)
+    want = [sc_distance(a, b, iters=3000, tol=1e-12) for a, b in pairs]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)

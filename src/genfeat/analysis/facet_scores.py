@@ -48,6 +48,36 @@ def sc_distance(f1: np.ndarray, f2: np.ndarray, lam: float = 0.4, iters: int = 5
     return er(a, b) + er(b, a)
 
 
+def _padded_sets(sets: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Facet sets (K_i, E) -> (B, E, K) with the facets as columns, zero-padded to the largest K, and the mask
+    (B, K) of the real ones."""
+    k, e = max(f.shape[0] for f in sets), sets[0].shape[1]
+    x = torch.zeros(len(sets), e, k, dtype=torch.float64)
+    mask = torch.zeros(len(sets), k, dtype=torch.bool)
+    for i, f in enumerate(sets):
+        x[i, :, : f.shape[0]] = f.T
+        mask[i, : f.shape[0]] = True
+    return x, mask
+
+
+def sc_distances(pairs: Sequence[tuple[np.ndarray, np.ndarray]], lam: float = 0.4, iters: int = 5000,
+                 tol: float = 1e-10, batch: int = 64) -> np.ndarray:
+    """`sc_distance` of many pairs of facet sets (K_i, E), batched: the sets of a batch are zero-padded to the
+    largest K (a zero basis column gets coefficient 0: its gradient is λ > 0 and M is clamped at 0) and the padded
+    targets are masked out of the mean. (P,) distances; equal to `sc_distance` pair by pair (test)."""
+    out = np.zeros(len(pairs))
+    for a in range(0, len(pairs), batch):
+        chunk = pairs[a: a + batch]
+        (x1, m1), (x2, m2) = (_padded_sets([torch.from_numpy(unit(np.asarray(pr[i], dtype=np.float64)))
+                                            for pr in chunk]) for i in (0, 1))
+        total = torch.zeros(len(chunk), dtype=torch.float64)
+        for basis, target, mask in ((x1, x2, m2), (x2, x1, m1)):
+            M = nnsc_coefficients(basis, target, lam, "pgd", mask=mask, iters=iters, tol=tol)
+            total += reconstruction_error(basis, M, target, mask).sum(1) / mask.sum(1)
+        out[a: a + len(chunk)] = total.numpy()
+    return out
+
+
 def importance(words: np.ndarray, facets: np.ndarray) -> np.ndarray:
     """Eq. 3.6: a_i = Σ_k max(0, cos(w_i, c_k)) for word vectors (n, E) and facets (K, E) -> (n,)."""
     return np.maximum(0.0, unit(np.asarray(words, dtype=np.float64)) @ unit(np.asarray(facets, dtype=np.float64)).T
