@@ -99,3 +99,14 @@ def test_phrase_model_trains(bbc_articles, vectors, tmp_path):  # noqa: F811
     s = json.loads((tmp_path / "p" / "summary.json").read_text())
     assert s["unit"] == "phrase" and s["train_phrases"] > 100 and np.isfinite(s["valid_loss"])
     assert main([*args[:-2], "--model.cross_attention", "true", "--out", str(tmp_path / "q")]) == 2
+
+
+@pytest.mark.dist
+def test_facets_runs_under_torchrun(bbc_articles, vectors, tmp_path):  # noqa: F811
+    """2 gloo ranks train (DDP); the rotated negatives come from each rank's share of the batch."""
+    from tests.dist_run import torchrun_genfeat
+
+    torchrun_genfeat(["run", "facets", "--preset", "tiny", "--data.vectors", str(vectors), "--out",
+                      str(tmp_path / "two")])
+    s = json.loads((tmp_path / "two" / "summary.json").read_text())
+    assert s["world_size"] == 2 and np.isfinite(s["valid_loss"]) and s["steps"] == 6

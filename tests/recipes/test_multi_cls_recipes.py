@@ -141,3 +141,15 @@ def test_classify_on_glue_and_superglue_files(bert_dir, tmp_path):
                      "--data_dir", str(d), "--out", str(out)]) == 0
         s = json.loads((out / "summary.json").read_text())
         assert f"test_{metric}" in s and (("test_ece" in s) == (metric == "accuracy"))
+
+
+@pytest.mark.dist
+def test_pretraining_runs_under_torchrun(bert_dir, bbc_articles, tmp_path):
+    """2 gloo ranks train (DDP). The MCQT candidates of an anchor are the sequences of its rank's share of the
+    batch, so this is the one-process method with half the candidates, not the same numbers."""
+    from tests.dist_run import torchrun_genfeat
+
+    torchrun_genfeat(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir), "--data.n_triples",
+                      "4", "--out", str(tmp_path / "two")])
+    s = json.loads((tmp_path / "two" / "summary.json").read_text())
+    assert s["world_size"] == 2 and np.isfinite(s["valid_loss"]) and s["steps"] == 6
