@@ -25,6 +25,19 @@ class CausalLM(nn.Module):
         self.head = head
         self.max_len = max_len  # longest context the backbone accepts (None: unbounded)
 
+    def generation_memory(self) -> tuple[()] | None:
+        """What `sample` starts from: `()`, an empty memory the backbone fills, for a backbone with a memory
+        (`memory = "recurrent"`: Transformer-XL, where it is the model) or with an exact key / value cache
+        (`memory = "cache"`: the GPT decoder) whose head reads nothing a cache drops (the earlier positions'
+        hidden states, `needs.all_hidden`; their ids without the memory's, `needs.input_ids` without
+        `needs.memory_ids`); None: re-read the context at every step."""
+        kind = getattr(self.backbone, "memory", None)
+        needs: HeadNeeds = self.head.needs
+        if kind == "recurrent" or (kind == "cache" and not needs.all_hidden
+                                   and (needs.memory_ids or not needs.input_ids)):
+            return ()
+        return None
+
     def forward(self, input_ids: Tensor, targets: Tensor | None = None, last_only: bool = False,
                 **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
         """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL). `targets` (B, T): a head that
@@ -76,9 +89,11 @@ def sample(
 ) -> Tensor:
     """Top-k sampling (k=40 as in thesis Y §2.1 generation). prompt (B, T0) -> (B, T0 + n).
 
-    Backbones with memory (they return `mems`) read the prompt once and then one token per step,
-    carrying the memory (constant cost per token, thesis Y §2.1.3); the others re-read the last
-    `max_len` tokens each step. Generation stops early once every row has emitted `stop_token`.
+    Backbones with memory (Transformer-XL) or a key / value cache (GPT, for the heads that allow it:
+    `CausalLM.generation_memory`) read the prompt once and then one token per step, carrying the memory (constant
+    cost per token, thesis Y §2.1.3); the others re-read the last `max_len` tokens each step, as does a full
+    cache (it is rebuilt from the last `max_len` tokens). Generation stops early once every row has emitted
+    `stop_token`.
     """
     if prompt.dim() != 2 or prompt.size(1) == 0:
         raise ValueError("prompt must be a non-empty (batch, length) tensor of token ids")
@@ -88,12 +103,14 @@ def sample(
     lm.eval()
     ids = prompt
     done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
+    start = lm.generation_memory()
     mems = None
     for _ in range(max_new_tokens):
-        if mems is not None:
+        if mems is not None and (lm.max_len is None or mems[0].size(1) < lm.max_len):
             head_out, out = lm(ids[:, -1:], mems=mems, last_only=True)
         else:
-            head_out, out = lm(ids if lm.max_len is None else ids[:, -lm.max_len :], last_only=True)
+            head_out, out = lm(ids if lm.max_len is None else ids[:, -lm.max_len :], last_only=True,
+                               **({"mems": start} if start is not None else {}))
         mems = out.mems if out.mems is not None and out.mems[0].size(1) > 0 else None
         logp = head_out.log_probs()[:, -1] / temperature  # (B, V)
         if top_k is not None and top_k < logp.size(-1):

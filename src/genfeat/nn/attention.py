@@ -1,8 +1,13 @@
 """Causal multi-head self-attention on `F.scaled_dot_product_attention` (flash / memory-efficient
-kernels where the device has them)."""
+kernels where the device has them), with an optional key / value cache for generation.
+
+The cache of a layer is one tensor (B, P, 2, H, dh): the keys and values of the P earlier positions. With a
+cache, the T new queries (positions P..P+T-1) attend to all P + T keys with query i seeing keys <= P + i (an
+explicit mask: SDPA's `is_causal` aligns the triangle to the top-left corner, which is wrong when T < P + T)."""
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -20,11 +25,19 @@ class CausalSelfAttention(nn.Module):
         self.dropout = dropout
         self.resid_drop = Dropout(dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, cache: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        """x (B, T, D) -> (B, T, D); with `cache` (B, P, 2, H, dh), also the cache extended by the T new
+        positions, (B, P + T, 2, H, dh)."""
         B, T, D = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.n_head, D // self.n_head).permute(2, 0, 3, 1, 4)  # 3×(B,H,T,dh)
-        y = F.scaled_dot_product_attention(
-            q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
-        )  # (B, H, T, dh)
-        y = y.transpose(1, 2).reshape(B, T, D)
-        return self.resid_drop(self.proj(y))
+        qkv = self.qkv(x).view(B, T, 3, self.n_head, D // self.n_head)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # 3 × (B, H, T, dh)
+        drop = self.dropout if self.training else 0.0
+        if cache is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop)  # (B, H, T, dh)
+            return self.resid_drop(self.proj(y.transpose(1, 2).reshape(B, T, D)))
+        new = torch.cat([cache, qkv[:, :, 1:]], 1)  # (B, P + T, 2, H, dh)
+        k, v = new.permute(2, 0, 3, 1, 4)  # 2 × (B, H, P + T, dh)
+        P = cache.size(1)
+        mask = torch.arange(P + T, device=x.device) <= P + torch.arange(T, device=x.device)[:, None]  # (T, P+T)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop)
+        return self.resid_drop(self.proj(y.transpose(1, 2).reshape(B, T, D))), new

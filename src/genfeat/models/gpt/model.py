@@ -39,12 +39,22 @@ class Block(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout, cfg.bias,
                               "tanh" if cfg.activation == "gelu_tanh" else "none")
 
-    def forward(self, x: Tensor) -> Tensor:
-        x = x + self.attn(self.ln1(x))
-        return x + self.ff(self.ln2(x))
+    def forward(self, x: Tensor, cache: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        if cache is None:
+            x = x + self.attn(self.ln1(x))
+            return x + self.ff(self.ln2(x))
+        a, cache = self.attn(self.ln1(x), cache)
+        x = x + a
+        return x + self.ff(self.ln2(x)), cache
 
 
 class GPTDecoder(nn.Module):
+    """`mems`: the key / value cache (one (B, P, 2, H, dh) tensor per block; `()` starts an empty one): the new
+    tokens sit at positions P.., and the output carries the extended cache. Generation reads one token per step
+    with it (`models.lm.sample`); the outputs equal a full re-read of the context (tests/models/test_gpt_cache.py)."""
+
+    memory = "cache"  # an exact shortcut: sample() uses it only where the head reads nothing the cache drops
+
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         if cfg.vocab_size < 1:
@@ -67,19 +77,28 @@ class GPTDecoder(nn.Module):
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
 
-    def forward(self, input_ids: Tensor, output_all_hidden: bool = False) -> BackboneOutput:
+    def forward(self, input_ids: Tensor, output_all_hidden: bool = False,
+                mems: tuple[Tensor, ...] | None = None) -> BackboneOutput:
         B, T = input_ids.shape
-        if T > self.cfg.max_len:
-            raise ValueError(f"sequence length {T} exceeds max_len={self.cfg.max_len}")
-        pos = torch.arange(T, device=input_ids.device)
+        P = mems[0].size(1) if mems else 0
+        if P + T > self.cfg.max_len:
+            raise ValueError(f"sequence length {P + T} exceeds max_len={self.cfg.max_len}")
+        pos = torch.arange(P, P + T, device=input_ids.device)
         h = self.drop(self.tok_emb(input_ids) + self.pos_emb(pos))  # (B, T, d)
         all_hidden = [h] if output_all_hidden else None
-        for block in self.blocks:
-            h = block(h)
+        new_mems = []
+        for i, block in enumerate(self.blocks):
+            if mems is None:
+                h = block(h)
+            else:
+                cache = mems[i] if mems else h.new_zeros(B, 0, 2, self.cfg.n_head, self.cfg.d_model // self.cfg.n_head)
+                h, cache = block(h, cache)
+                new_mems.append(cache)
             if all_hidden is not None:
                 all_hidden.append(h)
         h = self.ln_f(h)
-        return BackboneOutput(hidden=h, all_hidden=tuple(all_hidden) if all_hidden else None)
+        return BackboneOutput(hidden=h, all_hidden=tuple(all_hidden) if all_hidden else None,
+                              mems=tuple(new_mems) if mems is not None else None)
 
 
 def build_gpt_lm(cfg: GPTConfig) -> CausalLM:

@@ -72,6 +72,8 @@ class RelPartialLearnableDecoderLayer(nn.Module):
 
 
 class TransformerXL(nn.Module):
+    memory = "recurrent"  # the segment memory is part of the model: generation always carries it
+
     def __init__(self, cfg: TXLConfig):
         super().__init__()
         if cfg.vocab_size < 1:
