@@ -102,6 +102,7 @@ def test_phrase_model_trains(bbc_articles, vectors, tmp_path):  # noqa: F811
 
 
 @pytest.mark.dist
+@pytest.mark.slow  # 40 s: opt in with -m slow
 def test_facets_runs_under_torchrun(bbc_articles, vectors, tmp_path):  # noqa: F811
     """2 gloo ranks train (DDP); the rotated negatives come from each rank's share of the batch."""
     from tests.dist_run import torchrun_genfeat

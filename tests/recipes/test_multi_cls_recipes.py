@@ -144,6 +144,7 @@ def test_classify_on_glue_and_superglue_files(bert_dir, tmp_path):
 
 
 @pytest.mark.dist
+@pytest.mark.slow  # 45 s: opt in with -m slow
 def test_pretraining_runs_under_torchrun(bert_dir, bbc_articles, tmp_path):
     """2 gloo ranks train (DDP). The MCQT candidates of an anchor are the sequences of its rank's share of the
     batch, so this is the one-process method with half the candidates, not the same numbers."""

@@ -13,8 +13,8 @@ from genfeat.errors import ConfigError
 from genfeat.recipes import planetoid as P
 
 
-@pytest.mark.parametrize("method", P.METHODS)
-def test_every_method_runs_from_the_cli(method, tmp_path):
+@pytest.mark.parametrize("method", [m for m in P.METHODS if m not in ("manireg_i", "semiemb_i", "tsvm_i")])
+def test_every_method_runs_from_the_cli(method, tmp_path):  # the _i baselines: the never-read-test-nodes test
     out = tmp_path / method
     assert main(["run", "planetoid", "--preset", "tiny", "--method", method, "--out", str(out)]) == 0
     res = json.loads((out / "summary.json").read_text())
