@@ -1,0 +1,60 @@
+"""benchmarks/multi_cls.uncertainty (Table 5.4's overlaps, Table 5.2's ensembles) on stand-in predictions: which
+runs it reads and the arithmetic of its rows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+import torch
+from benchmarks import multi_cls as B
+from benchmarks.sweep import Sweep
+
+
+def test_overlaps_and_ensembles(tmp_path, monkeypatch):
+    args = argparse.Namespace(task="wordnet-wic", max_len=64, pretrain_steps=4, heads_lr=1e-3, labels=20,
+                              finetune_steps=2, seeds=[0, 1, 2], pretrain_seeds=[0, 1], runs=str(tmp_path))
+    sweep = Sweep(tmp_path)
+    pre_jobs = [B.pretrain(k, p, args) for p in args.pretrain_seeds for k in (1, 5)]
+    g = torch.Generator().manual_seed(0)
+    labels = torch.randint(0, 2, (50,), generator=g)
+    calls = []
+
+    def fake_predict(cfg, run_dir, split="test", dropout_passes=0, seed=0):
+        calls.append((run_dir.name, dropout_passes))
+        k = 5 if "-k5-" in run_dir.name else 1
+        out = {"probs": torch.softmax(torch.randn(50, 2, generator=g), -1), "labels": labels}
+        if k == 5:
+            out["facet_emb"] = torch.randn(50, 5, 8, generator=g)
+        if dropout_passes:
+            out["dropout_probs"] = torch.softmax(torch.randn(dropout_passes, 50, 2, generator=g), -1)
+        return out
+
+    monkeypatch.setattr(B.R, "predict_run", fake_predict)
+    for j in pre_jobs:
+        for seed in args.seeds:
+            ft = B.finetune(f"k{j.tags['k']}", str(sweep.path(j)), seed, f"k{j.tags['k']}-pre{j.tags['pretrain_seed']}",
+                            args)
+            if seed == 2 and j.tags["pretrain_seed"] == 1:
+                continue  # an unfinished run is left out
+            sweep.path(ft).mkdir(parents=True)
+            (sweep.path(ft) / "summary.json").write_text(json.dumps({}))
+    u = B.uncertainty(sweep, pre_jobs, args)
+    assert len(calls) == 2 * 3 + 2 * 2  # every finished fine-tuning run, once
+    assert sum(d for _, d in calls) == 2 * 5  # dropout passes: the K = 1 model of the first seed, per pretraining
+    assert [o["pretrain_seed"] for o in u["overlap"]] == [0, 1]
+    for o in u["overlap"]:
+        assert all(0 <= o[k] <= 100 for k in ("multi_cls_vs_ens", "dropout_vs_ens", "least_vs_ens"))
+    assert 0 <= u["ens_vs_ens"] <= 100
+    ens = [e for e in u["ensembles"] if e["pretrain_seed"] == 1]
+    assert [e["members"] for e in ens] == [2, 2, 5] and all(0 <= e["test_accuracy"] <= 1 for e in ens)
+    assert "ens_scores" not in u
+    md = B.uncertainty_md(u)
+    assert "| Multi-CLS vs ENS |" in md and "| ENS vs ENS (two pretraining seeds) |" in md
+
+
+def test_no_uncertainty_section_without_runs():
+    assert B.uncertainty_md(None) == "" and B.uncertainty_md({"overlap": []}) == ""
+    with pytest.raises(KeyError):
+        B.uncertainty_md({"overlap": [{}], "ensembles": []})
