@@ -108,3 +108,18 @@ def test_resume_and_rank_shares():
 def test_too_short_documents_are_refused():
     with pytest.raises(Exception, match="sentences"):
         TripleBatches([["one .", "two ."]], _tokenizer(), 2, 32, 0)
+
+
+def test_documents_of_line_corpora_are_chunked_and_deduplicated(tmp_path):
+    from genfeat.data.sentences import documents
+
+    lines = [f"Line {i} says hello. It repeats." for i in range(30)]
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    docs = documents(f"dir:{tmp_path}", lines_per_doc=10, dedupe=False)
+    assert len(docs["train"]) == 3
+    assert docs["train"][0][:3] == ["Line 0 says hello.", "It repeats.", "Line 1 says hello."]
+    deduped = documents(f"dir:{tmp_path}", lines_per_doc=10)
+    flat = [s for k in ("train", "valid") for d in deduped[k] for s in d]
+    assert flat.count("It repeats.") == 1 and len(flat) == 31  # 30 distinct lines + one "It repeats."
+    assert deduped["valid"] == []  # every valid line was seen in train: its documents are empty and dropped

@@ -7,7 +7,9 @@ the cluster centres of the words of its neighbouring sentences.
 
 Paradigm: one phase, one loss (Eq. 3.2 with Algorithm 1's E-step inside the loss, `losses/nnsc.py`).
 Data (`data/facets.py`): the BBC News training-split articles split into sentences (the test articles are never
-read; `data.split_seed` is the split `xlnet_classify` and `multi_cls_classify` use); targets: the non-stop words of
+read; `data.split_seed` is the split `xlnet_classify` and `multi_cls_classify` use), or any "+"-joined offline
+prose (`data.corpus`, `data.sentences.documents`; preset prose_glove50: BBC News, Wikipedia, Austen, the KJV,
+Shakespeare and the Python docs, sentences deduplicated); targets: the non-stop words of
 the previous and next sentences that have a vector in the target table: GloVe 6B 50d (`genfeat data fetch
 glove-6b-50d`) or any GloVe / word2vec text file (`data.vectors PATH`). Negatives: another sentence of the batch
 (a random rotation). Validation: the NNSC loss and its positive / negative errors on held-out articles (exact
@@ -37,7 +39,7 @@ from genfeat.data.facets import (
     sentence_examples,
     tokenize,
 )
-from genfeat.data.sentences import bbc_documents
+from genfeat.data.sentences import documents
 from genfeat.data.word_vectors import load_glove, read_word_vectors
 from genfeat.errors import ConfigError
 from genfeat.losses.nnsc import METHODS, nnsc_loss, rotated_negatives
@@ -51,7 +53,8 @@ from genfeat.train.record import write_record
 
 @dataclass(frozen=True)
 class FacetDataConfig:
-    corpus: str = "bbc-news"
+    corpus: str = "bbc-news"  # "+"-joined: bbc-news, wiki, austen, kjv, shakespeare, python-doc, linux-doc, dir:PATH
+    dedupe: bool = False  # drop sentences seen before (data.sentences.documents); the multi-corpus preset sets it
     split_seed: int = 0
     vectors: str = "glove-6b-50d"  # or the path of a GloVe / word2vec text file
     min_count: int = 3  # the input vocabulary
@@ -97,6 +100,14 @@ def bbc_glove50() -> FacetRunConfig:
     return FacetRunConfig()
 
 
+def prose_glove50() -> FacetRunConfig:
+    """The sentence model on every offline prose corpus (BBC News, the Wikipedia dump's articles, Austen, the KJV,
+    Shakespeare, the Python documentation), sentences deduplicated, K = 10, 3,000 steps of 64 sentences."""
+    base = FacetRunConfig()
+    return dataclasses.replace(base, data=dataclasses.replace(
+        base.data, corpus="bbc-news+wiki+austen+kjv+shakespeare+python-doc", dedupe=True))
+
+
 def bbc_phrases() -> FacetRunConfig:
     """The phrase model: BBC News noun phrases (WordNet-lexicon rule), targets the words within 5 tokens, no
     cross-attention, K = 10, 3,000 steps of 64 phrases (needs `genfeat data fetch wordnet`)."""
@@ -114,7 +125,7 @@ def tiny() -> FacetRunConfig:
                                                     eval_every=3, log_every=2, keep_last=2))
 
 
-PRESETS = {"bbc_glove50": bbc_glove50, "bbc_phrases": bbc_phrases, "tiny": tiny}
+PRESETS = {"bbc_glove50": bbc_glove50, "prose_glove50": prose_glove50, "bbc_phrases": bbc_phrases, "tiny": tiny}
 
 
 class NNSCObjective:
@@ -155,7 +166,7 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
     dc = cfg.data
-    docs = bbc_documents(dc.split_seed, dc.limit_docs, dc.corpus)
+    docs = documents(dc.corpus, dc.split_seed, dc.limit_docs, dedupe=dc.dedupe)
     vocab = build_vocab(docs["train"], dc.min_count)
     seen = {t for split in docs.values() for d in split for s in d for t in tokenize(s)}
     target_words, target_vecs = load_targets(dc, seen)
