@@ -295,9 +295,10 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     if info.is_main:
         print(f"genfeat {arch.name}: {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
               f"{len(streams['train']):,} training tokens, device {info.device}, world size {info.world_size}")
+    loss = arch.make_loss()  # the loss object itself goes to fit: a stateful one (Transformer-XL's memory) is
     task = LanguageModeling(streams, lambda m, tokens, split: arch.nll_pass(m, tokens, cfg, split), per_char,
-                            loss=arch.make_loss())
-    result = fit(model, task.loss, train_iter, cfg.train, run_dir, evaluate=lambda m: task.evaluate(m, "valid"),
+                            loss=loss)  # checkpointed through its state_dict
+    result = fit(model, loss, train_iter, cfg.train, run_dir, evaluate=lambda m: task.evaluate(m, "valid"),
                  resume_from=resume_from, desc=arch.name)
 
     load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
