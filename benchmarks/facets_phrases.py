@@ -5,9 +5,10 @@ Turney (2012) built his (`data.wordnet.phrase_items`); records docs/results/face
     python -m benchmarks.facets_phrases --train-only --only p10      # one worker's share of the phrase models
 
 Items: a two-word noun lemma ("smash hit"), its one-word synonym from the same synset ("blockbuster") and 4
-distractors (the bigram's modifier and head, two random one-word noun lemmas); only items whose 7 words all have
-GloVe vectors. Turney (5): the answer must score above the 4 distractors; Turney (10): also above the 5 pairs of the
-reversed bigram ("hit smash") with the same unigrams (word order); ties count as wrong. SemEval-2013 5a style:
+distractors (a one-word synonym of the modifier and one of the head, two random one-word noun lemmas: Turney's
+5-choice set); only items whose words all have GloVe vectors. Turney (5): the answer must score above the 4
+distractors; Turney (10): also above the 5 pairs of the reversed bigram ("hit smash") with the same unigrams
+(word order); ties count as wrong. SemEval-2013 5a style:
 (bigram, answer) positive, (bigram, first random distractor) negative; AUC of the precision-recall curve and the
 best F1 over thresholds (scikit-learn). Scores: GloVe 6B 50d Avg; MiniLM-L6 CLS / Avg; for each finished facets
 model of `benchmarks.facets_lee` (the sentence models, trained on BBC News sentences; kept under --runs): Emb (the

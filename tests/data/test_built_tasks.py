@@ -82,6 +82,8 @@ WN = {  # data.noun / data.verb lines in the wndb(5WN) format (the licence heade
              "00005 06 n 01 bank 1 000 | a building; \"the banks closed\"; \"he walked to the bank\"",
              "00006 06 n 01 chair 0 000 | a seat",
              "00007 06 n 02 smash_hit 0 blockbuster 0 000 | a big success",
+             "00009 06 n 02 smash 0 crash 0 000 | a collision",
+             "00010 06 n 02 hit 0 strike 0 000 | a blow",
              "00008 06 n 02 physical_object 0 object 0 000 | a thing (the answer would be the head: not an item)"],
     "verb": ["00101 38 v 02 run 0 go 0 000 01 + 02 00 | move fast; \"she ran home\"; \"they run daily\"",
              "00102 41 v 01 run 1 000 01 + 02 00 | be a candidate; \"he is running for office\"",
@@ -99,7 +101,7 @@ def wordnet(tmp_path) -> Path:
 
 def test_wordnet_reader(wordnet):
     nouns = read_synsets("noun", wordnet)
-    assert [s.offset for s in nouns] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [s.offset for s in nouns] == [1, 2, 3, 4, 5, 6, 7, 9, 10, 8]
     assert nouns[0].lemmas == ("dog", "domestic dog") and nouns[0].lexname == "noun.animal"
     assert nouns[0].definition == "a domesticated canine" and nouns[0].examples == ("the dog barked all night",
                                                                                    "dogs chase cats")
@@ -121,7 +123,7 @@ def test_lexname_task(wordnet):
     t = lexname_task(wordnet, min_count=2, n_valid=1, n_test=1)
     assert t.classes == ["noun.animal", "noun.artifact", "verb.motion"]  # person and social: one synset each
     texts = [a for k in ("train", "valid", "test") for a, _ in t.splits[k][0]]
-    assert len(texts) == 9 and 'a feline; "the cat purred"' in texts
+    assert len(texts) == 11 and 'a feline; "the cat purred"' in texts
 
 
 def test_turney_style_phrase_items(wordnet):
@@ -129,8 +131,8 @@ def test_turney_style_phrase_items(wordnet):
 
     [item] = phrase_items(wordnet, seed=0)
     assert (item.bigram, item.answer) == ("smash hit", "blockbuster")
-    assert item.distractors[:2] == ("smash", "hit") and len(item.distractors) == 4
-    assert not {"smash hit", "blockbuster"} & set(item.distractors[2:])  # random ones from other synsets
+    assert item.distractors[:2] == ("crash", "strike") and len(item.distractors) == 4  # the words' synonyms
+    assert not {"smash", "hit", "blockbuster"} & set(item.distractors)  # never the bigram's words or the answer
     assert phrase_items(wordnet, seed=0) == phrase_items(wordnet, seed=0)
 
 

@@ -201,17 +201,24 @@ class PhraseItem:
 
     bigram: str
     answer: str
-    distractors: tuple[str, ...]  # the bigram's two words, then random one-word noun lemmas
+    distractors: tuple[str, ...]  # a synonym of the modifier, a synonym of the head, then random one-word nouns
 
 
 def phrase_items(root: str | Path | None = None, seed: int = 0, n_items: int = 2000, n_random: int = 2
                  ) -> list[PhraseItem]:
-    """Noun synsets with a two-word lemma of letters ("tummy tuck") and a one-word lemma that is neither of its
-    words ("abdominoplasty"): the bigram, that unigram as the answer, and 4 distractors as in Turney (2012): the
-    modifier, the head and `n_random` one-word noun lemmas of other synsets (seeded); `n_items` items drawn
-    (seeded) from the eligible synsets in file order."""
+    """Noun synsets with a two-word lemma of letters ("smash hit") and a one-word lemma that is neither of its
+    words ("blockbuster"): the bigram, that unigram as the answer, and 4 distractors as in Turney's (2012) 5-choice
+    set (his 7 choices without the modifier and the head themselves): a one-word synonym of the modifier and one of
+    the head (another lemma of a noun synset holding the word; a random noun where there is none) and `n_random`
+    random one-word noun lemmas, all outside the answer's synset (seeded); `n_items` items drawn (seeded) from the
+    eligible synsets in file order."""
     synsets = read_synsets("noun", root)
     pool = sorted({lemma for s in synsets for lemma in s.lemmas if lemma.isalpha()})
+    synonyms: dict[str, list[str]] = {}
+    for s in synsets:
+        one_word = [lemma for lemma in s.lemmas if lemma.isalpha()]
+        for w in one_word:
+            synonyms.setdefault(w, []).extend(x for x in one_word if x != w)
     rng = np.random.default_rng(seed)
     eligible = []
     for s in synsets:
@@ -224,10 +231,15 @@ def phrase_items(root: str | Path | None = None, seed: int = 0, n_items: int = 2
     out = []
     for i in sorted(rng.choice(len(eligible), min(n_items, len(eligible)), replace=False).tolist()):
         bigram, answer, own = eligible[i]
-        randoms: list[str] = []
-        while len(randoms) < n_random:
+        taken = own | set(bigram.split())
+        picks: list[str] = []
+        for w in bigram.split():
+            cands = sorted(set(synonyms.get(w, [])) - taken - set(picks))
+            if cands:
+                picks.append(cands[int(rng.integers(len(cands)))])
+        while len(picks) < 2 + n_random:
             w = pool[int(rng.integers(len(pool)))]
-            if w not in own and w not in randoms and w not in bigram.split():
-                randoms.append(w)
-        out.append(PhraseItem(bigram, answer, (*bigram.split(), *randoms)))
+            if w not in taken and w not in picks:
+                picks.append(w)
+        out.append(PhraseItem(bigram, answer, tuple(picks)))
     return out
