@@ -17,6 +17,9 @@
     tsvm        a transductive-SVM stand-in (no maintained TSVM exists for Python): scikit-learn's
                 SelfTrainingClassifier around a linear SVC (Platt probabilities through CalibratedClassifierCV),
                 which labels the unlabeled nodes it is confident about and refits; not Joachims' TSVM objective
+ManiReg and SemiEmb follow the spec's suggested re-implementation (a Laplacian penalty on the predicted
+distribution or the hidden layer, on Feat's networks) with one deviation: full-batch over every edge instead of
+Planetoid-I's mini-batches of N2 sampled edges (these graphs fit in memory; the thesis's citation graphs do too).
 The graph-regularised baselines come in two protocols, like Planetoid: `_t` uses the whole graph (and, for tsvm,
 every unlabeled node), `_i` never reads a test node (edges touching one are dropped, test nodes are not among
 the unlabeled), so they predict the test nodes from their features alone.
