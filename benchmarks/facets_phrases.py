@@ -6,11 +6,10 @@ Turney (2012) built his (`data.wordnet.phrase_items`); records docs/results/face
 
 Items: a two-word noun lemma ("smash hit"), its one-word synonym from the same synset ("blockbuster") and 4
 distractors (a one-word synonym of the modifier and one of the head, two random one-word noun lemmas: Turney's
-5-choice set); only items whose words all have GloVe vectors and are in the facets models' vocabulary (the BBC
-News training words, shared by every facets model; an unknown word would be <unk> for them, and ties count as
-wrong). Turney (5): the answer must score above the 4
-distractors; Turney (10): also above the 5 pairs of the reversed bigram ("hit smash") with the same unigrams
-(word order); ties count as wrong. SemEval-2013 5a style:
+5-choice set), built over the words that have GloVe vectors and are in the facets models' vocabulary (the BBC
+News training words, shared by every facets model: an unknown word would be <unk> to them). Turney (5): the
+answer must score above the 4 distractors; Turney (10): also above the 5 pairs of the reversed bigram ("hit
+smash") with the same unigrams (word order); ties count as wrong. SemEval-2013 5a style:
 (bigram, answer) positive, (bigram, first random distractor) negative; AUC of the precision-recall curve and the
 best F1 over thresholds (scikit-learn). Scores: GloVe 6B 50d Avg; MiniLM-L6 CLS / Avg; for each finished facets
 model of `benchmarks.facets_lee` (the sentence models, trained on BBC News sentences; kept under --runs): Emb (the
@@ -159,8 +158,8 @@ def main() -> None:
         return
     vec = Vectors()
     vocab = set((sweep.path(done[0][2]) / "vocab.txt").read_text().splitlines()) if done else set(vec.index)
-    items = [it for it in phrase_items(seed=args.split_seed, n_items=args.items)  # every word known to every model
-             if all(w in vec.index and w in vocab for w in (*it.bigram.split(), it.answer, *it.distractors))]
+    items = phrase_items(seed=args.split_seed, n_items=args.items,  # every word known to every model
+                         vocabulary={w for w in vocab if w in vec.index})
     rows = [{"name": "Avg (GloVe 6B 50d)", **evaluate(items, glove_scorer(vec))}]
     rows += [{"name": n, **evaluate(items, f)} for n, f in minilm_scorers().items()]
     for m, seed, job in done:

@@ -134,6 +134,9 @@ def test_turney_style_phrase_items(wordnet):
     assert item.distractors[:2] == ("crash", "strike") and len(item.distractors) == 4  # the words' synonyms
     assert not {"smash", "hit", "blockbuster"} & set(item.distractors)  # never the bigram's words or the answer
     assert phrase_items(wordnet, seed=0) == phrase_items(wordnet, seed=0)
+    [known] = phrase_items(wordnet, seed=0, vocabulary={"smash", "hit", "blockbuster", "crash", "dog", "cat", "bank"})
+    assert known.distractors[0] == "crash" and set(known.distractors[1:]) <= {"dog", "cat", "bank"}  # no "strike"
+    assert phrase_items(wordnet, seed=0, vocabulary={"smash", "blockbuster"}) == []  # "hit" unknown
 
 
 def test_wic_pairs_balance_and_split_by_lemma(wordnet):

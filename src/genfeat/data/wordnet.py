@@ -204,28 +204,31 @@ class PhraseItem:
     distractors: tuple[str, ...]  # a synonym of the modifier, a synonym of the head, then random one-word nouns
 
 
-def phrase_items(root: str | Path | None = None, seed: int = 0, n_items: int = 2000, n_random: int = 2
-                 ) -> list[PhraseItem]:
+def phrase_items(root: str | Path | None = None, seed: int = 0, n_items: int = 2000, n_random: int = 2,
+                 vocabulary: set[str] | None = None) -> list[PhraseItem]:
     """Noun synsets with a two-word lemma of letters ("smash hit") and a one-word lemma that is neither of its
     words ("blockbuster"): the bigram, that unigram as the answer, and 4 distractors as in Turney's (2012) 5-choice
     set (his 7 choices without the modifier and the head themselves): a one-word synonym of the modifier and one of
     the head (another lemma of a noun synset holding the word; a random noun where there is none) and `n_random`
     random one-word noun lemmas, all outside the answer's synset (seeded); `n_items` items drawn (seeded) from the
-    eligible synsets in file order."""
+    eligible synsets in file order. `vocabulary`: every word of an item (the bigram's, the answer, the distractors)
+    is in it (the words the evaluated models know)."""
     synsets = read_synsets("noun", root)
-    pool = sorted({lemma for s in synsets for lemma in s.lemmas if lemma.isalpha()})
+    known = (lambda w: w in vocabulary) if vocabulary is not None else (lambda w: True)
+    pool = sorted({lemma for s in synsets for lemma in s.lemmas if lemma.isalpha() and known(lemma)})
     synonyms: dict[str, list[str]] = {}
     for s in synsets:
-        one_word = [lemma for lemma in s.lemmas if lemma.isalpha()]
+        one_word = [lemma for lemma in s.lemmas if lemma.isalpha() and known(lemma)]
         for w in one_word:
             synonyms.setdefault(w, []).extend(x for x in one_word if x != w)
     rng = np.random.default_rng(seed)
     eligible = []
     for s in synsets:
-        bigrams = [lemma for lemma in s.lemmas if len(lemma.split()) == 2 and lemma.replace(" ", "").isalpha()]
+        bigrams = [lemma for lemma in s.lemmas if len(lemma.split()) == 2 and lemma.replace(" ", "").isalpha()
+                   and all(known(w) for w in lemma.split())]
         for bigram in bigrams[:1]:
             words = bigram.split()
-            answers = [lemma for lemma in s.lemmas if lemma.isalpha() and lemma not in words]
+            answers = [lemma for lemma in s.lemmas if lemma.isalpha() and lemma not in words and known(lemma)]
             if answers:
                 eligible.append((bigram, answers[0], set(s.lemmas)))
     out = []
