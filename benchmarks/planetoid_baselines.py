@@ -17,7 +17,7 @@ import argparse
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from benchmarks.common import load_result, mean_std, reading, render, write_results
+from benchmarks.common import load_result, mean_std, reading, render, result_args, write_results
 from benchmarks.planetoid import LABELS as PLANETOID_LABELS
 from benchmarks.planetoid import PROTOCOLS, _one
 
@@ -62,12 +62,11 @@ Thesis (Table 3.6, Citeseer / Cora / Pubmed; ManiReg and SemiEmb in its inductiv
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--methods", nargs="+", default=[m for m in LABELS if m[-2:] in ("_t", "_i")],
                     choices=list(LABELS))
     ap.add_argument("--protocols", nargs="+", default=list(PROTOCOLS), choices=list(PROTOCOLS))
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--render-only", action="store_true")
+    result_args(ap, [0, 1, 2])
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
