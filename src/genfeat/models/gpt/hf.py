@@ -15,7 +15,6 @@ tied to `wte` (HF ties it; `lm_head.weight`, when a file has it, must equal `wte
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -118,6 +117,6 @@ def from_pretrained(directory: str | Path, head: HeadConfig | None = None) -> Ca
 def save_pretrained(lm: CausalLM, directory: str | Path) -> None:
     """config.json + model.safetensors that transformers' `GPT2LMHeadModel.from_pretrained` loads (softmax head)."""
     cfg: GPTConfig = lm.backbone.cfg
-    if dataclasses.replace(cfg.head) != HeadConfig():
+    if cfg.head != HeadConfig():
         raise ValueError("only a softmax-headed GPT exports as GPT2LMHeadModel (its head is the tied embedding)")
     write_hf_dir(directory, config_to_hf(cfg), to_hf_state_dict(lm.state_dict()))
