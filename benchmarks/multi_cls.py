@@ -6,6 +6,8 @@ debian-sections, wordnet-lexnames, wordnet-wic; `genfeat data build`).
     python -m benchmarks.multi_cls [--task bbc] [--pretrain-steps 200] [--heads-lr 0] [--finetune-steps 300]
                                    [--pretrain-seeds 0] [--seeds 0 1 2] [--labels 100] [--max-len 128]
     python -m benchmarks.multi_cls --train-only --only pretrain:5 ...   # one worker's share (parallel workers)
+    python -m benchmarks.multi_cls --ablations ...   # and Table 5.2's K = 5 ablations (groups pretrain:5-nohard,
+                                                     #   pretrain:5-noinsert, finetune:k5-nohard / -noinsert / -sum)
 
 Each run is a `genfeat run` recipe call kept in --runs by the sweep harness (resumable; a finished run is reused):
     multi_cls_pretrain --preset minilm_bbc --model.k K --seed P --train.max_steps S [--heads_lr H]
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,33 +34,63 @@ from genfeat.recipes import multi_cls as R
 
 NAME = "multi_cls"
 MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K = 1", "k5": "Multi-CLS, K = 5"}
+# Table 5.2's ablations of the K = 5 model (--ablations): two change the pretraining, one the fine-tuning pooler.
+ABLATIONS = {"k5-nohard": "K = 5, no hard negatives", "k5-noinsert": "K = 5, no inserted layers",
+             "k5-sum": "K = 5, sum aggregation"}
+THESIS_GLUE100 = {"released": 56.85, "k1": 57.76, "k5": 62.62, "k5-nohard": 61.77, "k5-noinsert": 60.12,
+                  "k5-sum": 58.87}  # Table 5.2 (BERT-Base, dev): Pretrained, Default K = 1 / 5, the ablations
 
 
-def pretrain(k: int, seed: int, args) -> Job:
+def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
+    """The continued-pretraining run of K facets; `variant` "nohard" (A, P batches: QT's in-batch negatives only)
+    or "noinsert" (no inserted maps L_{l,k}; the per-facet heads stay) is a Table 5.2 ablation."""
     cfg = R.minilm_bbc()
-    cfg = dataclasses.replace(cfg, seed=seed, model=dataclasses.replace(cfg.model, k=k), heads_lr=args.heads_lr,
+    model = dataclasses.replace(cfg.model, k=k, insert_after=() if variant == "noinsert" else None)
+    data = dataclasses.replace(cfg.data, hard_negatives=variant != "nohard")
+    cfg = dataclasses.replace(cfg, seed=seed, model=model, data=data, heads_lr=args.heads_lr,
                               train=dataclasses.replace(cfg.train, max_steps=args.pretrain_steps,
                                                         eval_every=max(1, args.pretrain_steps // 4)))
     hlr = f"-hlr{args.heads_lr:g}" if args.heads_lr else ""
-    return Job(f"pretrain-k{k}-seed{seed}-steps{args.pretrain_steps}{hlr}", {"k": k, "pretrain_seed": seed},
-               lambda out, ckpt: R.run_pretrain(cfg, out, resume_from=ckpt), group=f"pretrain:{k}")
+    var = f"-{variant}" if variant else ""
+    return Job(f"pretrain-k{k}{var}-seed{seed}-steps{args.pretrain_steps}{hlr}",
+               {"k": k, "pretrain_seed": seed, "variant": variant},
+               partial(R.run_pretrain, cfg), group=f"pretrain:{k}{var}")
 
 
-def finetune_cfg(source: str, seed: int, args) -> R.MultiCLSClassifyConfig:
+def finetune_cfg(source: str, seed: int, args, aggregation: str = "reparam") -> R.MultiCLSClassifyConfig:
     cfg = R.classify_bbc()
     return dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels, task=args.task,
-                               max_len=args.max_len,
+                               max_len=args.max_len, aggregation=aggregation,
                                train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps,
                                                          eval_every=max(1, args.finetune_steps // 3)))
 
 
-def finetune(model: str, source: str, seed: int, tag: str, args) -> Job:
-    cfg = finetune_cfg(source, seed, args)
+def finetune(model: str, source: str, seed: int, tag: str, args, aggregation: str = "reparam") -> Job:
+    cfg = finetune_cfg(source, seed, args, aggregation)
     task = "" if args.task == "bbc" else f"{args.task}-"
-    return Job(f"ft-{task}{tag}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}",
+    agg = "" if aggregation == "reparam" else f"-{aggregation}"
+    return Job(f"ft-{task}{tag}{agg}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}",
                {"model": model, "seed": seed},
-               lambda out, ckpt: R.run_classify(cfg, out, resume_from=ckpt), group=f"finetune:{model}",
+               partial(R.run_classify, cfg), group=f"finetune:{model}",
                needs=(Path(source),) if model != "released" else ())
+
+
+def jobs(sweep: Sweep, args) -> tuple[list[Job], list[Job]]:
+    """(pretraining jobs, fine-tuning jobs): released / K = 1 / K = 5 for every pretraining seed, and with
+    --ablations Table 5.2's three K = 5 ablations for the first `--ablation-pretrain-seeds`."""
+    pre = [pretrain(k, p, args) for p in args.pretrain_seeds for k in (1, 5)]
+    sources = [("released", "minilm-l6", "released", "reparam")] + [
+        (f"k{j.tags['k']}", str(sweep.path(j)), f"k{j.tags['k']}-pre{j.tags['pretrain_seed']}", "reparam")
+        for j in pre]
+    if args.ablations:
+        for p in args.pretrain_seeds[:args.ablation_pretrain_seeds]:
+            for variant in ("nohard", "noinsert"):
+                j = pretrain(5, p, args, variant)
+                pre.append(j)
+                sources.append((f"k5-{variant}", str(sweep.path(j)), f"k5-{variant}-pre{p}", "reparam"))
+            sources.append(("k5-sum", str(sweep.path(pretrain(5, p, args))), f"k5-pre{p}", "sum"))
+    fts = [finetune(m, src, seed, tag, args, agg) for m, src, tag, agg in sources for seed in args.seeds]
+    return pre, fts
 
 
 def uncertainty(sweep: Sweep, pre_jobs: list[Job], args) -> dict[str, Any]:
@@ -152,14 +185,16 @@ def se(v: list[float]) -> str:
 def markdown(record: dict[str, Any]) -> str:
     r = record["results"]
     rows = []
-    for m, label in MODELS.items():
+    for m, label in (MODELS | ABLATIONS).items():
         runs = [x for x in r["runs"] if x["model"] == m]
         if runs:
             acc, cal = [x["test_accuracy"] for x in runs], [x["test_ece"] / 100 for x in runs]  # ECE is in %
-            rows.append(f"| {label} | {len(runs)} | {se(acc)} | {se(cal)} |")
+            rows.append(f"| {label} | {len(runs)} | {se(acc)} | {se(cal)} | {THESIS_GLUE100[m]:.2f} |")
     uncertainty = uncertainty_md(r.get("uncertainty"))
-    pre = "\n".join(f"| K = {p['k']} | {p.get('pretrain_seed', 0)} | {p['steps']} | {p['valid_mcqt']:.3f} | "
-                    f"{p['valid_positive_first']:.3f} | {p['valid_mlm']:.3f} |" for p in r["pretraining"])
+    variants = {"": "", "nohard": ", no hard negatives", "noinsert": ", no inserted layers"}
+    pre = "\n".join(f"| K = {p['k']}{variants[p.get('variant') or '']} | {p.get('pretrain_seed', 0)} | {p['steps']} | "
+                    f"{p['valid_mcqt']:.3f} | {p['valid_positive_first']:.3f} | {p['valid_mlm']:.3f} |"
+                    for p in r["pretraining"])
     task = r.get("task", "bbc")
     what = "BBC News" if task == "bbc" else f"`{task}` (sha256 {r['data_sha256'][:12]}…, docs/results/data_tasks.md)"
     hlr = (f", new parameters (inserted maps, the four heads) at learning rate {r['heads_lr']:g} (`heads_lr`)"
@@ -172,8 +207,8 @@ inputs of {r.get('max_len', 128)} tokens, selection on the validation split; eac
 minilm_bbc`, {r['pretrain_steps']} steps of 10 triples on the BBC training articles (the thesis: 2 x 10^9
 tokens){hlr}. Mean ± standard error over the runs.
 
-| model | runs | test accuracy (%) | test ECE (%) |
-|---|---|---|---|
+| model | runs | test accuracy (%) | test ECE (%) | thesis, GLUE 100 (Table 5.2) |
+|---|---|---|---|---|
 {chr(10).join(rows)}
 
 Pretraining runs (validation, held-out articles):
@@ -201,6 +236,10 @@ def main() -> None:
     ap.add_argument("--heads-lr", type=float, default=0.0, help="pretraining: the new parameters' learning rate "
                     "(0: the encoder's)")
     ap.add_argument("--pretrain-seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--ablations", action="store_true", help="also Table 5.2's K = 5 ablations: no hard negatives, "
+                    "no inserted layers (each its own pretraining run), sum aggregation")
+    ap.add_argument("--ablation-pretrain-seeds", type=int, default=1, help="the ablations use the first N "
+                    "pretraining seeds")
     ap.add_argument("--uncertainty", action="store_true", help="also Table 5.4's overlaps and the ensembles "
                     "(predicts the test split again with every fine-tuned model)")
     result_args(ap, [0, 1, 2], runs="runs/bench_multi_cls")
@@ -210,15 +249,14 @@ def main() -> None:
         print(render(name, markdown))
         return
     sweep = Sweep.from_args(args)
-    pre_jobs = [pretrain(k, p, args) for p in args.pretrain_seeds for k in (1, 5)]
+    pre_jobs, ft_jobs = jobs(sweep, args)
     pretraining = sweep.results(pre_jobs)
-    sources = [("released", "minilm-l6", "released")] + [
-        (f"k{j.tags['k']}", str(sweep.path(j)), f"k{j.tags['k']}-pre{j.tags['pretrain_seed']}") for j in pre_jobs]
-    runs = sweep.results(finetune(m, src, seed, tag, args) for m, src, tag in sources for seed in args.seeds)
+    runs = sweep.results(ft_jobs)
+    pre_jobs = [j for j in pre_jobs if not j.tags["variant"]]
     if not args.train_only:
         keep = ("model", "seed", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained", "steps",
                 "best_step", "train_s", "device")
-        pre_keys = ("k", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
+        pre_keys = ("k", "variant", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
         print(write_results(name, {"labels": args.labels, "task": args.task, "max_len": args.max_len,
                                    "heads_lr": args.heads_lr,
                                    "data_sha256": runs[0].get("data_sha256") if runs else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -58,3 +59,33 @@ def test_no_uncertainty_section_without_runs():
     assert B.uncertainty_md(None) == "" and B.uncertainty_md({"overlap": []}) == ""
     with pytest.raises(KeyError):
         B.uncertainty_md({"overlap": [{}], "ensembles": []})
+
+
+def test_ablation_jobs(tmp_path):
+    """--ablations adds Table 5.2's three K = 5 rows: two pretraining variants (their own runs) and the sum pooler
+    fine-tuned from the default K = 5 run; the default runs keep their names (finished runs are reused)."""
+    args = argparse.Namespace(task="wordnet-lexnames", max_len=64, pretrain_steps=4, heads_lr=1e-3, labels=20,
+                              finetune_steps=2, seeds=[0, 1], pretrain_seeds=[0, 1], ablations=False,
+                              ablation_pretrain_seeds=1)
+    sweep = Sweep(tmp_path)
+    base_pre, base_ft = B.jobs(sweep, args)
+    pre, ft = B.jobs(sweep, argparse.Namespace(**vars(args) | {"ablations": True}))
+    assert [j.name for j in pre[:len(base_pre)]] == [j.name for j in base_pre]
+    assert [j.name for j in ft[:len(base_ft)]] == [j.name for j in base_ft]
+    extra = {j.tags["variant"]: j.launch.args[0] for j in pre[len(base_pre):]}
+    assert set(extra) == {"nohard", "noinsert"} and all(c.seed == 0 and c.model.k == 5 for c in extra.values())
+    assert not extra["nohard"].data.hard_negatives and extra["nohard"].model.insert_after is None
+    assert extra["noinsert"].data.hard_negatives and extra["noinsert"].model.insert_after == ()
+    assert all(j.launch.args[0].data.hard_negatives and j.launch.args[0].model.insert_after is None
+               for j in base_pre)
+    rows = {}
+    for j in ft[len(base_ft):]:
+        rows.setdefault(j.tags["model"], []).append(j)
+    assert sorted(rows) == ["k5-nohard", "k5-noinsert", "k5-sum"] and all(len(v) == 2 for v in rows.values())
+    default_k5 = str(sweep.path(B.pretrain(5, 0, args)))
+    for model, js in rows.items():
+        cfg = js[0].launch.args[0]
+        assert cfg.aggregation == ("sum" if model == "k5-sum" else "reparam")
+        assert (cfg.pretrained == default_k5) == (model == "k5-sum")
+        assert js[0].needs == (Path(cfg.pretrained),)
+    assert all(j.launch.args[0].aggregation == "reparam" for j in base_ft)
