@@ -1,7 +1,7 @@
 """The multi-facet model's small-scale claims C1-C6 (spec multi-facet-embedding.md §10.2) on the synthetic
 two-topic corpus (`genfeat.data.topic_corpus`), median over seeds.
 
-    python -m benchmarks.facets_synthetic [--seeds 0 1 2] [--runs runs/bench_facets_synthetic]
+    python -m benchmarks.facets_synthetic [--seeds 0 1 2] [--runs runs/bench_facets_synthetic] [--arch bow]
 
 Runs (the sweep harness, kept under --runs): `genfeat run facets --preset synthetic --seed S --data.split_seed S`
 with K = 3 (k3), K = 1 (k1) and K = 3 trained with the k-means loss (k3-kmeans); seed S also draws the corpus.
@@ -39,18 +39,22 @@ MODELS = {"k3": {"model.k": "3"}, "k1": {"model.k": "1"}, "k3-kmeans": {"model.k
 SIF_ALPHA = 1e-3  # the toy's vocabulary is tiny (spec §10.1)
 
 
-def job(model: str, seed: int) -> Job:
+ARCHS = {"transformer": {}, "bow": {"model.arch": "bow", "train.lr": "3e-3"}}  # bow: the spec's reference encoder
+
+
+def job(model: str, seed: int, arch: str = "transformer") -> Job:
     from genfeat.config import atomic_write_text, dump_yaml, override, to_dict
     from genfeat.recipes import facets as F
 
-    cfg = override(F.synthetic(), MODELS[model] | {"seed": str(seed), "data.split_seed": str(seed)})
+    cfg = override(F.synthetic(), MODELS[model] | ARCHS[arch] | {"seed": str(seed), "data.split_seed": str(seed)})
 
     def launch(out: Path, ckpt: Path | None) -> dict[str, Any]:
         atomic_write_text(out / "config.yaml", dump_yaml({"recipe": "facets", "preset": "synthetic",
                                                           "config": to_dict(cfg)}))
         return F.run(cfg, out, resume_from=ckpt)
 
-    return Job(f"{model}-seed{seed}", {"model": model, "seed": seed}, launch, group=model)
+    tag = "" if arch == "transformer" else f"-{arch}"
+    return Job(f"{model}{tag}-seed{seed}", {"model": model, "seed": seed}, launch, group=f"{model}{tag}")
 
 
 def sentence_pairs(corpus: TopicCorpus, n: int, rng: np.random.Generator) -> tuple[list, list, np.ndarray]:
@@ -170,11 +174,14 @@ def markdown(record: dict[str, Any]) -> str:
     seeds = "\n".join(f"| {k} | " + " | ".join(f"{s[k]:.3f}" for s in r["per_seed"]) + " |" for k in keys)
     runs = "\n".join(f"| {x['model']} | {x['seed']} | {x['valid_er_pos']:.3f} | {x['valid_er_neg']:.3f} | "
                      f"{x['train_s']:.0f} |" for x in r["runs"])
-    return f"""# Multi-facet embeddings: the small-scale claims C1-C6 on the synthetic two-topic corpus
+    arch = r.get("arch", "transformer")
+    encoder = ("a 2 + 2-layer transformer of width 64" if arch == "transformer" else
+               "the bag-of-words MLP encoder (`--model.arch bow`, width 64, Adam at 3e-3)")
+    return f"""# Multi-facet embeddings: the small-scale claims C1-C6 on the synthetic two-topic corpus ({arch})
 
 {{header}}Corpus: spec multi-facet-embedding.md §10.1 (`genfeat.data.topic_corpus`: 8 orthonormal topics in 48d, a
-sentence mixes two). Runs: `genfeat run facets --preset synthetic` (K = 3, K = 1, K = 3 with the k-means loss; a
-2 + 2-layer transformer of width 64, 1,000 steps of 16 sentences, exact E-step, λ = 0.4), seeds
+sentence mixes two). Runs: `genfeat run facets --preset synthetic` (K = 3, K = 1, K = 3 with the k-means loss;
+{encoder}, 1,000 steps of 16 sentences, exact E-step, λ = 0.4), seeds
 {', '.join(map(str, record['seeds']))}.
 Medians over the seeds; the reference column is the spec's reference run (a bag-of-words MLP encoder).
 
@@ -200,22 +207,25 @@ Runs (validation: the exact E-step on 320 held-out sentences):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--arch", choices=list(ARCHS), default="transformer", help="the facet encoder; bow: the spec's "
+                    "reference bag-of-words MLP (Adam at 3e-3), the diagnostic when a claim fails with the transformer")
     result_args(ap, [0, 1, 2], runs="runs/bench_facets_synthetic")
     args = ap.parse_args()
+    name = NAME if args.arch == "transformer" else f"{NAME}_{args.arch}"
     if args.render_only:
-        print(render(NAME, markdown))
+        print(render(name, markdown))
         return
     sweep = Sweep.from_args(args)
-    jobs = [job(m, s) for s in args.seeds for m in MODELS]
+    jobs = [job(m, s, args.arch) for s in args.seeds for m in MODELS]
     records = sweep.results(jobs)
     if args.train_only:
         return
     done = {(r["model"], r["seed"]) for r in records}
     seeds = [s for s in args.seeds if all((m, s) in done for m in MODELS)]
-    per_seed = [evaluate_seed({m: sweep.path(job(m, s)) for m in MODELS}, s) for s in seeds]
+    per_seed = [evaluate_seed({m: sweep.path(job(m, s, args.arch)) for m in MODELS}, s) for s in seeds]
     summaries = {(r["model"], r["seed"]): r for r in records if r["seed"] in seeds}
     keep = ("model", "seed", "valid_er_pos", "valid_er_neg", "valid_loss", "train_s", "steps")
-    print(write_results(NAME, {"per_seed": per_seed, "claims": claims(per_seed, summaries),
+    print(write_results(name, {"arch": args.arch, "per_seed": per_seed, "claims": claims(per_seed, summaries),
                                "runs": [{k: r[k] for k in keep} for r in records if r["seed"] in seeds]},
                         markdown, seeds=seeds, device=sweep.device(records)))
 

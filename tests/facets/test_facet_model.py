@@ -27,9 +27,12 @@ def test_shapes_distinct_facets_and_phrase_mode():
     assert any(".kv." in n for n, _ in m.named_parameters())
     lstm = FacetModel(FacetConfig(**{**CFG.__dict__, "arch": "lstm", "n_enc": 1, "n_dec": 1}))
     assert lstm(ids).shape == (4, 3, 8)
+    bow = FacetModel(FacetConfig(**{**CFG.__dict__, "arch": "bow"})).eval()
+    assert bow(ids).shape == (4, 3, 8) and not hasattr(bow, "enc")
+    torch.testing.assert_close(bow(ids), bow(ids.flip(1)))  # order-free
 
 
-@pytest.mark.parametrize("arch", ["transformer", "lstm"])
+@pytest.mark.parametrize("arch", ["transformer", "lstm", "bow"])
 def test_left_padding_changes_nothing(arch):
     torch.manual_seed(0)
     m = FacetModel(FacetConfig(**{**CFG.__dict__, "arch": arch, "n_enc": 1 if arch == "lstm" else 2})).eval()

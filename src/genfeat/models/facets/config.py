@@ -20,12 +20,13 @@ class FacetConfig:
     max_len: int = 50  # with <eos>
     dropout: float = 0.1
     cross_attention: bool = True  # sentences: yes; phrases: no (the thesis removes it)
-    arch: str = "transformer"  # transformer | lstm (a bidirectional LSTM encoder and an LSTM decoder)
+    arch: str = "transformer"  # transformer | lstm (a bidirectional LSTM encoder and an LSTM decoder) | bow (a
+    #   bag-of-words MLP, the spec's §10 diagnostic)
     pad_id: int = 0
 
     def __post_init__(self) -> None:
-        if self.arch not in ("transformer", "lstm"):
-            raise ConfigError(f"model.arch must be transformer or lstm, got {self.arch!r}")
+        if self.arch not in ("transformer", "lstm", "bow"):
+            raise ConfigError(f"model.arch must be transformer, lstm or bow, got {self.arch!r}")
         if self.d_model % self.n_head:
             raise ConfigError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}")
         if min(self.k, self.n_enc, self.n_dec, self.d_target, self.max_len) < 1:

@@ -12,7 +12,9 @@ x sqrt(d), the reference); learned positions; the K input maps L_k have weights 
 U(-0.5, 0.5) (large biases start the facets with norm about 1, out of the NNSC dead zone; spec §12.1), the output
 layer U(-0.1, 0.1) and zero bias. `cross_attention=False` (the phrase model) makes the decoder a plain encoder
 over the K slots. `arch="lstm"`: a bidirectional LSTM encoder pooled as [last forward; first backward] and an
-LSTM decoder over the K slot inputs whose initial state is a linear map of the pooled encoding.
+LSTM decoder over the K slot inputs whose initial state is a linear map of the pooled encoding. `arch="bow"`: the
+spec's §10 diagnostic encoder (order-free): ReLU(Linear(mean of the token embeddings)) -> the K maps L_k -> the
+output layer, no decoder (to tell a loss problem from an architecture one on the synthetic corpus).
 
 Shapes: input_ids (B, T) -> facets (B, K, |E|); `encode` gives the contextual states (B, T, d) too.
 Deviations: a key-padding mask (the reference attends to padding).
@@ -83,6 +85,8 @@ class FacetModel(nn.Module):
             self.enc = nn.ModuleList([BertLayer(_bert_cfg(cfg)) for _ in range(cfg.n_enc)])
             dec = CrossAttentionLayer if cfg.cross_attention else (lambda c: BertLayer(_bert_cfg(c)))
             self.dec = nn.ModuleList([dec(cfg) for _ in range(cfg.n_dec)])
+        elif cfg.arch == "bow":
+            self.bow = nn.Linear(d, d)  # the hidden layer over the mean token embedding
         else:
             self.enc_lstm = nn.LSTM(d, d, cfg.n_enc, batch_first=True, bidirectional=True)
             self.pool = nn.Linear(2 * d, d)
@@ -112,6 +116,10 @@ class FacetModel(nn.Module):
             pooled = self.pool(torch.cat([last, h[:, 0, d:]], -1))
             back = (torch.arange(T, device=input_ids.device)[None] - (T - n)[:, None]) % T  # right -> left padding
             return (h[..., :d] + h[..., d:]).gather(1, back[..., None].expand(B, T, d)), pooled
+        if self.cfg.arch == "bow":
+            x = self.drop(self.tok(input_ids))  # (B, T, d); padding rows are zero (padding_idx)
+            mean = x.sum(1) / real.sum(1, keepdim=True).clamp_min(1)
+            return x, torch.relu(self.bow(mean))
         T = input_ids.size(1)
         if T > self.cfg.max_len:
             raise ValueError(f"sequence of {T} tokens is longer than model.max_len={self.cfg.max_len}")
@@ -132,6 +140,8 @@ class FacetModel(nn.Module):
             h0, c0 = self.init_state(pooled).view(B, 2, L, d).permute(1, 2, 0, 3).contiguous()
             y, _ = self.dec_lstm(slots, (h0, c0))
             return self.out(y)
+        if self.cfg.arch == "bow":
+            return self.out(slots)
         real = input_ids != self.cfg.pad_id
         mask = None if bool(real.all()) else real[:, None, None, :]
         x = slots
