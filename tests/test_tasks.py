@@ -233,3 +233,39 @@ def test_language_modeling_task_scores_a_gpt():
     loss, n = task.loss(lm, (x[None, :8], x[None, 1:9]))
     assert n == 8 and loss.item() == pytest.approx(
         -torch.log_softmax(lm(x[None, :8])[0].scores[0], -1)[torch.arange(8), x[1:9]].mean().item(), rel=1e-6)
+
+
+def test_predict_rows_dynamic_padding():
+    """trim_padding: every chunk cut to its longest row, visited shortest first, returned in the rows' order; the
+    outputs equal the fully padded pass to float rounding; left-padded rows are refused."""
+    from genfeat.tasks.base import predict_rows
+
+    model = SequenceClassifier(_genfeat_bert(), 32, 3, pool="first")
+    g = torch.Generator().manual_seed(1)
+    lengths = torch.tensor([3, 16, 5, 2, 9, 16, 4, 7, 12, 6, 3])
+    mask = (torch.arange(16)[None] < lengths[:, None]).long()  # right-padded
+    rows = {"input_ids": torch.randint(3, 30, (11, 16), generator=g) * mask,
+            "token_type_ids": torch.zeros(11, 16, dtype=torch.long), "attention_mask": mask}
+    full = predict_rows(model, rows, batch=4)
+    seen = []
+    model.register_forward_pre_hook(lambda m, a, kw: seen.append(kw["input_ids"].shape[1]), with_kwargs=True)
+    trimmed = predict_rows(model, rows, batch=4, trim_padding=True)
+    torch.testing.assert_close(trimmed, full, atol=1e-5, rtol=1e-5)
+    assert seen == [4, 9, 16]  # sorted lengths 2 3 3 4 | 5 6 7 9 | 12 16 16
+    assert not torch.allclose(full[0], full[1])  # the rows differ, so the order is checked
+    with pytest.raises(ValueError, match="right-padded"):
+        predict_rows(model, rows | {"attention_mask": mask.flip(1)}, batch=4, trim_padding=True)
+
+
+def test_classification_scores_include_calibration():
+    from genfeat.metrics.calibration import ece
+    from genfeat.tasks.classification import SequenceClassification
+
+    g = torch.Generator().manual_seed(0)
+    logits, labels = torch.randn(50, 4, generator=g) * 3, torch.randint(0, 4, (50,), generator=g)
+    task = SequenceClassification({"valid": {"input_ids": torch.zeros(50, 2, dtype=torch.long), "labels": labels}})
+    s = task.score(logits, "valid")
+    assert s["ece"] == ece(torch.softmax(logits, -1).numpy(), labels.numpy()) and s["ece"] > 0
+    reg = SequenceClassification({"valid": {"input_ids": torch.zeros(50, 2, dtype=torch.long),
+                                            "labels": torch.randn(50, generator=g)}})
+    assert "ece" not in reg.score(torch.randn(50, generator=g), "valid")

@@ -45,7 +45,6 @@ from genfeat.data.sentences import bbc_documents
 from genfeat.data.sources import require
 from genfeat.data.text_classification import load_bbc_news, load_pair_task, stratified_split
 from genfeat.errors import ConfigError
-from genfeat.metrics.calibration import ece
 from genfeat.models.bert import BertModel, from_pretrained
 from genfeat.models.bert.hf import config_from_hf
 from genfeat.models.bert.tokenizer import encode, load_wordpiece
@@ -300,7 +299,7 @@ def predict_run(cfg: MultiCLSClassifyConfig, run_dir: Path, split: str = "test",
     pairs, y = data[split]
     rows = encode_rows(tok, pairs, y, np.arange(len(y)), cfg.max_len - k)
     inputs = {n: v for n, v in rows.items() if n != "labels"}
-    out = {"probs": torch.softmax(predict_rows(model.eval(), inputs), -1), "labels": rows["labels"]}
+    out = {"probs": torch.softmax(predict_rows(model.eval(), inputs, trim_padding=True), -1), "labels": rows["labels"]}
     if k > 1:
         out["facet_emb"] = torch.cat([model.pooler.facet_embeddings(model.facet_states(**{n: v[a: a + 64]
                                                                                        for n, v in inputs.items()}))
@@ -326,14 +325,11 @@ def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path |
     sub = labeled_subset(len(data["train"][1]), cfg.labels, cfg.seed)
     rows = {name: encode_rows(tok, pairs, y, sub if name == "train" else np.arange(len(y)), cfg.max_len - k)
             for name, (pairs, y) in data.items()}
-    task = SequenceClassification(rows)
+    task = SequenceClassification(rows, trim_padding=True)  # BERT rows are right-padded
     batch = min(cfg.batch_size, len(sub))
     batches = EpochBatches(task.train_rows, batch, np.random.default_rng(cfg.seed), info.rank, info.world_size)
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc=f"multi_cls K={k}" if k else "bert")
-    if not regression:
-        probs = torch.softmax(predict_rows(model, {n: v for n, v in rows["test"].items() if n != "labels"}), -1)
-        scores["test_ece"] = ece(probs.numpy(), rows["test"]["labels"].numpy())
     summary = write_record(
         run_dir, f"{'Multi-CLS K=' + str(k) if k else 'BERT'} fine-tuned on {cfg.task} ({len(sub)} examples)",
         scores, params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=res.best_step,

@@ -58,18 +58,40 @@ class Task:
 
 
 @torch.no_grad()
-def predict_rows(model: nn.Module, rows: Rows, batch: int = 32) -> Tensor | dict[str, Tensor]:
+def predict_rows(model: nn.Module, rows: Rows, batch: int = 32, trim_padding: bool = False
+                 ) -> Tensor | dict[str, Tensor]:
     """The model's outputs for `rows` (called as model(**chunk)), in chunks on the model's device, in eval mode,
-    gathered on the CPU: a tensor, or a dict of tensors."""
+    gathered on the CPU in the rows' order: a tensor, or a dict of tensors.
+
+    `trim_padding` (dynamic padding, for right-padded rows with an "attention_mask", 1 = token, and outputs with
+    one row per example, not per position): the rows are visited shortest first and every chunk is cut to its
+    longest row, so a split padded to its longest example does not pay for that length in every chunk (BBC / Debian
+    texts at 128 tokens, lexicographer glosses at 64: 2-3x faster evaluation); the padded positions are masked out
+    of attention either way, so the outputs agree to float rounding (test)."""
     was = model.training
     model.eval()
     device = next(model.parameters()).device
-    n = next(iter(rows.values())).size(0)
-    outs = [model(**{k: v[a: a + batch].to(device) for k, v in rows.items()}) for a in range(0, n, batch)]
+    n, width = next(iter(rows.values())).shape[:2] if trim_padding else (next(iter(rows.values())).size(0), 0)
+    order = torch.argsort(rows["attention_mask"].sum(1), stable=True) if trim_padding else None
+    if order is not None:
+        rows = {k: v[order] for k, v in rows.items()}
+    outs = []
+    for a in range(0, n, batch):
+        chunk = {k: v[a: a + batch] for k, v in rows.items()}
+        if order is not None:
+            length = int(chunk["attention_mask"].sum(1).max())
+            if chunk["attention_mask"][:, length:].any():
+                raise ValueError("trim_padding needs right-padded rows (attention_mask 1...1 0...0)")
+            chunk = {k: v[:, :length] if v.dim() >= 2 and v.size(1) == width else v for k, v in chunk.items()}
+        outs.append(model(**{k: v.to(device) for k, v in chunk.items()}))
     model.train(was)
+    inverse = None if order is None else torch.argsort(order)
+    def gather(parts: list[Tensor]) -> Tensor:
+        out = torch.cat([o.cpu() for o in parts])
+        return out if inverse is None else out[inverse]
     if isinstance(outs[0], dict):
-        return {k: torch.cat([o[k].cpu() for o in outs]) for k in outs[0]}
-    return torch.cat([o.cpu() for o in outs])
+        return {k: gather([o[k] for o in outs]) for k in outs[0]}
+    return gather(outs)
 
 
 def to_device(batch: Rows, device: torch.device) -> dict[str, Tensor]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import torch
 from torch import Tensor, nn
 
+from genfeat.metrics.calibration import ece
 from genfeat.metrics.classification import classification_scores
 from genfeat.tasks.base import Rows, Task, predict_rows, to_device
 
@@ -20,10 +22,14 @@ INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 
 class SequenceClassification(Task):
     """`data`: {split: rows}; "train" is trained on, the others evaluated. `glue_task` adds GLUE's own metric
-    (CoLA MCC, MRPC / QQP F1); regression (float labels) is scored by Pearson (primary) and Spearman."""
+    (CoLA MCC, MRPC / QQP F1) and the expected calibration error (`metrics.calibration.ece`, percent); regression
+    (float labels) is scored by Pearson (primary) and Spearman.
+    `trim_padding`: evaluate with dynamic padding (`tasks.base.predict_rows`; right-padded (N, T) rows only)."""
 
-    def __init__(self, data: Mapping[str, Rows], glue_task: str | None = None, batch: int = 32):
+    def __init__(self, data: Mapping[str, Rows], glue_task: str | None = None, batch: int = 32,
+                 trim_padding: bool = False):
         self.data, self.glue_task, self.batch = dict(data), glue_task, batch
+        self.trim_padding = trim_padding
         self.train_rows = self.data.get("train")
         self.splits = tuple(k for k in self.data if k != "train")
         labels = next(iter(self.data.values()))["labels"]
@@ -42,10 +48,15 @@ class SequenceClassification(Task):
         return nn.functional.cross_entropy(logits, batch["labels"]), len(logits)
 
     def predict(self, model: nn.Module, split: str) -> Tensor:
-        return predict_rows(model, {k: v for k, v in self.data[split].items() if k in INPUTS}, self.batch)
+        return predict_rows(model, {k: v for k, v in self.data[split].items() if k in INPUTS}, self.batch,
+                            self.trim_padding)
 
     def score(self, pred: Tensor, split: str) -> dict[str, float]:
-        return classification_scores(pred.float().numpy(), self.data[split]["labels"].numpy(), self.glue_task)
+        labels = self.data[split]["labels"].numpy()
+        out = classification_scores(pred.float().numpy(), labels, self.glue_task)
+        if not self.regression:  # calibration of the softmax probabilities (Eq. D.1, percent)
+            out["ece"] = ece(torch.softmax(pred.float(), -1).numpy(), labels)
+        return out
 
 
 class MultipleChoice(SequenceClassification):
