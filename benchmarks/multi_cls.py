@@ -6,6 +6,7 @@ debian-sections, wordnet-lexnames, wordnet-wic; `genfeat data build`).
     python -m benchmarks.multi_cls [--task bbc] [--pretrain-steps 200] [--heads-lr 0] [--finetune-steps 300]
                                    [--pretrain-seeds 0] [--seeds 0 1 2] [--labels 100] [--max-len 128]
     python -m benchmarks.multi_cls --train-only --only pretrain:5 ...   # one worker's share (parallel workers)
+    python -m benchmarks.multi_cls --lrs 1e-5 3e-5 1e-4 ...   # every rate; rows at the dev-selected one
     python -m benchmarks.multi_cls --ablations ...   # and Table 5.2's K = 5 ablations (groups pretrain:5-nohard,
                                                      #   pretrain:5-noinsert, finetune:k5-nohard / -noinsert / -sum)
 
@@ -57,20 +58,26 @@ def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
                partial(R.run_pretrain, cfg), group=f"pretrain:{k}{var}")
 
 
-def finetune_cfg(source: str, seed: int, args, aggregation: str = "reparam") -> R.MultiCLSClassifyConfig:
+DEFAULT_LR = R.classify_bbc().train.lr
+
+
+def finetune_cfg(source: str, seed: int, args, aggregation: str = "reparam", lr: float = DEFAULT_LR
+                 ) -> R.MultiCLSClassifyConfig:
     cfg = R.classify_bbc()
     return dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels, task=args.task,
                                max_len=args.max_len, aggregation=aggregation,
-                               train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps,
+                               train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps, lr=lr,
                                                          eval_every=max(1, args.finetune_steps // 3)))
 
 
-def finetune(model: str, source: str, seed: int, tag: str, args, aggregation: str = "reparam") -> Job:
-    cfg = finetune_cfg(source, seed, args, aggregation)
+def finetune(model: str, source: str, seed: int, tag: str, args, aggregation: str = "reparam",
+             lr: float = DEFAULT_LR) -> Job:
+    cfg = finetune_cfg(source, seed, args, aggregation, lr)
     task = "" if args.task == "bbc" else f"{args.task}-"
     agg = "" if aggregation == "reparam" else f"-{aggregation}"
-    return Job(f"ft-{task}{tag}{agg}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}",
-               {"model": model, "seed": seed},
+    rate = "" if lr == DEFAULT_LR else f"-lr{lr:g}"
+    return Job(f"ft-{task}{tag}{agg}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}{rate}",
+               {"model": model, "seed": seed, "lr": lr},
                partial(R.run_classify, cfg), group=f"finetune:{model}",
                needs=(Path(source),) if model != "released" else ())
 
@@ -89,7 +96,8 @@ def jobs(sweep: Sweep, args) -> tuple[list[Job], list[Job]]:
                 pre.append(j)
                 sources.append((f"k5-{variant}", str(sweep.path(j)), f"k5-{variant}-pre{p}", "reparam"))
             sources.append(("k5-sum", str(sweep.path(pretrain(5, p, args))), f"k5-pre{p}", "sum"))
-    fts = [finetune(m, src, seed, tag, args, agg) for m, src, tag, agg in sources for seed in args.seeds]
+    fts = [finetune(m, src, seed, tag, args, agg, lr) for m, src, tag, agg in sources for lr in args.lrs
+           for seed in args.seeds]
     return pre, fts
 
 
@@ -182,14 +190,26 @@ def se(v: list[float]) -> str:
     return mean_std(v, 2, scale=100, spread="se")
 
 
+def selected_lr(runs: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]]:
+    """The fine-tuning learning rate with the best mean validation accuracy over a model's runs (the thesis selects
+    it on dev per task), and that rate's runs; runs recorded without a rate used the preset's."""
+    by_lr: dict[float, list[dict[str, Any]]] = {}
+    for x in runs:
+        by_lr.setdefault(x.get("lr") or DEFAULT_LR, []).append(x)
+    if not by_lr:
+        return DEFAULT_LR, []
+    lr = max(by_lr, key=lambda v: (np.mean([x["valid_accuracy"] for x in by_lr[v]]), -v))
+    return lr, by_lr[lr]
+
+
 def markdown(record: dict[str, Any]) -> str:
     r = record["results"]
     rows = []
     for m, label in (MODELS | ABLATIONS).items():
-        runs = [x for x in r["runs"] if x["model"] == m]
+        lr, runs = selected_lr([x for x in r["runs"] if x["model"] == m])
         if runs:
             acc, cal = [x["test_accuracy"] for x in runs], [x["test_ece"] / 100 for x in runs]  # ECE is in %
-            rows.append(f"| {label} | {len(runs)} | {se(acc)} | {se(cal)} | {THESIS_GLUE100[m]:.2f} |")
+            rows.append(f"| {label} | {lr:g} | {len(runs)} | {se(acc)} | {se(cal)} | {THESIS_GLUE100[m]:.2f} |")
     uncertainty = uncertainty_md(r.get("uncertainty"))
     variants = {"": "", "nohard": ", no hard negatives", "noinsert": ", no inserted layers"}
     pre = "\n".join(f"| K = {p['k']}{variants[p.get('variant') or '']} | {p.get('pretrain_seed', 0)} | {p['steps']} | "
@@ -202,13 +222,14 @@ def markdown(record: dict[str, Any]) -> str:
     return f"""# Multi-CLS BERT on {what} with {r['labels']} training examples (Table 5.1's protocol, CPU scale)
 
 {{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch 4,
-inputs of {r.get('max_len', 128)} tokens, selection on the validation split; each fine-tuning seed its own
-{r['labels']} training examples (shared by the three models). Continued pretraining: `multi_cls_pretrain --preset
+inputs of {r.get('max_len', 128)} tokens, selection on the validation split (the checkpoint, and the learning rate
+among {', '.join(f'{v:g}' for v in r.get('lrs', [DEFAULT_LR]))} by mean validation accuracy); each fine-tuning seed its
+own {r['labels']} training examples (shared by the three models). Continued pretraining: `multi_cls_pretrain --preset
 minilm_bbc`, {r['pretrain_steps']} steps of 10 triples on the BBC training articles (the thesis: 2 x 10^9
 tokens){hlr}. Mean ± standard error over the runs.
 
-| model | runs | test accuracy (%) | test ECE (%) | thesis, GLUE 100 (Table 5.2) |
-|---|---|---|---|---|
+| model | learning rate | runs | test accuracy (%) | test ECE (%) | thesis, GLUE 100 (Table 5.2) |
+|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 Pretraining runs (validation, held-out articles):
@@ -236,6 +257,8 @@ def main() -> None:
     ap.add_argument("--heads-lr", type=float, default=0.0, help="pretraining: the new parameters' learning rate "
                     "(0: the encoder's)")
     ap.add_argument("--pretrain-seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--lrs", type=float, nargs="+", default=[DEFAULT_LR], help="fine-tuning learning rates; each "
+                    "model's row reports the one with the best mean validation accuracy")
     ap.add_argument("--ablations", action="store_true", help="also Table 5.2's K = 5 ablations: no hard negatives, "
                     "no inserted layers (each its own pretraining run), sum aggregation")
     ap.add_argument("--ablation-pretrain-seeds", type=int, default=1, help="the ablations use the first N "
@@ -254,10 +277,10 @@ def main() -> None:
     runs = sweep.results(ft_jobs)
     pre_jobs = [j for j in pre_jobs if not j.tags["variant"]]
     if not args.train_only:
-        keep = ("model", "seed", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained", "steps",
-                "best_step", "train_s", "device")
+        keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained",
+                "steps", "best_step", "train_s", "device")
         pre_keys = ("k", "variant", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
-        print(write_results(name, {"labels": args.labels, "task": args.task, "max_len": args.max_len,
+        print(write_results(name, {"labels": args.labels, "task": args.task, "max_len": args.max_len, "lrs": args.lrs,
                                    "heads_lr": args.heads_lr,
                                    "data_sha256": runs[0].get("data_sha256") if runs else None,
                                    "pretrain_steps": args.pretrain_steps,

@@ -65,7 +65,7 @@ def test_ablation_jobs(tmp_path):
     """--ablations adds Table 5.2's three K = 5 rows: two pretraining variants (their own runs) and the sum pooler
     fine-tuned from the default K = 5 run; the default runs keep their names (finished runs are reused)."""
     args = argparse.Namespace(task="wordnet-lexnames", max_len=64, pretrain_steps=4, heads_lr=1e-3, labels=20,
-                              finetune_steps=2, seeds=[0, 1], pretrain_seeds=[0, 1], ablations=False,
+                              finetune_steps=2, seeds=[0, 1], pretrain_seeds=[0, 1], ablations=False, lrs=[3e-5],
                               ablation_pretrain_seeds=1)
     sweep = Sweep(tmp_path)
     base_pre, base_ft = B.jobs(sweep, args)
@@ -89,3 +89,16 @@ def test_ablation_jobs(tmp_path):
         assert (cfg.pretrained == default_k5) == (model == "k5-sum")
         assert js[0].needs == (Path(cfg.pretrained),)
     assert all(j.launch.args[0].aggregation == "reparam" for j in base_ft)
+
+
+def test_learning_rate_selected_on_validation():
+    runs = [{"lr": 1e-5, "valid_accuracy": 0.5, "test_accuracy": 0.9}, {"lr": 1e-5, "valid_accuracy": 0.6},
+            {"lr": 1e-4, "valid_accuracy": 0.7, "test_accuracy": 0.1}, {"lr": 1e-4, "valid_accuracy": 0.5},
+            {"valid_accuracy": 0.4}]  # recorded without a rate: the preset's
+    lr, chosen = B.selected_lr(runs)
+    assert lr == 1e-4 and chosen == runs[2:4]  # 0.60 > 0.55 > 0.40, whatever the test accuracy
+    assert B.selected_lr(runs[4:]) == (B.DEFAULT_LR, runs[4:]) and B.selected_lr([]) == (B.DEFAULT_LR, [])
+    args = argparse.Namespace(task="bbc", max_len=64, labels=20, finetune_steps=2)
+    assert B.finetune("k1", "x", 0, "k1-pre0", args).name == "ft-k1-pre0-seed0-labels20-steps2"
+    other = B.finetune("k1", "x", 0, "k1-pre0", args, lr=1e-4)
+    assert other.name.endswith("-lr0.0001") and other.launch.args[0].train.lr == 1e-4 and other.tags["lr"] == 1e-4
