@@ -13,7 +13,8 @@ Evaluation, on sentences drawn from the corpus with a stream no run trained on:
     C3  the same pairs: cosine of importance-weighted word averages (Eq. 3.6 from K = 3, no SIF) minus the uniform
         average's Pearson (>= 0.02); and the mean importance of incidental words below that of topic words
     C4  SIF weights (α = 1e-3, unigram from 5,000 sentences, no component removal) x importance (K = 3) against SIF
-        weights alone (>= -0.005); importance from K = 1 is reported (the spec: not reliably helpful)
+        weights alone (>= -0.005); importance from K = 1 is reported (the spec: not reliably helpful), and how evenly
+        the importance of a sentence's words splits between its two topics (median ratio of the two topics' means)
     C5  mean pairwise cosine of a sentence's facets, k-means-trained >= NNSC-trained (reported, not gated)
     C6  the positive / negative reconstruction error per word with the exact E-step on the held-out sentences of the
         run (its validation): K = 3 positive < 0.5 and negative >= 0.75; K = 1 positive higher
@@ -123,6 +124,13 @@ def evaluate_seed(runs: dict[str, Path], seed: int) -> dict[str, Any]:
     a = np.concatenate([S.importance(vec[[index[w] for w in s]], f) for s, f in zip(held_sents, facets["k3"]["held"],
                                                                                      strict=True)])
     kind = corpus.topic[[index[w] for s in held_sents for w in s]]
+    ratio = []  # the mechanism behind C3 / C4: how evenly a sentence's importance splits between its two topics
+    for s, f, (ta, tb) in zip(held_sents, facets["k3"]["held"], held, strict=True):
+        ids = [index[w] for w in s]
+        w = S.importance(vec[ids], f)
+        per_topic = sorted((w[corpus.topic[ids] == ta].mean(), w[corpus.topic[ids] == tb].mean()))
+        ratio.append(per_topic[1] / per_topic[0])
+    out["topic_weight_ratio"] = float(np.median(ratio))
     out["importance_topic"] = float(a[kind >= 0].mean())
     out["importance_incidental"] = float(a[kind == INCIDENTAL].mean())
     out["importance_stop"] = float(a[kind == STOPWORD].mean())
@@ -153,6 +161,8 @@ def claims(per_seed: list[dict[str, Any]], summaries: dict[tuple[str, int], dict
         ("C4", "SIF x importance (K = 3) / SIF alone (>= -0.005)",
          f"{med('c4_sif_importance'):.3f} / {med('c4_sif'):.3f}", "0.953 / 0.935",
          med("c4_sif_importance") >= med("c4_sif") - 0.005),
+        ("C3/C4", "median ratio of the mean importance of a sentence's two topics (1: even; reported)",
+         f"{med('topic_weight_ratio'):.2f}", "–", None),
         ("C4", "SIF x importance from K = 1 (reported)", f"{med('c4_sif_importance_k1'):.3f}", "0.842", None),
         ("C5", "mean pairwise facet cosine, k-means / NNSC (k-means >= NNSC; reported)",
          f"{med('c5_k3-kmeans'):.3f} / {med('c5_k3'):.3f}", "–", None),
