@@ -11,7 +11,8 @@ bbc_glove50 --train.max_steps STEPS --seed S` with K = 10 (k10), K = 1 (k1) or K
 loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation); the phrase models (p10, p1:
 `--preset bbc_phrases`) are trained by the same jobs for `benchmarks.facets_phrases`.
 Rows: GloVe 6B 50d Avg / Prob_avg / SIF / WMD / Prob_WMD; with each facets model the same scores weighted by the
-facet importance a_i ("Our a", Eq. 3.6), mean ± std over the seeds, and, with --sc, the facet-set distance SC
+facet importance a_i ("Our a", Eq. 3.6; "Our a_max": the largest facet cosine instead of the sum, a deviation that
+docs/results/facets_synthetic.md motivates), mean ± std over the seeds, and, with --sc, the facet-set distance SC
 (Eq. 3.5; its E-step to a projected gradient of 1e-6 or 300 FISTA iterations, batched over zero-padded facet sets,
 `analysis.facet_scores.sc_distances`);
 MiniLM-L6 [CLS] and mean pooling.
@@ -168,15 +169,17 @@ def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool, tag: st
     from genfeat.recipes.facets import load_run, sentence_facets
 
     model, vocab, _, _ = load_run(run)
-    facets, weights = [], []
+    facets, weights, largest = [], [], []
     for d in docs:
         sents = split_sentences(d)
         fs = sentence_facets(model, vocab, sents)
         facets.append(np.concatenate(fs))
-        weights.append(np.concatenate([S.importance(vec.of(tokenize(s)), f)
+        for out, reduce in ((weights, "sum"), (largest, "max")):
+            out.append(np.concatenate([S.importance(vec.of(tokenize(s)), f, reduce)
                                        for s, f in zip(sents, fs, strict=True)]))
     pairs, _ = lee_pairs()
     rows = glove_rows(tokens, vec, probs, weights, tag)
+    rows += glove_rows(tokens, vec, probs, largest, tag.replace("Our a", "Our a_max"))
     if sc:  # E-step to 1e-6 (or 300 FISTA iterations), batched over padded pairs of ~100-facet documents
         rows.append({"name": f"SC ({tag.replace('Our a', 'Our c')})",
                      "sim": -S.sc_distances([(facets[i], facets[j]) for i, j in pairs], iters=300, tol=1e-6)})

@@ -35,6 +35,9 @@ def test_importance_weights_eq_3_6():
     words = np.stack([e1, e2, -e1, np.zeros(3)])
     facets = np.stack([e1, (e1 + e2) / np.sqrt(2)])
     np.testing.assert_allclose(importance(words, facets), [1 + 1 / np.sqrt(2), 1 / np.sqrt(2), 0, 0], atol=1e-12)
+    np.testing.assert_allclose(importance(words, facets, "max"), [1, 1 / np.sqrt(2), 0, 0], atol=1e-12)
+    with pytest.raises(ValueError, match="reduce"):
+        importance(words, facets, "mean")
 
 
 def test_sif_weights_and_component_removal():

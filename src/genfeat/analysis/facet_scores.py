@@ -78,10 +78,14 @@ def sc_distances(pairs: Sequence[tuple[np.ndarray, np.ndarray]], lam: float = 0.
     return out
 
 
-def importance(words: np.ndarray, facets: np.ndarray) -> np.ndarray:
-    """Eq. 3.6: a_i = Σ_k max(0, cos(w_i, c_k)) for word vectors (n, E) and facets (K, E) -> (n,)."""
-    return np.maximum(0.0, unit(np.asarray(words, dtype=np.float64)) @ unit(np.asarray(facets, dtype=np.float64)).T
-                      ).sum(1)
+def importance(words: np.ndarray, facets: np.ndarray, reduce: str = "sum") -> np.ndarray:
+    """Eq. 3.6: a_i = Σ_k max(0, cos(w_i, c_k)) for word vectors (n, E) and facets (K, E) -> (n,).
+    `reduce="max"` (a deviation, not the thesis's): a_i = max(0, max_k cos(w_i, c_k)), so a topic that two facets
+    cover does not count twice (docs/results/facets_synthetic.md)."""
+    cos = np.maximum(0.0, unit(np.asarray(words, dtype=np.float64)) @ unit(np.asarray(facets, dtype=np.float64)).T)
+    if reduce not in ("sum", "max"):
+        raise ValueError(f"reduce must be sum or max, got {reduce!r}")
+    return cos.sum(1) if reduce == "sum" else cos.max(1)
 
 
 def sif_weights(probs: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
