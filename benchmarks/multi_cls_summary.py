@@ -1,0 +1,83 @@
+"""docs/results/multi_cls_summary.{md,json}: thesis C Table 5.1's analogue collected from the recorded Multi-CLS
+pages (`multi_cls.json`, `multi_cls_<task>.json`, written by `benchmarks.multi_cls`); it measures nothing itself.
+
+    python -m benchmarks.multi_cls_summary
+
+One row per task and model (test accuracy of the dev-selected runs, mean ± standard error), and the macro average
+over the tasks that share one continued-pretraining setting (steps, heads_lr) and label count, as the thesis
+averages its GLUE tasks; tasks recorded with another setting are listed but not averaged with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import RESULTS, load_result, mean_std, result_sources, write_results
+from benchmarks.multi_cls import MODELS, selected_lr
+
+NAME = "multi_cls_summary"
+THESIS = {"released": 55.71, "k1": 57.84, "k5": 61.80}  # Table 5.1, GLUE 100 (BERT-Base); MTL K = 1: 59.29
+
+
+def collect() -> dict[str, Any]:
+    names = sorted(p.stem for p in RESULTS.glob("multi_cls*.json") if p.stem != NAME)
+    tasks = []
+    for name in names:
+        r = load_result(name)["results"]
+        setting = {"pretrain_steps": r["pretrain_steps"], "heads_lr": r.get("heads_lr", 0.0), "labels": r["labels"]}
+        models = {}
+        for m in MODELS:
+            lr, runs = selected_lr([x for x in r["runs"] if x["model"] == m])
+            if runs:
+                models[m] = {"lr": lr, "test_accuracy": [x["test_accuracy"] for x in runs]}
+        tasks.append({"page": name, "task": r.get("task", "bbc"), "setting": setting, "models": models})
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for t in tasks:
+        groups.setdefault(key(t["setting"]), []).append(t)
+    macro = []
+    for k, ts in groups.items():
+        if len(ts) < 2 or any(set(t["models"]) != set(MODELS) for t in ts):
+            continue
+        macro.append({"setting": k, "tasks": [t["task"] for t in ts],
+                      "mean": {m: float(np.mean([np.mean(t["models"][m]["test_accuracy"]) for t in ts]))
+                               for m in MODELS}})
+    return {"sources": result_sources(names), "tasks": tasks, "macro": macro}
+
+
+def key(setting: dict[str, Any]) -> str:
+    hlr = f", heads_lr {setting['heads_lr']:g}" if setting["heads_lr"] else ""
+    return f"{setting['labels']} labels, {setting['pretrain_steps']} pretraining steps{hlr}"
+
+
+def markdown(record: dict[str, Any]) -> str:
+    r = record["results"]
+    rows = []
+    for t in r["tasks"]:
+        cells = [mean_std(t["models"][m]["test_accuracy"], 2, scale=100, spread="se") if m in t["models"] else "–"
+                 for m in MODELS]
+        rows.append(f"| {t['task']} ([page]({t['page']}.md)) | {key(t['setting'])} | "
+                    + " | ".join(cells) + " |")
+    macro = [f"| **macro average**: {', '.join(g['tasks'])} | {g['setting']} | "
+             + " | ".join(f"**{100 * g['mean'][m]:.2f}**" for m in MODELS) + " |" for g in r["macro"]]
+    thesis = " | ".join(f"{THESIS[m]:.2f}" for m in MODELS)
+    return f"""# Multi-CLS BERT: Table 5.1's analogue across the real tasks
+
+{{header}}Collected from the recorded pages (each names its command); test accuracy (%) of the runs at the learning
+rate selected on validation, mean ± standard error over pretraining x fine-tuning seeds. The macro average is the
+mean of the task means, over tasks that share one pretraining setting and label count.
+
+| task | setting | {' | '.join(MODELS.values())} |
+|---|---|{'---|' * len(MODELS)}
+{chr(10).join(rows + macro)}
+| thesis, GLUE 100 (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | {thesis} |
+"""
+
+
+def main() -> None:
+    print(write_results(NAME, collect(), markdown))
+
+
+if __name__ == "__main__":
+    main()
