@@ -72,9 +72,10 @@ def predict_rows(model: nn.Module, rows: Rows, batch: int = 32, trim_padding: bo
     was = model.training
     model.eval()
     device = next(model.parameters()).device
-    n, width = next(iter(rows.values())).shape[:2] if trim_padding else (next(iter(rows.values())).size(0), 0)
-    order = torch.argsort(rows["attention_mask"].sum(1), stable=True) if trim_padding else None
-    if order is not None:
+    n, order = next(iter(rows.values())).size(0), None
+    if trim_padding:
+        width = rows["attention_mask"].size(1)
+        order = torch.argsort(rows["attention_mask"].sum(1), stable=True)  # shortest first
         rows = {k: v[order] for k, v in rows.items()}
     outs = []
     for a in range(0, n, batch):
@@ -87,9 +88,11 @@ def predict_rows(model: nn.Module, rows: Rows, batch: int = 32, trim_padding: bo
         outs.append(model(**{k: v.to(device) for k, v in chunk.items()}))
     model.train(was)
     inverse = None if order is None else torch.argsort(order)
+
     def gather(parts: list[Tensor]) -> Tensor:
         out = torch.cat([o.cpu() for o in parts])
-        return out if inverse is None else out[inverse]
+        return out if inverse is None else out[inverse]  # back in the rows' order
+
     if isinstance(outs[0], dict):
         return {k: gather([o[k] for o in outs]) for k in outs[0]}
     return gather(outs)
