@@ -4,6 +4,8 @@ training length, learning rates, the supervised / context balance and the contex
 `benchmarks.planetoid` ("linuxdoc fixed"), beside the recorded Feat rows.
 
     python -m benchmarks.planetoid_inductive [--seeds 0 1 2] [--jobs 2] [--protocol 'linuxdoc fixed']
+    python -m benchmarks.planetoid_inductive --train-only --rows ... --runs DIR   # a worker's share (resumable)
+    python -m benchmarks.planetoid_inductive --collect --runs DIR                 # the page from the kept runs
 
 Each row is `genfeat run planetoid --preset linuxdoc_i` with the recorded tuned settings (10,000 rounds, T1 = 0.2,
 evaluation every 100 rounds) plus the row's overrides; test accuracy of the best-validation state, mean ± std over
@@ -15,7 +17,10 @@ docs/results/planetoid_inductive.{md,json}.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,24 +80,34 @@ def main() -> None:
     ap.add_argument("--protocol", default="linuxdoc fixed")
     ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     ap.add_argument("--jobs", type=int, default=2)
-    result_args(ap, [0, 1, 2])
+    result_args(ap, [0, 1, 2], runs="runs/bench_planetoid_inductive")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
         return
-    runs = []
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for r in pool.map(job, [(row, s, args.protocol) for row in args.rows for s in args.seeds]):
-            print(f"{r['row']:40s} seed {r['seed']} val {r['val_acc']:.4f} test {r['test_acc']:.4f} "
-                  f"({r['train_seconds']:.0f} s)", flush=True)
-            runs.append(r)
+    # one JSON file per finished run: a stopped benchmark resumes, and workers with other --rows share the folder
+    root = Path(args.runs)
+    root.mkdir(parents=True, exist_ok=True)
+
+    def path(row: str, seed: int) -> Path:
+        return root / f"{re.sub('[^a-z0-9]+', '-', row.lower()).strip('-')}-seed{seed}.json"
+
+    todo = [(row, s, args.protocol) for row in args.rows for s in args.seeds if not path(row, s).is_file()]
+    if not args.collect:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for r in pool.map(job, todo):
+                path(r["row"], r["seed"]).write_text(json.dumps(r))
+                print(f"{r['row']:40s} seed {r['seed']} val {r['val_acc']:.4f} test {r['test_acc']:.4f} "
+                      f"({r['train_seconds']:.0f} s)", flush=True)
+    if args.train_only:
+        return
+    runs = [json.loads(path(row, s).read_text()) for row in ROWS for s in args.seeds if path(row, s).is_file()]
     rec = load_result("planetoid")
     agg = (rec or {}).get("results", {}).get("aggregate", {})
     feat = {m: agg[args.protocol][m]["test_acc"] for m in ("feat_lr", "feat_mlp", "planetoid_i")
             if m in agg.get(args.protocol, {})}
-    print(write_results(NAME, {"protocol": args.protocol, "rows": args.rows, "runs": runs, "feat": feat}, markdown,
-                        seeds=args.seeds))
-
+    print(write_results(NAME, {"protocol": args.protocol, "rows": [r for r in ROWS if any(x["row"] == r for x in runs)],
+                               "runs": runs, "feat": feat}, markdown, seeds=args.seeds))
 
 if __name__ == "__main__":
     main()
