@@ -22,7 +22,8 @@ THESIS = {"released": 55.71, "k1": 57.84, "k5": 61.80}  # Table 5.1, GLUE 100 (B
 
 
 def collect() -> dict[str, Any]:
-    names = sorted(p.stem for p in RESULTS.glob("multi_cls*.json") if p.stem != NAME)
+    names = [p.stem for p in sorted(RESULTS.glob("multi_cls*.json"))  # the benchmarks.multi_cls pages only
+             if "pretrain_steps" in load_result(p.stem)["results"]]
     tasks = []
     for name in names:
         r = load_result(name)["results"]
