@@ -37,6 +37,7 @@ ROWS: dict[str, dict[str, str]] = {
     "T1 = 1 (a supervised step every round)": {"train.t1": "1.0"},
     "graph context only (r2 = 1)": {"sampler.r2": "1.0"},
     "no per-branch losses": {"model.aux_branch_loss": "false"},
+    "validation nodes unseen too (selection on unseen nodes)": {"sampler.unseen": "valid+test"},
 }
 
 

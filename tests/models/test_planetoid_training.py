@@ -90,3 +90,22 @@ def test_context_budget_scales_with_the_graph_and_warns_when_thin(capsys):
     assert capsys.readouterr().err == ""
     assert context_budget(P.PlanetoidTrainConfig(warmup_steps=10, rounds=20), 57000) == (10, 20)
     assert "triples per node" in capsys.readouterr().err
+
+
+def test_inductive_held_out_nodes_never_enter_a_triple(graph_only):
+    """Planetoid-I: the test nodes (and with sampler.unseen=valid+test the validation nodes too) are never a walk
+    node, a context or a negative; T sees every node."""
+    from genfeat.errors import ConfigError
+
+    data = graph_only
+    for unseen, held in (("test", data.test_idx), ("valid+test", np.union1d(data.test_idx, data.val_idx))):
+        sampler = P.make_sampler(data, P.SamplerConfig(unseen=unseen), "I", seed=0)
+        seen = set()
+        for _ in range(200):
+            i, c, _, _ = sampler.sample(50)
+            seen |= set(i.tolist()) | set(c.tolist())
+        assert not seen & set(held.tolist()) and len(seen) > 0
+    assert set(P.make_sampler(data, P.SamplerConfig(unseen="valid+test"), "T", seed=0).context_nodes.tolist()) \
+        == set(range(data.num_nodes))
+    with pytest.raises(ConfigError, match="unseen"):
+        P.SamplerConfig(unseen="valid")

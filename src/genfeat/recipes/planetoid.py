@@ -160,8 +160,8 @@ def _load_graph(cfg: GraphDataConfig) -> GraphData:
 
 
 def make_sampler(data: GraphData, cfg: SamplerConfig, variant: str, seed: int) -> ContextSampler:
-    return ContextSampler(data.adj, data.labels, data.train_idx, cfg, context_nodes=context_nodes_for(data, variant),
-                          seed=seed)
+    return ContextSampler(data.adj, data.labels, data.train_idx, cfg,
+                          context_nodes=context_nodes_for(data, variant, cfg.unseen), seed=seed)
 
 
 def sampler_throughput(sampler: ContextSampler, batch: int = 200, repeats: int = 200) -> float:

@@ -39,6 +39,7 @@ class SamplerConfig:
     include_self_pairs: bool = False
     window_inclusive: bool = False
     label_pairs: str = "pairs"  # pairs | anchor
+    unseen: str = "test"  # Planetoid-I: the nodes kept out of every triple: test | valid+test
 
     def __post_init__(self) -> None:
         for name in ("r1", "r2"):
@@ -46,6 +47,8 @@ class SamplerConfig:
                 raise ConfigError(f"sampler.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.q < 2 or self.d < 1:
             raise ConfigError(f"sampler needs q >= 2 and d >= 1, got q={self.q}, d={self.d}")
+        if self.unseen not in ("test", "valid+test"):
+            raise ConfigError(f"sampler.unseen must be 'test' or 'valid+test', got {self.unseen!r}")
         if self.label_pairs not in ("pairs", "anchor"):
             raise ConfigError(f"sampler.label_pairs must be 'pairs' or 'anchor', got {self.label_pairs!r}")
 

@@ -96,11 +96,14 @@ class AlternatingSchedule:
         return ["sup"] * self._count(self.t1) + ["ctx"] * self._count(self.t2)
 
 
-def context_nodes_for(data: GraphData, variant: str) -> np.ndarray | None:
-    """Planetoid-I never sees the test nodes in training (pitfall 9); T and G see every node."""
+def context_nodes_for(data: GraphData, variant: str, unseen: str = "test") -> np.ndarray | None:
+    """Planetoid-I never sees the test nodes in training (pitfall 9); with `unseen="valid+test"` the validation
+    nodes are held out of the graph too, so that model selection is made on unseen nodes like the test's. T and G
+    see every node."""
     if variant != "I":
         return None
-    return np.setdiff1d(np.arange(data.num_nodes), data.test_idx)
+    held = data.test_idx if unseen == "test" else np.union1d(data.test_idx, data.val_idx)
+    return np.setdiff1d(np.arange(data.num_nodes), held)
 
 
 class Algorithm3(Step):
