@@ -4,6 +4,7 @@ the cluster centres of the words of its neighbouring sentences.
     genfeat data fetch bbc-news glove-6b-50d
     genfeat run facets --preset bbc_glove50 --model.k 10 --out runs/facets-k10     # NNSC
     genfeat run facets --preset bbc_glove50 --loss.solver kmeans --out runs/facets-kmeans   # the ablation
+    genfeat run facets --preset synthetic --out runs/facets-toy    # the spec's two-topic corpus (a minute, no data)
 
 Paradigm: one phase, one loss (Eq. 3.2 with Algorithm 1's E-step inside the loss, `losses/nnsc.py`).
 Data (`data/facets.py`): the BBC News training-split articles split into sentences (the test articles are never
