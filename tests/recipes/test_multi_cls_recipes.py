@@ -71,6 +71,14 @@ def test_pretrain_then_classify(bert_dir, bbc_articles, tmp_path):
         acc = float((pred["probs"].argmax(-1) == pred["labels"]).float().mean())
         assert acc == pytest.approx(c["test_accuracy"], abs=1e-6)
         assert ("facet_emb" in pred) == (name == "mcls") and pred["dropout_probs"].shape == (3, *pred["probs"].shape)
+        if name == "mcls":  # the facet embeddings are the ones the probabilities came from (one encoder pass)
+            from genfeat.recipes.multi_cls import load_classifier
+            from genfeat.train.checkpoint import load_model_weights
+
+            clf, _, _ = load_classifier(type(cfg)(**{**cfg.__dict__, "pretrained": str(source)}),
+                                        pred["probs"].size(-1))
+            load_model_weights(clf, out / "model.safetensors")
+            torch.testing.assert_close(torch.softmax(clf.out(pred["facet_emb"].sum(1)), -1), pred["probs"])
         assert not torch.allclose(pred["dropout_probs"][0], pred["dropout_probs"][1])  # dropout was on
 
 

@@ -283,6 +283,18 @@ def encode_rows(tok: Any, pairs: list[tuple[str, str | None]], y: np.ndarray, id
     return encode(tok, [pairs[i][0] for i in idx], b, max_len=max_len) | {"labels": torch.from_numpy(y[idx])}
 
 
+class _WithFacets(nn.Module):
+    """A Multi-CLS classifier's logits and per-facet embeddings from one encoder pass (for `predict_rows`)."""
+
+    def __init__(self, clf: MultiCLSClassifier):
+        super().__init__()
+        self.clf = clf
+
+    def forward(self, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = self.clf.facet_states(**inputs)
+        return {"logits": self.clf.head(h), "facet_emb": self.clf.pooler.facet_embeddings(h)}
+
+
 @torch.no_grad()
 def predict_run(cfg: MultiCLSClassifyConfig, run_dir: Path, split: str = "test", dropout_passes: int = 0,
                 seed: int = 0) -> dict[str, torch.Tensor]:
@@ -299,11 +311,10 @@ def predict_run(cfg: MultiCLSClassifyConfig, run_dir: Path, split: str = "test",
     pairs, y = data[split]
     rows = encode_rows(tok, pairs, y, np.arange(len(y)), cfg.max_len - k)
     inputs = {n: v for n, v in rows.items() if n != "labels"}
-    out = {"probs": torch.softmax(predict_rows(model.eval(), inputs, trim_padding=True), -1), "labels": rows["labels"]}
+    pred = predict_rows(_WithFacets(model) if k > 1 else model, inputs, trim_padding=True)
+    out = {"probs": torch.softmax(pred["logits"] if k > 1 else pred, -1), "labels": rows["labels"]}
     if k > 1:
-        out["facet_emb"] = torch.cat([model.pooler.facet_embeddings(model.facet_states(**{n: v[a: a + 64]
-                                                                                       for n, v in inputs.items()}))
-                                      for a in range(0, len(y), 64)])
+        out["facet_emb"] = pred["facet_emb"]
     if dropout_passes:
         torch.manual_seed(seed)
         model.train()

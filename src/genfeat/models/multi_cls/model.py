@@ -184,11 +184,15 @@ class MultiCLSClassifier(nn.Module):
                      attention_mask: Tensor | None = None) -> Tensor:
         return self.encoder.facet_states(self.encoder(input_ids, token_type_ids, attention_mask).hidden)
 
+    def head(self, facet_states: Tensor) -> Tensor:
+        """Facet states (B, K, D) -> logits (B, n_labels), or (B,) for regression."""
+        logits = self.out(self.drop(self.pooler(facet_states)))
+        return logits.squeeze(-1) if logits.size(-1) == 1 else logits
+
     def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
                 attention_mask: Tensor | None = None) -> Tensor:
         """Logits (B, n_labels), or (B,) for regression."""
-        logits = self.out(self.drop(self.pooler(self.facet_states(input_ids, token_type_ids, attention_mask))))
-        return logits.squeeze(-1) if logits.size(-1) == 1 else logits
+        return self.head(self.facet_states(input_ids, token_type_ids, attention_mask))
 
     @staticmethod
     def loss(logits: Tensor, labels: Tensor) -> Tensor:
