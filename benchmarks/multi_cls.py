@@ -101,13 +101,14 @@ def jobs(sweep: Sweep, args) -> tuple[list[Job], list[Job]]:
     return pre, fts
 
 
-def uncertainty(sweep: Sweep, pre_jobs: list[Job], args) -> dict[str, Any]:
+def uncertainty(sweep: Sweep, pre_jobs: list[Job], args, lrs: dict[str, float] | None = None) -> dict[str, Any]:
     """Table 5.4's overlaps and Table 5.2's ensembles on the test split, per pretraining seed: ENS (the variance of
     the K = 5 models fine-tuned with every seed), Multi-CLS (the variance of one K = 5 model's per-facet
     prototype distributions, Eq. D.2), Dropout (5 passes of the K = 1 model of fine-tuning seed 0), Least (1 - max
     p of one K = 5 model); the overlap of their top-20% most uncertain examples with ENS's, and ENS vs ENS across
     pretraining seeds. Ensembles: the fine-tuning-seed ensembles of K = 1 and K = 5 and the dropout ensemble, as
-    test accuracy and ECE of the averaged probabilities."""
+    test accuracy and ECE of the averaged probabilities. `lrs`: each model's fine-tuning rate (its dev-selected
+    one, `selected_lr`; default the preset's)."""
     import torch
 
     from genfeat.metrics.calibration import ece, facet_distributions, least_confidence, top_overlap, variance_score
@@ -121,7 +122,7 @@ def uncertainty(sweep: Sweep, pre_jobs: list[Job], args) -> dict[str, Any]:
         preds = []
         for seed in args.seeds:
             tag = f"k{k}-pre{p}"
-            ft = finetune(f"k{k}", str(sweep.path(j)), seed, tag, args)
+            ft = finetune(f"k{k}", str(sweep.path(j)), seed, tag, args, lr=(lrs or {}).get(f"k{k}", DEFAULT_LR))
             if not (sweep.path(ft) / "summary.json").is_file():
                 continue
             preds.append(R.predict_run(finetune_cfg(str(sweep.path(j)), seed, args), sweep.path(ft),
@@ -277,6 +278,7 @@ def main() -> None:
     runs = sweep.results(ft_jobs)
     pre_jobs = [j for j in pre_jobs if not j.tags["variant"]]
     if not args.train_only:
+        lrs = {m: selected_lr([r for r in runs if r["model"] == m])[0] for m in ("k1", "k5")}
         keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained",
                 "steps", "best_step", "train_s", "device")
         pre_keys = ("k", "variant", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
@@ -287,7 +289,8 @@ def main() -> None:
                                    "finetune_steps": args.finetune_steps,
                                    "pretraining": [{k: p[k] for k in pre_keys} for p in pretraining],
                                    "runs": [{k: r.get(k) for k in keep} for r in runs],
-                                   "uncertainty": uncertainty(sweep, pre_jobs, args) if args.uncertainty else None},
+                                   "uncertainty": uncertainty(sweep, pre_jobs, args, lrs) if args.uncertainty
+                                   else None},
                             markdown, seeds=args.seeds,
                             device=sweep.device(runs + pretraining)))
 

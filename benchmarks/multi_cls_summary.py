@@ -22,11 +22,11 @@ THESIS = {"released": 55.71, "k1": 57.84, "k5": 61.80}  # Table 5.1, GLUE 100 (B
 
 
 def collect() -> dict[str, Any]:
-    names = [p.stem for p in sorted(RESULTS.glob("multi_cls*.json"))  # the benchmarks.multi_cls pages only
-             if "pretrain_steps" in load_result(p.stem)["results"]]
+    pages = {p.stem: load_result(p.stem)["results"] for p in sorted(RESULTS.glob("multi_cls*.json"))}
+    pages = {name: r for name, r in pages.items() if "pretrain_steps" in r}  # the benchmarks.multi_cls pages only
+    names = list(pages)
     tasks = []
-    for name in names:
-        r = load_result(name)["results"]
+    for name, r in pages.items():
         setting = {"pretrain_steps": r["pretrain_steps"], "heads_lr": r.get("heads_lr", 0.0), "labels": r["labels"]}
         models = {}
         for m in MODELS:

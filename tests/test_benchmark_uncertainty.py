@@ -53,6 +53,8 @@ def test_overlaps_and_ensembles(tmp_path, monkeypatch):
     assert "ens_scores" not in u
     md = B.uncertainty_md(u)
     assert "| Multi-CLS vs ENS |" in md and "| ENS vs ENS (two pretraining seeds) |" in md
+    calls.clear()  # at another (dev-selected) rate it reads that rate's runs: none finished here
+    assert B.uncertainty(sweep, pre_jobs, args, {"k1": 1e-4, "k5": 1e-4})["overlap"] == [] and calls == []
 
 
 def test_no_uncertainty_section_without_runs():

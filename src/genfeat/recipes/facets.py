@@ -178,7 +178,9 @@ class NNSCObjective:
         self.gen.set_state(state["gen"])
 
 
-def load_targets(dc: FacetDataConfig, vocab_hint: set[str], d: int = 48) -> tuple[list[str], np.ndarray]:
+def load_targets(dc: FacetDataConfig, vocab_hint: set[str], d: int) -> tuple[list[str], np.ndarray]:
+    """(target words, their vectors) of the configured table; `d`: the synthetic corpus's dimension
+    (model.d_target)."""
     if dc.corpus == "synthetic":
         corpus = topic_corpus(dc.split_seed, d=d)
         return corpus.words, corpus.vectors
@@ -202,7 +204,7 @@ def training_data(cfg: FacetRunConfig) -> tuple[list[str], list[str], np.ndarray
     docs = documents(dc.corpus, dc.split_seed, dc.limit_docs, dedupe=dc.dedupe)
     vocab = build_vocab(docs["train"], dc.min_count)
     seen = {t for split in docs.values() for d in split for s in d for t in tokenize(s)}
-    target_words, target_vecs = load_targets(dc, seen)
+    target_words, target_vecs = load_targets(dc, seen, cfg.model.d_target)
     if dc.unit == "phrase":
         if cfg.model.cross_attention:
             raise ConfigError("data.unit=phrase needs model.cross_attention=false (the thesis's phrase model; preset "
