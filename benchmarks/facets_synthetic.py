@@ -101,37 +101,37 @@ def evaluate_seed(runs: dict[str, Path], seed: int) -> dict[str, Any]:
                             iters=300, tol=1e-6)
         out[f"c2_{model}"] = correlation(-sc, gold)["pearson"]
 
-    def pearson(weight) -> float:  # C3 / C4: cosine of weighted word averages against gold
-        sims = []
-        for j, (s1, s2) in enumerate(zip(first, second, strict=True)):
-            e = [S.weighted_average(vec[[index[w] for w in s]], weight(s, side, j))
-                 for side, s in ((0, s1), (1, s2))]
-            sims.append(S.cosine(*e))
+    ids = {name: [np.array([index[w] for w in s]) for s in sents]
+           for name, sents in (("held", held_sents), ("first", first), ("second", second))}
+    sides = ("first", "second")
+
+    def weights(fn) -> dict[str, list[np.ndarray]]:  # fn(side, j, word ids) -> the weights of pair j's sentence
+        return {side: [fn(side, j, x) for j, x in enumerate(ids[side])] for side in sides}
+
+    def times(a: dict, b: dict) -> dict[str, list[np.ndarray]]:
+        return {side: [u * v for u, v in zip(a[side], b[side], strict=True)] for side in sides}
+
+    def pearson(w: dict | None = None) -> float:  # C3 / C4: cosine of weighted word averages against gold
+        sims = [S.cosine(*(S.weighted_average(vec[ids[side][j]], None if w is None else w[side][j]) for side in sides))
+                for j in range(len(gold))]
         return correlation(np.array(sims), gold)["pearson"]
 
-    def imp(model: str, reduce: str = "sum"):
-        return lambda s, side, j: S.importance(vec[[index[w] for w in s]],
-                                               facets[model][("first", "second")[side]][j], reduce)
-
-    def sif(s, side, j):
-        return S.sif_weights(probs[[index[w] for w in s]], SIF_ALPHA)
-
-    out["c3_uniform"] = pearson(lambda s, side, j: None)
-    out["c3_importance"] = pearson(imp("k3"))
+    imp = {(m, r): weights(lambda side, j, x, m=m, r=r: S.importance(vec[x], facets[m][side][j], r))
+           for m, r in (("k3", "sum"), ("k3", "max"), ("k1", "sum"))}
+    sif = weights(lambda side, j, x: S.sif_weights(probs[x], SIF_ALPHA))
+    out["c3_uniform"] = pearson()
+    out["c3_importance"] = pearson(imp["k3", "sum"])
     out["c4_sif"] = pearson(sif)
-    out["c4_sif_importance"] = pearson(lambda s, side, j: sif(s, side, j) * imp("k3")(s, side, j))
-    out["c3_importance_max"] = pearson(imp("k3", "max"))
-    out["c4_sif_importance_max"] = pearson(lambda s, side, j: sif(s, side, j) * imp("k3", "max")(s, side, j))
-    out["oracle_topic_words"] = pearson(lambda s, side, j: (corpus.topic[[index[w] for w in s]] >= 0).astype(float))
-    out["c4_sif_importance_k1"] = pearson(lambda s, side, j: sif(s, side, j) * imp("k1")(s, side, j))
-    a = np.concatenate([S.importance(vec[[index[w] for w in s]], f) for s, f in zip(held_sents, facets["k3"]["held"],
-                                                                                     strict=True)])
-    kind = corpus.topic[[index[w] for s in held_sents for w in s]]
+    out["c4_sif_importance"] = pearson(times(sif, imp["k3", "sum"]))
+    out["c3_importance_max"] = pearson(imp["k3", "max"])
+    out["c4_sif_importance_max"] = pearson(times(sif, imp["k3", "max"]))
+    out["oracle_topic_words"] = pearson(weights(lambda side, j, x: (corpus.topic[x] >= 0).astype(float)))
+    out["c4_sif_importance_k1"] = pearson(times(sif, imp["k1", "sum"]))
+    held_imp = [S.importance(vec[x], f) for x, f in zip(ids["held"], facets["k3"]["held"], strict=True)]
+    a, kind = np.concatenate(held_imp), corpus.topic[np.concatenate(ids["held"])]
     ratio = []  # the mechanism behind C3 / C4: how evenly a sentence's importance splits between its two topics
-    for s, f, (ta, tb) in zip(held_sents, facets["k3"]["held"], held, strict=True):
-        ids = [index[w] for w in s]
-        w = S.importance(vec[ids], f)
-        per_topic = sorted((w[corpus.topic[ids] == ta].mean(), w[corpus.topic[ids] == tb].mean()))
+    for x, w, (ta, tb) in zip(ids["held"], held_imp, held, strict=True):
+        per_topic = sorted((w[corpus.topic[x] == ta].mean(), w[corpus.topic[x] == tb].mean()))
         ratio.append(per_topic[1] / per_topic[0])
     out["topic_weight_ratio"] = float(np.median(ratio))
     out["importance_topic"] = float(a[kind >= 0].mean())
