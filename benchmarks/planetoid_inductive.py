@@ -3,30 +3,30 @@
 training length, learning rates, the supervised / context balance and the context mix, on the fixed split of
 `benchmarks.planetoid` ("linuxdoc fixed"), beside the recorded Feat rows.
 
-    python -m benchmarks.planetoid_inductive [--seeds 0 1 2] [--jobs 2] [--protocol 'linuxdoc fixed']
-    python -m benchmarks.planetoid_inductive --train-only --rows ... --runs DIR   # a worker's share (resumable)
-    python -m benchmarks.planetoid_inductive --collect --runs DIR                 # the page from the kept runs
+    python -m benchmarks.planetoid_inductive [--seeds 0 1 2] [--protocol 'linuxdoc fixed'] [--runs DIR]
+    python -m benchmarks.planetoid_inductive --train-only --only ROW-SLUG ...   # one worker's share
+    python -m benchmarks.planetoid_inductive --collect                         # the page from the kept runs
 
-Each row is `genfeat run planetoid --preset linuxdoc_i` with the recorded tuned settings (10,000 rounds, T1 = 0.2,
-evaluation every 100 rounds) plus the row's overrides; test accuracy of the best-validation state, mean ± std over
-seeds, with the validation accuracy (the honest way to choose among the rows) and the accuracy of each branch of
-the model alone (the feature branch h^k(x) and the embedding branch h^l(e(x))). Writes
-docs/results/planetoid_inductive.{md,json}.
+Runs go through the sweep harness (`benchmarks.sweep`: one resumable run directory per row and seed, named
+<row slug>-seed<S>). Each row is `genfeat run planetoid --preset linuxdoc_i` with the recorded tuned settings
+(10,000 rounds, T1 = 0.2, evaluation every 100 rounds) plus the row's overrides; test accuracy of the
+best-validation state, mean ± std over seeds, with the validation accuracy (the honest way to choose among the
+rows) and the accuracy of each branch of the model alone (the feature branch h^k(x) and the embedding branch
+h^l(e(x))). Writes docs/results/planetoid_inductive.{md,json}.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks.common import load_result, mean_std, reading, render, result_args, write_results
-from benchmarks.planetoid import _one
+from benchmarks.planetoid import config
+from benchmarks.sweep import Job, Sweep
+from genfeat.recipes import planetoid as P
 
 NAME = "planetoid_inductive"
 BASE = {"train.eval_every": "100", "train.rounds": "10000", "train.t1": "0.2"}  # the recorded (tuned) setting
@@ -41,10 +41,14 @@ ROWS: dict[str, dict[str, str]] = {
 }
 
 
-def job(args: tuple[str, int, str]) -> dict[str, Any]:
-    row, seed, protocol = args
-    rec = _one(("planetoid_i", seed, protocol, {"planetoid_i": BASE | ROWS[row]}))
-    return rec | {"row": row}
+def slug(row: str) -> str:
+    return re.sub("[^a-z0-9]+", "-", row.lower()).strip("-")
+
+
+def job(row: str, seed: int, protocol: str) -> Job:
+    cfg = config("planetoid_i", seed, protocol, {"planetoid_i": BASE | ROWS[row]})
+    return Job(f"{slug(row)}-seed{seed}", {"row": row, "seed": seed},
+               lambda out, ckpt: P.run(cfg, out, resume_from=ckpt), group=slug(row))
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -56,9 +60,9 @@ def markdown(record: dict[str, Any]) -> str:
             continue
         branches = sorted({b for r in runs for b in r.get("branch_test_acc", {})})
         br = ", ".join(f"{b} {np.mean([r['branch_test_acc'][b] for r in runs]):.3f}" for b in branches)
-        lines.append(f"| {row} | {len(runs)} | {mean_std([r['val_acc'] for r in runs], 3)} | "
+        lines.append(f"| {row} | {len(runs)} | {mean_std([r['valid_acc'] for r in runs], 3)} | "
                      f"{mean_std([r['test_acc'] for r in runs], 3)} | {br or '–'} | "
-                     f"{np.mean([r['train_seconds'] for r in runs]):.0f} |")
+                     f"{np.mean([r['train_s'] for r in runs]):.0f} |")
     feat = res.get("feat", {})
     feat_line = ", ".join(f"{k} {v['mean']:.3f} ± {v['std']:.3f}" for k, v in feat.items())
     return f"""# Planetoid-I on unseen nodes of the kernel-docs graph: what moves it
@@ -80,35 +84,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--protocol", default="linuxdoc fixed")
     ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
-    ap.add_argument("--jobs", type=int, default=2)
     result_args(ap, [0, 1, 2], runs="runs/bench_planetoid_inductive")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
         return
-    # one JSON file per finished run: a stopped benchmark resumes, and workers with other --rows share the folder
-    root = Path(args.runs)
-    root.mkdir(parents=True, exist_ok=True)
-
-    def path(row: str, seed: int) -> Path:
-        return root / f"{re.sub('[^a-z0-9]+', '-', row.lower()).strip('-')}-seed{seed}.json"
-
-    todo = [(row, s, args.protocol) for row in args.rows for s in args.seeds if not path(row, s).is_file()]
-    if not args.collect:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            for r in pool.map(job, todo):
-                path(r["row"], r["seed"]).write_text(json.dumps(r))
-                print(f"{r['row']:40s} seed {r['seed']} val {r['val_acc']:.4f} test {r['test_acc']:.4f} "
-                      f"({r['train_seconds']:.0f} s)", flush=True)
+    sweep = Sweep.from_args(args)
+    keep = ("row", "seed", "valid_acc", "test_acc", "train_s", "branch_test_acc", "device")
+    runs = [{k: r[k] for k in keep if k in r}
+            for r in sweep.results(job(row, s, args.protocol) for row in args.rows for s in args.seeds)]
     if args.train_only:
         return
-    runs = [json.loads(path(row, s).read_text()) for row in ROWS for s in args.seeds if path(row, s).is_file()]
-    rec = load_result("planetoid")
-    agg = (rec or {}).get("results", {}).get("aggregate", {})
+    agg = (load_result("planetoid") or {}).get("results", {}).get("aggregate", {})
     feat = {m: agg[args.protocol][m]["test_acc"] for m in ("feat_lr", "feat_mlp", "planetoid_i")
             if m in agg.get(args.protocol, {})}
-    print(write_results(NAME, {"protocol": args.protocol, "rows": [r for r in ROWS if any(x["row"] == r for x in runs)],
-                               "runs": runs, "feat": feat}, markdown, seeds=args.seeds))
+    print(write_results(NAME, {"protocol": args.protocol, "rows": [r for r in args.rows if any(x["row"] == r
+                                                                                              for x in runs)],
+                               "runs": runs, "feat": feat}, markdown, seeds=args.seeds, device=sweep.device(runs)))
 
 if __name__ == "__main__":
     main()
