@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -33,8 +34,13 @@ class TopicCorpus:
     centres: np.ndarray  # (T, d) orthonormal
     topic: np.ndarray  # (V,) the word's topic, INCIDENTAL or STOPWORD
 
+    @cached_property
+    def _groups(self) -> dict[int, np.ndarray]:
+        return {int(g): np.flatnonzero(self.topic == g) for g in np.unique(self.topic)}
+
     def members(self, t: int) -> np.ndarray:
-        return np.flatnonzero(self.topic == t)
+        """The word ids of topic t (or of INCIDENTAL / STOPWORD)."""
+        return self._groups[int(t)]
 
     def random_pairs(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """(n, 2) topic pairs a ≠ b, uniform."""
@@ -45,11 +51,11 @@ class TopicCorpus:
 
     def sentence(self, pair: Sequence[int], rng: np.random.Generator) -> tuple[list[str], list[str]]:
         """(the sentence's shuffled words, its neighbour bag) for the topic pair (module docstring)."""
-        pick = [rng.choice(self.members(int(t)), 3, replace=False) for t in pair]
+        pick = [rng.choice(self.members(t), 3, replace=False) for t in pair]
         pick += [rng.choice(self.members(g), 3, replace=False) for g in (INCIDENTAL, STOPWORD)]
         ids = np.concatenate(pick)
         rng.shuffle(ids)
-        bag = np.concatenate([rng.choice(self.members(int(t)), 5, replace=False) for t in pair])
+        bag = np.concatenate([rng.choice(self.members(t), 5, replace=False) for t in pair])
         return [self.words[i] for i in ids], [self.words[i] for i in bag]
 
     def unigram(self, n: int = 5000, seed: int = 0) -> np.ndarray:
