@@ -59,13 +59,28 @@ def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
 
 
 DEFAULT_LR = R.classify_bbc().train.lr
+DEFAULT_BATCH = R.classify_bbc().batch_size
+
+
+def batch_size(args) -> int:
+    """--batch-size, or the thesis's fine-tuning batch for the label count (App. D.1.2: 4 for 100 examples, 8 for
+    1k, 16 for the full training set)."""
+    if getattr(args, "batch_size", 0):
+        return args.batch_size
+    return 4 if 0 < args.labels <= 100 else 8 if 0 < args.labels <= 1000 else 16
+
+
+def page_name(task: str, labels: int) -> str:
+    """multi_cls (BBC) or multi_cls_<task>; with a label count other than 100, _1k / _full / _<n> after it."""
+    size = {100: "", 1000: "_1k", 0: "_full"}.get(labels, f"_{labels}")
+    return NAME + ("" if task == "bbc" else f"_{task}") + size
 
 
 def finetune_cfg(source: str, seed: int, args, aggregation: str = "reparam", lr: float = DEFAULT_LR
                  ) -> R.MultiCLSClassifyConfig:
     cfg = R.classify_bbc()
     return dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels, task=args.task,
-                               max_len=args.max_len, aggregation=aggregation,
+                               max_len=args.max_len, aggregation=aggregation, batch_size=batch_size(args),
                                train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps, lr=lr,
                                                          eval_every=max(1, args.finetune_steps // 3)))
 
@@ -76,7 +91,8 @@ def finetune(model: str, source: str, seed: int, tag: str, args, aggregation: st
     task = "" if args.task == "bbc" else f"{args.task}-"
     agg = "" if aggregation == "reparam" else f"-{aggregation}"
     rate = "" if lr == DEFAULT_LR else f"-lr{lr:g}"
-    return Job(f"ft-{task}{tag}{agg}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}{rate}",
+    bs = "" if batch_size(args) == DEFAULT_BATCH else f"-b{batch_size(args)}"
+    return Job(f"ft-{task}{tag}{agg}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}{bs}{rate}",
                {"model": model, "seed": seed, "lr": lr},
                partial(R.run_classify, cfg), group=f"finetune:{model}",
                needs=(Path(source),) if model != "released" else ())
@@ -220,12 +236,14 @@ def markdown(record: dict[str, Any]) -> str:
     what = "BBC News" if task == "bbc" else f"`{task}` (sha256 {r['data_sha256'][:12]}…, docs/results/data_tasks.md)"
     hlr = (f", new parameters (inserted maps, the four heads) at learning rate {r['heads_lr']:g} (`heads_lr`)"
            if r.get("heads_lr") else "")
-    return f"""# Multi-CLS BERT on {what} with {r['labels']} training examples (Table 5.1's protocol, CPU scale)
+    n = f"{r['labels']}" if r["labels"] else "all"
+    return f"""# Multi-CLS BERT on {what} with {n} training examples (Table 5.1's protocol, small scale)
 
-{{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch 4,
+{{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch
+{r.get('batch_size', DEFAULT_BATCH)},
 inputs of {r.get('max_len', 128)} tokens, selection on the validation split (the checkpoint, and the learning rate
 among {', '.join(f'{v:g}' for v in r.get('lrs', [DEFAULT_LR]))} by mean validation accuracy); each fine-tuning seed its
-own {r['labels']} training examples (shared by the three models). Continued pretraining: `multi_cls_pretrain --preset
+own {n} training examples (shared by the three models). Continued pretraining: `multi_cls_pretrain --preset
 minilm_bbc`, {r['pretrain_steps']} steps of 10 triples on the BBC training articles (the thesis: 2 x 10^9
 tokens){hlr}. Mean ± standard error over the runs.
 
@@ -251,7 +269,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pretrain-steps", type=int, default=200)
     ap.add_argument("--finetune-steps", type=int, default=300)
-    ap.add_argument("--labels", type=int, default=100)
+    ap.add_argument("--labels", type=int, default=100, help="training examples per fine-tuning seed (0: all)")
+    ap.add_argument("--batch-size", type=int, default=0, help="fine-tuning batch (0: the thesis's for --labels: "
+                    "4 for 100, 8 for 1k, 16 for all)")
     ap.add_argument("--task", default="bbc", help="bbc, or a built task: debian-sections, wordnet-lexnames, "
                     "wordnet-wic")
     ap.add_argument("--max-len", type=int, default=128, help="fine-tuning input tokens (with the K facets)")
@@ -268,7 +288,7 @@ def main() -> None:
                     "(predicts the test split again with every fine-tuned model)")
     result_args(ap, [0, 1, 2], runs="runs/bench_multi_cls")
     args = ap.parse_args()
-    name = NAME if args.task == "bbc" else f"{NAME}_{args.task}"
+    name = page_name(args.task, args.labels)
     if args.render_only:
         print(render(name, markdown))
         return
@@ -283,6 +303,7 @@ def main() -> None:
                 "steps", "best_step", "train_s", "device")
         pre_keys = ("k", "variant", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
         print(write_results(name, {"labels": args.labels, "task": args.task, "max_len": args.max_len, "lrs": args.lrs,
+                                   "batch_size": batch_size(args),
                                    "heads_lr": args.heads_lr,
                                    "data_sha256": runs[0].get("data_sha256") if runs else None,
                                    "pretrain_steps": args.pretrain_steps,

@@ -104,3 +104,18 @@ def test_learning_rate_selected_on_validation():
     assert B.finetune("k1", "x", 0, "k1-pre0", args).name == "ft-k1-pre0-seed0-labels20-steps2"
     other = B.finetune("k1", "x", 0, "k1-pre0", args, lr=1e-4)
     assert other.name.endswith("-lr0.0001") and other.launch.args[0].train.lr == 1e-4 and other.tags["lr"] == 1e-4
+
+
+def test_label_count_sets_batch_and_page():
+    """The thesis's fine-tuning batch per label count (4 / 8 / 16 for 100 / 1k / all), an explicit --batch-size
+    over it, and one page per (task, label count); a 100-label run keeps its name."""
+    base = dict(task="wordnet-wic", max_len=64, finetune_steps=2)
+    for labels, batch, page in ((100, 4, "multi_cls_wordnet-wic"), (1000, 8, "multi_cls_wordnet-wic_1k"),
+                                (0, 16, "multi_cls_wordnet-wic_full"), (500, 8, "multi_cls_wordnet-wic_500")):
+        args = argparse.Namespace(**base, labels=labels, batch_size=0)
+        job = B.finetune("k5", "x", 1, "k5-pre0", args)
+        assert job.launch.args[0].batch_size == batch and B.page_name(args.task, labels) == page
+        assert job.name.endswith(f"-labels{labels}-steps2" + ("" if batch == 4 else f"-b{batch}"))
+    args = argparse.Namespace(**base, labels=1000, batch_size=4)
+    assert B.finetune("k5", "x", 1, "k5-pre0", args).launch.args[0].batch_size == 4
+    assert B.page_name("bbc", 100) == "multi_cls" and B.page_name("bbc", 1000) == "multi_cls_1k"
