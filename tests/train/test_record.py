@@ -26,3 +26,17 @@ def test_metric_names_and_fixed_keys_are_enforced(tmp_path, metrics, details):
     with pytest.raises(ValueError):
         write_record(tmp_path, "x", metrics, params=1, steps=1, best_step=None, wall_s=0, train_s=0, details=details)
     assert not (tmp_path / "summary.json").exists()
+
+
+def test_the_record_names_the_device_the_run_was_set_up_on(tmp_path, monkeypatch):
+    """A single-process run on an accelerator is recorded on it, not on the CPU (`distributed.setup` remembers the
+    device it resolved; "meta" stands in for a GPU here)."""
+    import torch
+
+    from genfeat.train import distributed as D
+
+    monkeypatch.setattr(D, "_run_device", None)
+    monkeypatch.setattr(D, "resolve_device", lambda name="auto", local_rank=0: torch.device("meta"))
+    assert D.setup("auto").device == torch.device("meta") and D.current().device == torch.device("meta")
+    s = write_record(tmp_path, "x", {"test_acc": 1.0}, params=1, steps=1, best_step=None, wall_s=0, train_s=0)
+    assert s["device"] == "meta" and s["machine"]["device"] == "meta"

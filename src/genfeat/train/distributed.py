@@ -54,13 +54,19 @@ def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
     return dev
 
 
+_run_device: torch.device | None = None  # the device `setup` resolved for this process's run
+
+
 def setup(device: str = "auto") -> DistInfo:
-    """Initialise the process group if launched by torchrun (idempotent); return this rank's info."""
+    """Initialise the process group if launched by torchrun (idempotent); return this rank's info. The device is
+    remembered for `current` (what a run's record names)."""
+    global _run_device
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
-        return DistInfo(device=resolve_device(device))
+        _run_device = resolve_device(device)
+        return DistInfo(device=_run_device)
     rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
-    dev = resolve_device(device, local_rank)
+    dev = _run_device = resolve_device(device, local_rank)
     if not dist.is_initialized():
         if dev.type == "cuda":
             torch.cuda.set_device(dev)
@@ -70,11 +76,13 @@ def setup(device: str = "auto") -> DistInfo:
 
 
 def current() -> DistInfo:
-    """Info for this process without initialising anything."""
+    """Info for this process without initialising anything; the device is the one `setup` resolved (before any
+    `setup`: what `auto` picks)."""
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = _run_device or resolve_device("auto", local_rank)
     if dist.is_available() and dist.is_initialized():
-        return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")),
-                        resolve_device("auto", int(os.environ.get("LOCAL_RANK", "0"))))
-    return DistInfo()
+        return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank, device)
+    return DistInfo(device=device)
 
 
 def wrap(model: nn.Module, info: DistInfo, strategy: Literal["ddp", "fsdp"] = "ddp") -> nn.Module:
