@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import re
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -70,10 +71,26 @@ def batch_size(args) -> int:
     return 4 if 0 < args.labels <= 100 else 8 if 0 < args.labels <= 1000 else 16
 
 
-def page_name(task: str, labels: int) -> str:
-    """multi_cls (BBC) or multi_cls_<task>; with a label count other than 100, _1k / _full / _<n> after it."""
+def page_name(task: str, labels: int, lrs: list[float] = (DEFAULT_LR,)) -> str:
+    """multi_cls (BBC) or multi_cls_<task>; with a label count other than 100, _1k / _full / _<n> after it; with
+    more than one fine-tuning rate (selected on dev), _lr-selected."""
     size = {100: "", 1000: "_1k", 0: "_full"}.get(labels, f"_{labels}")
-    return NAME + ("" if task == "bbc" else f"_{task}") + size
+    return NAME + ("" if task == "bbc" else f"_{task}") + size + ("_lr-selected" if len(lrs) > 1 else "")
+
+
+def pretrain_seed(run: dict[str, Any]) -> int | None:
+    """The pretraining seed of a fine-tuning record, read from its `pretrained` run's name (`pretrain` names it
+    ...-seed<P>-...); None for the released encoder."""
+    m = re.search(r"pretrain-k\d+[a-z-]*-seed(\d+)-", str(run.get("pretrained") or ""))
+    return int(m.group(1)) if m else None
+
+
+def paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Test accuracy of runs `a` minus runs `b` over the pairs that share pretraining and fine-tuning seeds: the
+    differences (points), and how many pairs `a` wins."""
+    by = {(pretrain_seed(x), x["seed"]): x["test_accuracy"] for x in b}
+    d = [100 * (x["test_accuracy"] - by[key]) for x in a if (key := (pretrain_seed(x), x["seed"])) in by]
+    return {"diffs": d, "wins": sum(v > 0 for v in d)} if d else None
 
 
 def finetune_cfg(source: str, seed: int, args, aggregation: str = "reparam", lr: float = DEFAULT_LR
@@ -228,6 +245,11 @@ def markdown(record: dict[str, Any]) -> str:
             acc, cal = [x["test_accuracy"] for x in runs], [x["test_ece"] / 100 for x in runs]  # ECE is in %
             rows.append(f"| {label} | {lr:g} | {len(runs)} | {se(acc)} | {se(cal)} | {THESIS_GLUE100[m]:.2f} |")
     uncertainty = uncertainty_md(r.get("uncertainty"))
+    chosen = {m: selected_lr([x for x in r["runs"] if x["model"] == m])[1] for m in ("k1", "k5")}
+    pair = paired(chosen["k5"], chosen["k1"])
+    pairs = (f"Paired (the same pretraining and fine-tuning seeds, each model at its selected rate): K = 5 - K = 1 = "
+             f"{mean_std(pair['diffs'], 2, spread='se')} points of test accuracy; K = 5 ahead in {pair['wins']} of "
+             f"{len(pair['diffs'])} pairs.\n\n" if pair else "")
     variants = {"": "", "nohard": ", no hard negatives", "noinsert": ", no inserted layers"}
     pre = "\n".join(f"| K = {p['k']}{variants[p.get('variant') or '']} | {p.get('pretrain_seed', 0)} | {p['steps']} | "
                     f"{p['valid_mcqt']:.3f} | {p['valid_positive_first']:.3f} | {p['valid_mlm']:.3f} |"
@@ -239,7 +261,7 @@ def markdown(record: dict[str, Any]) -> str:
     n = f"{r['labels']}" if r["labels"] else "all"
     return f"""# Multi-CLS BERT on {what} with {n} training examples (Table 5.1's protocol, small scale)
 
-{{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch
+{{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch \
 {r.get('batch_size', DEFAULT_BATCH)},
 inputs of {r.get('max_len', 128)} tokens, selection on the validation split (the checkpoint, and the learning rate
 among {', '.join(f'{v:g}' for v in r.get('lrs', [DEFAULT_LR]))} by mean validation accuracy); each fine-tuning seed its
@@ -251,7 +273,7 @@ tokens){hlr}. Mean ± standard error over the runs.
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-Pretraining runs (validation, held-out articles):
+{pairs}Pretraining runs (validation, held-out articles):
 
 | model | pretraining seed | steps | MCQT (chance {2 * math.log(20):.2f}) | positive first (chance {1 / 20:.3f}) | MLM |
 |---|---|---|---|---|---|
@@ -288,7 +310,7 @@ def main() -> None:
                     "(predicts the test split again with every fine-tuned model)")
     result_args(ap, [0, 1, 2], runs="runs/bench_multi_cls")
     args = ap.parse_args()
-    name = page_name(args.task, args.labels)
+    name = page_name(args.task, args.labels, args.lrs)
     if args.render_only:
         print(render(name, markdown))
         return

@@ -15,25 +15,30 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import RESULTS, load_result, mean_std, result_sources, write_results
-from benchmarks.multi_cls import MODELS, selected_lr
+from benchmarks.multi_cls import DEFAULT_LR, MODELS, paired, selected_lr
 
 NAME = "multi_cls_summary"
 THESIS = {"released": 55.71, "k1": 57.84, "k5": 61.80}  # Table 5.1, GLUE 100 (BERT-Base); MTL K = 1: 59.29
 
 
 def collect() -> dict[str, Any]:
-    pages = {p.stem: load_result(p.stem)["results"] for p in sorted(RESULTS.glob("multi_cls*.json"))}
-    pages = {name: r for name, r in pages.items() if "pretrain_steps" in r}  # the benchmarks.multi_cls pages only
+    records = {p.stem: load_result(p.stem) for p in sorted(RESULTS.glob("multi_cls*.json"))}
+    pages = {name: rec["results"] for name, rec in records.items()
+             if "pretrain_steps" in rec["results"]}  # the benchmarks.multi_cls pages only
     names = list(pages)
     tasks = []
     for name, r in pages.items():
-        setting = {"pretrain_steps": r["pretrain_steps"], "heads_lr": r.get("heads_lr", 0.0), "labels": r["labels"]}
-        models = {}
+        setting = {"pretrain_steps": r["pretrain_steps"], "heads_lr": r.get("heads_lr", 0.0), "labels": r["labels"],
+                   "lrs": r.get("lrs", [DEFAULT_LR])}
+        models, chosen = {}, {}
         for m in MODELS:
-            lr, runs = selected_lr([x for x in r["runs"] if x["model"] == m])
-            if runs:
-                models[m] = {"lr": lr, "test_accuracy": [x["test_accuracy"] for x in runs]}
-        tasks.append({"page": name, "task": r.get("task", "bbc"), "setting": setting, "models": models})
+            lr, chosen[m] = selected_lr([x for x in r["runs"] if x["model"] == m])
+            if chosen[m]:
+                models[m] = {"lr": lr, "test_accuracy": [x["test_accuracy"] for x in chosen[m]]}
+        machine = records[name]["machine"]
+        tasks.append({"page": name, "task": r.get("task", "bbc"), "setting": setting, "models": models,
+                      "device": machine.get("gpu") or f"CPU ({machine['cpu']})",
+                      "k5_minus_k1": paired(chosen["k5"], chosen["k1"])})
     groups: dict[str, list[dict[str, Any]]] = {}
     for t in tasks:
         groups.setdefault(key(t["setting"]), []).append(t)
@@ -49,7 +54,10 @@ def collect() -> dict[str, Any]:
 
 def key(setting: dict[str, Any]) -> str:
     hlr = f", heads_lr {setting['heads_lr']:g}" if setting["heads_lr"] else ""
-    return f"{setting['labels']} labels, {setting['pretrain_steps']} pretraining steps{hlr}"
+    lrs = setting.get("lrs", [DEFAULT_LR])
+    lr = f"lr {lrs[0]:g}" if len(lrs) == 1 else f"lr selected from {' / '.join(f'{v:g}' for v in lrs)}"
+    labels = setting["labels"] or "all"
+    return f"{labels} labels, {setting['pretrain_steps']} pretraining steps{hlr}, {lr}"
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -58,19 +66,23 @@ def markdown(record: dict[str, Any]) -> str:
     for t in r["tasks"]:
         cells = [mean_std(t["models"][m]["test_accuracy"], 2, scale=100, spread="se") if m in t["models"] else "–"
                  for m in MODELS]
-        rows.append(f"| {t['task']} ([page]({t['page']}.md)) | {key(t['setting'])} | "
+        pair = t.get("k5_minus_k1")
+        cells.append(f"{mean_std(pair['diffs'], 2, spread='se')} ({pair['wins']}/{len(pair['diffs'])})" if pair
+                     else "–")
+        rows.append(f"| {t['task']} ([page]({t['page']}.md)) | {key(t['setting'])}; {t['device']} | "
                     + " | ".join(cells) + " |")
     macro = [f"| **macro average**: {', '.join(g['tasks'])} | {g['setting']} | "
-             + " | ".join(f"**{100 * g['mean'][m]:.2f}**" for m in MODELS) + " |" for g in r["macro"]]
-    thesis = " | ".join(f"{THESIS[m]:.2f}" for m in MODELS)
+             + " | ".join(f"**{100 * g['mean'][m]:.2f}**" for m in MODELS) + " | |" for g in r["macro"]]
+    thesis = " | ".join(f"{THESIS[m]:.2f}" for m in MODELS) + f" | {THESIS['k5'] - THESIS['k1']:+.2f}"
     return f"""# Multi-CLS BERT: Table 5.1's analogue across the real tasks
 
 {{header}}Collected from the recorded pages (each names its command); test accuracy (%) of the runs at the learning
 rate selected on validation, mean ± standard error over pretraining x fine-tuning seeds. The macro average is the
-mean of the task means, over tasks that share one pretraining setting and label count.
+mean of the task means, over tasks that share one pretraining setting, label count and rate grid. The last column
+is K = 5 minus K = 1 over the runs that share pretraining and fine-tuning seeds (points; pairs K = 5 wins / pairs).
 
-| task | setting | {' | '.join(MODELS.values())} |
-|---|---|{'---|' * len(MODELS)}
+| task | setting | {' | '.join(MODELS.values())} | K = 5 - K = 1, paired |
+|---|---|{'---|' * (len(MODELS) + 1)}
 {chr(10).join(rows + macro)}
 | thesis, GLUE 100 (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | {thesis} |
 """

@@ -119,3 +119,17 @@ def test_label_count_sets_batch_and_page():
     args = argparse.Namespace(**base, labels=1000, batch_size=4)
     assert B.finetune("k5", "x", 1, "k5-pre0", args).launch.args[0].batch_size == 4
     assert B.page_name("bbc", 100) == "multi_cls" and B.page_name("bbc", 1000) == "multi_cls_1k"
+
+
+def test_paired_differences_match_pretraining_and_fine_tuning_seeds():
+    def run(k, p, seed, acc):
+        return {"model": f"k{k}", "seed": seed, "test_accuracy": acc,
+                "pretrained": f"/runs/pretrain-k{k}-seed{p}-steps150-hlr0.001"}
+    k5 = [run(5, 0, 0, 0.50), run(5, 0, 1, 0.40), run(5, 1, 0, 0.70), run(5, 1, 1, 0.30)]
+    k1 = [run(1, 1, 0, 0.60), run(1, 0, 0, 0.45), run(1, 0, 1, 0.42)]  # no (1, 1) partner
+    out = B.paired(k5, k1)
+    assert out["diffs"] == pytest.approx([5.0, -2.0, 10.0]) and out["wins"] == 2
+    assert B.pretrain_seed({"pretrained": "/r/pretrain-k5-noinsert-seed3-steps9"}) == 3
+    assert B.pretrain_seed({"pretrained": "minilm-l6"}) is None and B.paired(k5, []) is None
+    assert B.page_name("wordnet-wic", 100, [3e-5, 1e-4]) == "multi_cls_wordnet-wic_lr-selected"
+    assert B.page_name("wordnet-wic", 1000, [3e-5]) == "multi_cls_wordnet-wic_1k"
