@@ -246,6 +246,15 @@ def markdown(record: dict[str, Any]) -> str:
             rows.append(f"| {label} | {lr:g} | {len(runs)} | {se(acc)} | {se(cal)} | {THESIS_GLUE100[m]:.2f} |")
     uncertainty = uncertainty_md(r.get("uncertainty"))
     chosen = {m: selected_lr([x for x in r["runs"] if x["model"] == m])[1] for m in ("k1", "k5")}
+    grid = ""
+    if len(r.get("lrs", [])) > 1:
+        lines = [f"| {label} | {lr:g} | {len(runs)} | {se([x['valid_accuracy'] for x in runs])} | "
+                 f"{se([x['test_accuracy'] for x in runs])} |"
+                 for m, label in (MODELS | ABLATIONS).items() for lr in r["lrs"]
+                 if (runs := [x for x in r["runs"] if x["model"] == m and (x.get("lr") or DEFAULT_LR) == lr])]
+        grid = ("Every rate (the row above takes each model's rate with the best mean validation accuracy):\n\n"
+                "| model | learning rate | runs | validation accuracy (%) | test accuracy (%) |\n"
+                "|---|---|---|---|---|\n" + "\n".join(lines) + "\n\n")
     pair = paired(chosen["k5"], chosen["k1"])
     pairs = (f"Paired (the same pretraining and fine-tuning seeds, each model at its selected rate): K = 5 - K = 1 = "
              f"{mean_std(pair['diffs'], 2, spread='se')} points of test accuracy; K = 5 ahead in {pair['wins']} of "
@@ -273,7 +282,7 @@ tokens){hlr}. Mean ± standard error over the runs.
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-{pairs}Pretraining runs (validation, held-out articles):
+{pairs}{grid}Pretraining runs (validation, held-out articles):
 
 | model | pretraining seed | steps | MCQT (chance {2 * math.log(20):.2f}) | positive first (chance {1 / 20:.3f}) | MLM |
 |---|---|---|---|---|---|

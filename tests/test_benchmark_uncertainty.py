@@ -133,3 +133,18 @@ def test_paired_differences_match_pretraining_and_fine_tuning_seeds():
     assert B.pretrain_seed({"pretrained": "minilm-l6"}) is None and B.paired(k5, []) is None
     assert B.page_name("wordnet-wic", 100, [3e-5, 1e-4]) == "multi_cls_wordnet-wic_lr-selected"
     assert B.page_name("wordnet-wic", 1000, [3e-5]) == "multi_cls_wordnet-wic_1k"
+
+
+def test_page_lists_every_rate_and_the_paired_difference():
+    def run(m, p, seed, lr, valid, test):
+        return {"model": m, "seed": seed, "lr": lr, "valid_accuracy": valid, "test_accuracy": test, "test_ece": 5.0,
+                "pretrained": f"/r/pretrain-{m}-seed{p}-steps4" if m != "released" else "minilm-l6"}
+    runs = [run("released", None, 0, 1e-4, 0.5, 0.5)]
+    for m, bonus in (("k1", 0.0), ("k5", 0.1)):
+        runs += [run(m, 0, 0, 3e-5, 0.2, 0.9), run(m, 0, 0, 1e-4, 0.4 + bonus, 0.3 + bonus)]
+    record = {"name": "multi_cls_x", "results": {"runs": runs, "pretraining": [], "labels": 100, "finetune_steps": 2,
+                                                 "pretrain_steps": 4, "task": "bbc", "lrs": [3e-5, 1e-4]}}
+    page = B.markdown(record)
+    assert "| continued MTL, K = 1 | 3e-05 | 1 | 20.00 | 90.00 |" in page  # the unselected rate is listed too
+    assert "| Multi-CLS, K = 5 | 0.0001 | 1 | 40.00 | 5.00 | 62.62 |" in page  # the selected rate's row
+    assert "K = 5 - K = 1 = 10.00 points" in page and "K = 5 ahead in 1 of 1 pairs" in page
