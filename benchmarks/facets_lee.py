@@ -8,8 +8,9 @@ unsupervised similarity scores with the human judgements.
 
 Facets runs (the sweep harness, `benchmarks.sweep`; kept under --runs): `genfeat run facets --preset
 bbc_glove50 --train.max_steps STEPS --seed S` with K = 10 (k10), K = 1 (k1) or K = 10 trained with the k-means
-loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation); the phrase models (p10, p1:
-`--preset bbc_phrases`) are trained by the same jobs for `benchmarks.facets_phrases`.
+loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation); K = 3 and 100 (k3, k100: Table
+3.3's, read by `benchmarks.facets_summaries`) and the phrase models (p10, p1: `--preset bbc_phrases`, for
+`benchmarks.facets_phrases`) are trained by the same jobs (`--train-only --models k3 --only k3`).
 Rows: GloVe 6B 50d Avg / Prob_avg / SIF / WMD / Prob_WMD; with each facets model the same scores weighted by the
 facet importance a_i ("Our a", Eq. 3.6; "Our a_max": the largest facet cosine instead of the sum, a deviation that
 docs/results/facets_synthetic.md motivates), mean ± std over the seeds, and, with --sc, the facet-set distance SC
@@ -106,7 +107,9 @@ def glove_rows(tokens, vec: Vectors, probs, weights=None, tag="GloVe") -> list[d
 
 
 MODELS = {"k10": ("Our a K10", {"model.k": "10"}), "k1": ("Our a K1", {"model.k": "1"}),
-          "k10-kmeans": ("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"})}  # sentence models
+          "k10-kmeans": ("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"}),
+          "k3": ("Our a K3", {"model.k": "3"}), "k100": ("Our a K100", {"model.k": "100"})}  # sentence models
+LEE_MODELS = ["k10", "k1", "k10-kmeans"]  # Table 3.2's rows; K = 3 and 100 are Table 3.3's (facets_summaries)
 PHRASE_MODELS = {"p10": ("phrase model K10", {"model.k": "10"}), "p1": ("phrase model K1", {"model.k": "1"})}
 
 
@@ -257,7 +260,7 @@ K10 64.6 / 62.2; SC Our c K10 52.6 / 47.8; BERT Avg 51.2 / 39.1.
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sc", action="store_true", help="also SC between the documents' facet sets (slow)")
-    args = facets_args(ap, list(MODELS), list(MODELS))
+    args = facets_args(ap, LEE_MODELS, list(MODELS))
     if args.render_only:
         print(render(NAME, markdown))
         return
