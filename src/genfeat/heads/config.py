@@ -7,11 +7,14 @@ heads: the rows of thesis C Tables 2.1, 2.4 and 2.7.
 
 `HEADS` maps the names to configs and `LABELS` to the tables' row names (results pages); `head_name` finds a
 config's name back. `build_head` turns a config into a module whose output embedding is the backbone's token
-embedding when `tied` is given.
+embedding when `tied` is given (not with `input_dim`, a narrower head input: `heads.bottleneck`).
+
+    genfeat run lm --preset quickstart --model.head mos3 --model.head.input_dim 32   # the head reads 32 dims
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from torch import nn
@@ -40,10 +43,17 @@ class HeadConfig:
     pointer: str = "pointer_sentinel"  # copynet | pointer_generator | pointer_sentinel (kind=pointer)
     stage2_candidates: int = 0  # > 0: the two-stage reranker Rs2 on top (GPT decoder only), n candidates
     stage2_merge: str = "add"
+    input_dim: int = 0  # > 0: the head reads the states through a linear map to this width (its own, untied
+    #   output embedding; `heads.bottleneck`); 0: the backbone's width
 
     def __post_init__(self) -> None:
         if self.kind not in ("softmax", "multi_facet", "pointer"):
             raise ConfigError(f"head.kind must be softmax, multi_facet or pointer, got {self.kind!r}")
+        if self.input_dim < 0:
+            raise ConfigError(f"head.input_dim must be >= 0 (0: the backbone's width), got {self.input_dim}")
+        if self.input_dim and self.stage2_candidates:
+            raise ConfigError("head.input_dim does not combine with the two-stage reranker (it reads the backbone's "
+                              "own embeddings)")
 
     @classmethod
     def from_name(cls, name: str) -> HeadConfig:
@@ -109,6 +119,11 @@ def head_name(cfg: HeadConfig) -> str | None:
 
 def build_head(cfg: HeadConfig, d_model: int, vocab_size: int, tied: nn.Embedding | None,
                pad_id: int | None = None) -> nn.Module:
+    if cfg.input_dim:
+        from genfeat.heads.bottleneck import HeadInputBottleneck
+
+        inner = build_head(dataclasses.replace(cfg, input_dim=0), cfg.input_dim, vocab_size, None, pad_id)
+        return HeadInputBottleneck(inner, d_model, cfg.input_dim)
     from genfeat.heads.doc import DOCHead
     from genfeat.heads.dynamic import DynamicSpec
     from genfeat.heads.multi_facet import MultiFacetSoftmax
