@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import RESULTS, load_result, mean_std, result_sources, write_results
+from benchmarks.common import RESULTS, load_result, mean_std, reading, result_sources, write_results
 from benchmarks.multi_cls import DEFAULT_LR, MODELS, paired, selected_lr
 
 NAME = "multi_cls_summary"
@@ -85,6 +85,8 @@ is K = 5 minus K = 1 over the runs that share pretraining and fine-tuning seeds 
 |---|---|{'---|' * (len(MODELS) + 1)}
 {chr(10).join(rows + macro)}
 | thesis, GLUE 100 (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | {thesis} |
+
+{reading(record['name'])}
 """
 
 
