@@ -1,10 +1,12 @@
-"""Multi-CLS BERT against its baselines with 100 training examples (thesis C Table 5.1's protocol at CPU scale):
+"""Multi-CLS BERT against its baselines with 100, 1k or all training examples (thesis C Table 5.1's protocol, small
+scale):
 the released MiniLM-L6 fine-tuned as plain BERT, MiniLM continued with the multi-task objective and K = 1 ("Ours
 (K=1)"), and with K = 5 facets (λ = 0.1, hard negatives), on BBC News topics or a built task (`--task`:
 debian-sections, wordnet-lexnames, wordnet-wic; `genfeat data build`).
 
     python -m benchmarks.multi_cls [--task bbc] [--pretrain-steps 200] [--heads-lr 0] [--finetune-steps 300]
                                    [--pretrain-seeds 0] [--seeds 0 1 2] [--labels 100] [--max-len 128]
+                                   [--batch-size 0]   # 0: the thesis's batch for --labels (4 / 8 / 16)
     python -m benchmarks.multi_cls --train-only --only pretrain:5 ...   # one worker's share (parallel workers)
     python -m benchmarks.multi_cls --lrs 1e-5 3e-5 1e-4 ...   # every rate; rows at the dev-selected one
     python -m benchmarks.multi_cls --ablations ...   # and Table 5.2's K = 5 ablations (groups pretrain:5-nohard,
@@ -15,7 +17,9 @@ Each run is a `genfeat run` recipe call kept in --runs by the sweep harness (res
     multi_cls_classify --preset bbc --task T --pretrained {minilm-l6 | the K run} --seed F --labels L
 Every fine-tuning seed draws its own labeled subset; all models share it for the same seed. Reported: test
 accuracy and ECE of the validation-selected weights, mean ± standard error over (pretraining x fine-tuning) seeds.
-Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}.
+Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}, with _1k / _full / _<n> for another
+label count and _lr-selected for more than one rate (`page_name`); each page shows K = 5 - K = 1 over the runs that
+share pretraining and fine-tuning seeds.
 """
 
 from __future__ import annotations
