@@ -68,7 +68,8 @@ def head_times(repeats: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def model_times(repeats: int) -> dict[str, float]:
+def model_times(repeats: int, heads: list[str] = (*GPT_HEADS, "softmax+rs2:20", "clr20+rs2:20+mi")
+                ) -> dict[str, float]:
     """Whole-model forward + backward seconds of the quickstart GPT (8x64 tokens, V=10,000) per head, plus the
     two-stage reranker (thesis Table 2.1 times are whole-model), median of interleaved rounds, one process."""
     import torch
@@ -77,7 +78,7 @@ def model_times(repeats: int) -> dict[str, float]:
     from genfeat.models.gpt import build_gpt_lm
 
     steps = {}
-    for h in [*GPT_HEADS, "softmax+rs2:20", "clr20+rs2:20+mi"]:
+    for h in heads:
         torch.manual_seed(0)
         cfg = config("gpt", "softmax", 0, 1)
         lm = build_gpt_lm(dataclasses.replace(cfg.model, vocab_size=10_000, head=HEADS[h]))

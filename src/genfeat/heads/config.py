@@ -86,6 +86,7 @@ HEADS: dict[str, HeadConfig] = {
     "pointer_sentinel+mi": HeadConfig(kind="pointer", pointer="pointer_sentinel", multi_input=True),
     "c": _mf(context=True), "softmax+rs2:20": HeadConfig(facet_proj=True, stage2_candidates=20),
     "clr20+rs2:20+mi": _mf(context=True, local=True, reranker_sizes=(20,), stage2_candidates=20, **MI),
+    "rs2:100+mi": _mf(stage2_candidates=100, **MI),
     "mos3-max": _mf(**_MAX3), "clr20,100,500": _mf(**_CLR3), "clr20,100,500+mi": _mf(**_CLR3, **MI),
     "mos3-max+clr20,100,500": _mf(**_MAX3, **_CLR3), "mos3-max+clr20,100,500+mi": _mf(**_MAX3, **_CLR3, **MI),
 }
@@ -100,6 +101,7 @@ LABELS: dict[str, str] = {
     "mos+clr100+mi": "MoS + CLR:100 + Mi", "copynet": "CopyNet", "pointer_generator": "Pointer Generator",
     "pointer_sentinel": "Pointer Sentinel", "pointer_sentinel+mi": "Pointer Sentinel + Mi",
     "softmax+rs2:20": "Softmax + Rs2:20", "clr20+rs2:20+mi": "Softmax + CLR:20 + Rs2:20 + Mi",
+    "rs2:100+mi": "Softmax + Rs2:100 + Mi",
     "mos3-max": "Multi-Softmax (K=3, max-pooled)", "clr20,100,500": "Softmax + CLR",
     "clr20,100,500+mi": "Softmax + CLR + Mi", "mos3-max+clr20,100,500": "Multi-Softmax + CLR",
     "mos3-max+clr20,100,500+mi": "Multi-Softmax + CLR + Mi",
