@@ -44,13 +44,15 @@ def ran_on() -> str:
 
 
 def write_results(name: str, results: dict[str, Any], markdown: str | Callable[[dict[str, Any]], str],
-                  seeds: list[int] | None = None, device: str | None = None) -> Path:
+                  seeds: list[int] | None = None, device: str | None = None,
+                  machine: dict[str, Any] | None = None) -> Path:
     """docs/results/<name>.json (machine-readable) and <name>.md (for people). `markdown` is a text with a
     `{header}` placeholder, or a function of the JSON record (so the page can be re-rendered from it). `device`:
-    where the measured work ran (None: `ran_on()`); the header names the GPU model when it is one."""
+    where the measured work ran (None: `ran_on()`); the header names the GPU model when it is one. `machine`: the
+    machine block itself, where the work ran elsewhere (`Sweep.machine`: the runs' own)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     record = {"name": name, "command": command(), "date": datetime.date.today().isoformat(),
-              "machine": machine_info(device or ran_on()), "seeds": seeds or [], "results": results}
+              "machine": machine or machine_info(device or ran_on()), "seeds": seeds or [], "results": results}
     (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     return render(name, markdown, record)
 

@@ -6,7 +6,7 @@ launches the recipe into a directory), and `Sweep` does the rest the same way fo
     sweep = Sweep.from_args(args)        # common.result_args(..., runs=...): --runs, --collect, --train-only, --only
     records = sweep.results([Job(f"{row}-seed{s}", {"row": row, "seed": s}, launch_fn(row, s), group=row)
                              for s in args.seeds for row in rows])
-    write_results(NAME, {"runs": records}, markdown, seeds=args.seeds, device=sweep.device(records))
+    write_results(NAME, {"runs": records}, markdown, seeds=args.seeds, machine=sweep.machine(records))
 
 - one directory per run under `--runs`, holding the recipe's run record (`genfeat.train.record`); a finished run
   (its summary.json) is read, never retrained;
@@ -14,8 +14,8 @@ launches the recipe into a directory), and `Sweep` does the rest the same way fo
   whose worker is gone is taken over and continues from its latest checkpoint;
 - `--train-only --only G ...` trains one worker's share (the jobs whose group is listed) and records nothing;
   `--collect` trains nothing and records the finished runs;
-- a record is the run's summary.json without the machine block, plus the job's tags and the run's torch threads,
-  so a page shows what ran where; `Sweep.device` is the device the runs report (their fixed `device` key), not the
+- a record is the run's summary.json plus the job's tags and the run's torch threads, so a page shows what ran
+  where; `Sweep.machine` is the machine block the runs report (their CPU, device, GPU, torch), not that of the
   machine that renders the page.
 """
 
@@ -30,6 +30,7 @@ from typing import Any
 
 from benchmarks.common import claim_run_dir, ran_on
 from genfeat.train.checkpoint import latest_checkpoint
+from genfeat.train.logging import machine_info
 
 Launch = Callable[[Path, "Path | None"], Mapping[str, Any]]  # (run_dir, checkpoint to resume from) -> summary
 
@@ -86,17 +87,27 @@ class Sweep:
         return [r for job in jobs if (r := self.result(job)) is not None]
 
     @staticmethod
-    def device(records: Iterable[Mapping[str, Any]]) -> str:
-        """The device(s) the runs report, joined with " + " when they differ; where no run is recorded, the device
-        this process would use."""
-        seen = sorted({str(r["device"]) for r in records if r.get("device")})
-        return " + ".join(seen) if seen else ran_on()
+    def machine(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        """The page's machine block, from the machine blocks the runs recorded (CPU, cores, torch threads, device,
+        torch, Python): each field's distinct values joined with " + ", and "gpu" (the GPU model, beside any CPU
+        device) when a run used CUDA; a page rendered on another machine still names where its runs ran. Where no
+        run kept a block, this process's (`machine_info` of `ran_on`)."""
+        blocks = [dict(r["machine"], device=r.get("device", r["machine"].get("device"))) for r in records
+                  if r.get("machine")]
+        if not blocks:
+            return machine_info(ran_on())
+        keys = ("cpu", "cpu_count", "torch_threads", "device", "torch", "python")
+        out = {k: " + ".join(sorted({str(b.get(k)) for b in blocks})) for k in keys}
+        if any(str(b["device"]).startswith("cuda") for b in blocks):  # as machine_info: "gpu" names the model
+            out["gpu"] = " + ".join(sorted({str(b.get("gpu") or b["device"]) if str(b["device"]).startswith("cuda")
+                                            else str(b["device"]) for b in blocks}))
+        return out
 
 
 def record(summary: Mapping[str, Any], tags: Mapping[str, Any]) -> dict[str, Any]:
-    """A run's summary as a results record: without the machine block, with the torch threads it ran with and the
-    job's tags (a tag wins over a summary key of the same name)."""
-    out = {k: v for k, v in summary.items() if k != "machine"}
+    """A run's summary as a results record, with the torch threads it ran with and the job's tags (a tag wins over
+    a summary key of the same name); the machine block stays for `Sweep.machine` (pages keep their own keys)."""
+    out = dict(summary)
     if "machine" in summary:
         out["torch_threads"] = summary["machine"].get("torch_threads")
     return out | dict(tags)

@@ -7,6 +7,7 @@ import json
 import socket
 
 import pytest
+from benchmarks import common
 from benchmarks.common import mean_std
 from benchmarks.sweep import Job, Sweep
 
@@ -17,7 +18,9 @@ from tests.test_run_claims import _dead_pid
 def _job(name, calls, device="cpu", needs=(), group=""):
     def launch(run_dir, ckpt):
         calls.append((name, ckpt))
-        summary = {"test_accuracy": 0.5, "device": device, "machine": {"torch_threads": 3, "cpu": "x"}}
+        machine = {"torch_threads": 3, "cpu": "x", "cpu_count": 16, "device": device, "torch": "2.11", "python": "3.12"}
+        summary = {"test_accuracy": 0.5, "device": device,
+                   "machine": machine | ({"gpu": "NVIDIA H200"} if device.startswith("cuda") else {})}
         (run_dir / "summary.json").write_text(json.dumps(summary))
         return summary
 
@@ -30,7 +33,8 @@ def test_trains_once_then_reads_the_finished_run(tmp_path):
     first = Sweep(tmp_path).results(jobs)
     assert [c[0] for c in calls] == ["a-seed0", "b-seed1"] and all(c[1] is None for c in calls)
     assert Sweep(tmp_path).results(jobs) == first and len(calls) == 2  # read back, not retrained
-    assert first[0] == {"test_accuracy": 0.5, "device": "cpu", "torch_threads": 3, "row": "a", "seed": 0}
+    assert {k: v for k, v in first[0].items() if k != "machine"} == {
+        "test_accuracy": 0.5, "device": "cpu", "torch_threads": 3, "row": "a", "seed": 0}
 
 
 def test_collect_only_and_needs_select_the_workers_share(tmp_path):
@@ -55,11 +59,17 @@ def test_a_stopped_run_resumes_from_its_checkpoint(tmp_path):
     assert calls[0][1] is not None and calls[0][1].name == "step_00000004"
 
 
-def test_device_is_what_the_runs_report(tmp_path):
+def test_machine_is_what_the_runs_report(tmp_path, monkeypatch):
     calls = []
     recs = Sweep(tmp_path).results([_job("a-seed0", calls, device="cuda:0"), _job("b-seed0", calls, device="cpu")])
-    assert Sweep.device(recs) == "cpu + cuda:0"
-    assert Sweep.device(recs[:1]) == "cuda:0"
+    assert Sweep.machine(recs[:1]) == {"cpu": "x", "cpu_count": "16", "torch_threads": "3", "device": "cuda:0",
+                                       "torch": "2.11", "python": "3.12", "gpu": "NVIDIA H200"}
+    assert Sweep.machine(recs)["device"] == "cpu + cuda:0" and Sweep.machine(recs)["gpu"] == "NVIDIA H200 + cpu"
+    assert "gpu" not in Sweep.machine(recs[1:])
+    # the page's header names the runs' machine, not the one that renders it
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    page = common.write_results("t", {}, "{header}", machine=Sweep.machine(recs[:1])).read_text()
+    assert "Machine: x (16 cores, 3 torch threads), device NVIDIA H200, torch 2.11, Python 3.12" in page
 
 
 def test_mean_std_and_standard_error():
