@@ -22,7 +22,7 @@ from genfeat.models.multi_cls import (
     mcqt_loss,
     multi_facet_logits,
 )
-from genfeat.models.multi_cls.pretrain import mcqt_floor
+from genfeat.models.multi_cls.pretrain import mcqt_floor, positive_first
 
 TINY = BertConfig(vocab_size=120, d_model=16, n_layer=4, n_head=2, d_inner=32, max_len=32, dropout=0.0,
                   attn_dropout=0.0)
@@ -141,6 +141,16 @@ def test_mcqt_against_a_double_loop():
     torch.testing.assert_close(mcqt_loss(swapped, lam), want)
     two = mcqt_loss(c[:2 * N], lam, hard_negatives=False)
     torch.testing.assert_close(two, term(a, p))
+
+
+def test_positive_first_splits_the_rows_as_the_loss_does():
+    torch.manual_seed(0)
+    a, h = torch.randn(4, 3, 8), torch.randn(4, 3, 8)
+    # each positive is its anchor itself: it scores highest in both batch layouts, and every anchor is counted
+    assert positive_first(torch.cat([a, a, h]), 0.5, hard_negatives=True) == (4, 4)
+    assert positive_first(torch.cat([a, a]), 0.5, hard_negatives=False) == (4, 4)
+    # the hard negative is the anchor itself, the positive random: only the rare anchor whose positive wins counts
+    assert positive_first(torch.cat([a, h, a]), 0.5, hard_negatives=True)[0] == 0
 
 
 def test_mcqt_bounds():

@@ -49,7 +49,7 @@ from genfeat.models.bert import BertModel, from_pretrained
 from genfeat.models.bert.hf import config_from_hf
 from genfeat.models.bert.tokenizer import encode, load_wordpiece
 from genfeat.models.multi_cls import MultiCLSClassifier, MultiCLSConfig, MultiCLSEncoder, MultiCLSPretrainer
-from genfeat.models.multi_cls.pretrain import multi_facet_logits
+from genfeat.models.multi_cls.pretrain import positive_first
 from genfeat.recipes.lm import seed_everything
 from genfeat.tasks.base import predict_rows
 from genfeat.tasks.classification import SequenceClassification
@@ -117,7 +117,7 @@ PRETRAIN_PRESETS = {"minilm_bbc": minilm_bbc, "tiny": pretrain_tiny}
 @torch.no_grad()
 def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
     """Mean losses on fixed held-out batches, and the share of anchors whose positive ranks first (Eq. 5.2
-    logits against every P and H row)."""
+    logits against every P and H row; against the P rows without hard negatives: 1 / N by chance, not 1 / 2N)."""
     was = pre.training
     pre.eval()
     device = next(pre.parameters()).device
@@ -130,10 +130,8 @@ def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Ten
             sums[k] = sums.get(k, 0.0) + float(v) / len(batches)
         enc = pre.encoder
         c = pre.facet_heads(enc.facet_states(enc(b["input_ids"], b["token_type_ids"], b["attention_mask"]).hidden))
-        n = c.size(0) // 3
-        logits = multi_facet_logits(c[:n], c[n:], enc.cfg.lam)  # (N, 2N): P first
-        hits += int((logits.argmax(-1) == torch.arange(n, device=device)).sum())
-        total += n
+        h, n = positive_first(c, enc.cfg.lam, pre.hard_negatives)
+        hits, total = hits + h, total + n
     pre.train(was)
     return {"valid_loss": sum(sums.values()), **{f"valid_{k}": v for k, v in sums.items()},
             "valid_positive_first": hits / total}

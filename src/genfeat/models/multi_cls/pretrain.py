@@ -47,6 +47,14 @@ def mcqt_loss(c: Tensor, lam: float, hard_negatives: bool = True) -> Tensor:
             + F.cross_entropy(multi_facet_logits(h, torch.cat([p, a]), lam), target))
 
 
+def positive_first(c: Tensor, lam: float, hard_negatives: bool = True) -> tuple[int, int]:
+    """(anchors whose positive scores highest, anchors) on the rows `mcqt_loss` splits: each A row's Eq. 5.2
+    logits against every P and H row (against the P rows alone without hard negatives)."""
+    n = c.size(0) // (3 if hard_negatives else 2)
+    logits = multi_facet_logits(c[:n], c[n:], lam)  # (N, 2N) or (N, N): P first
+    return int((logits.argmax(-1) == torch.arange(n, device=c.device)).sum()), n
+
+
 def mcqt_floor(n: int) -> float:
     """The smallest value one term of Eq. 5.3 can take (logits in [-1, 1]) with 2n candidates:
     log(1 + (2n - 1) e^{-2})."""
