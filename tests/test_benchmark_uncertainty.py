@@ -145,6 +145,10 @@ def test_page_lists_every_rate_and_the_paired_difference():
     record = {"name": "multi_cls_x", "results": {"runs": runs, "pretraining": [], "labels": 100, "finetune_steps": 2,
                                                  "pretrain_steps": 4, "task": "bbc", "lrs": [3e-5, 1e-4]}}
     page = B.markdown(record)
+    assert "Each ablation" not in page  # no ablation runs, no ablation table
+    record["results"]["runs"] += [dict(run("k5", 0, 0, 1e-4, 0.9, 0.25), model="k5-sum")]
+    ablated = B.markdown(record)
+    assert "| K = 5, sum aggregation | -15.00 | 0 of 1 |" in ablated  # 0.25 - 0.40, the same seeds
     assert "| continued MTL, K = 1 | 3e-05 | 1 | 20.00 | 90.00 |" in page  # the unselected rate is listed too
     assert "| Multi-CLS, K = 5 | 0.0001 | 1 | 40.00 | 5.00 | 62.62 |" in page  # the selected rate's row
     assert "K = 5 - K = 1 = 10.00 points" in page and "K = 5 ahead in 1 of 1 pairs" in page
