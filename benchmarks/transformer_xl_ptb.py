@@ -1,13 +1,21 @@
-"""Transformer-XL vs the vanilla Transformer on real PTB, equal parameters and equal training budget
-(thesis Y Tables 2.5/2.6 direction; spec §6.3 D1, D2).
+"""Transformer-XL vs the vanilla Transformer on real word-level text, equal parameters and equal training budget
+(thesis Y Tables 2.5/2.6 direction; spec §6.3 D1, D2): PTB by default, or a longer-range corpus (`--corpus austen`,
+`kjv`: contiguous books, thesis Y D2's setting where a longer memory should help).
 
-For each seed: train `transformer_xl --preset ptb` (relative positions, memory 64) and `--preset
-ptb_vanilla` (absolute positions, no memory, d_inner raised to equalise parameters) for the same
-number of steps on the same data order; evaluate on valid/test:
-  TXL: memory = training memory (64) and longer memories (128, 256), same_length off;
-  vanilla: non-overlapping segments and a sliding window (stride 1 on a test prefix, the thesis protocol).
+For each seed: train `transformer_xl --preset ptb` (relative positions, memory 64) and `--preset ptb_vanilla`
+(absolute positions, no memory, d_inner raised to equalise parameters) on the corpus for the same number of steps on
+the same data order; evaluate on valid/test:
+  TXL: memory = training memory (64) and longer memories (2x, 4x, 8x), same_length off;
+  vanilla: non-overlapping segments and a sliding window (stride 1 on a test prefix, the thesis protocol);
+then RECL, per-position losses and an evaluation-memory sweep on the first seed's pair.
 
-    python -m benchmarks.transformer_xl_ptb [--seeds 0 1 2] [--steps 1500] [--sliding-tokens 20000]
+    python -m benchmarks.transformer_xl_ptb [--corpus ptb] [--seeds 0 1 2] [--steps 1500] [--sliding-tokens 20000]
+    python -m benchmarks.transformer_xl_ptb --corpus austen --steps 3000 --train-only --only ptb   # one worker's share
+    python -m benchmarks.transformer_xl_ptb --corpus austen --steps 3000 --collect                # evaluate, record
+
+Each run is a recipe run kept in --runs by the sweep harness (resumable; `--train-only --only ptb | ptb_vanilla`
+splits the work between workers); a run's evaluations are cached beside it (evals.json). Records
+docs/results/transformer_xl_ptb.{md,json}, or transformer_xl_<corpus> for another corpus.
 """
 
 from __future__ import annotations
@@ -15,20 +23,45 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shutil
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS, command, mean_std, render, write_results
+from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.sweep import Job, Sweep
 from genfeat.analysis.recl import context_losses, recl
-from genfeat.config import dump_yaml, override, to_dict
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.recipes import transformer_xl as R
 from genfeat.recipes.lm import resolve
 from genfeat.tasks.language_modeling import lm_scores
 from genfeat.train.checkpoint import load_model_weights
+
+PRESETS = ("ptb", "ptb_vanilla")  # Transformer-XL, and the vanilla model of equal parameters
+
+
+def page_name(corpus: str) -> str:
+    return f"transformer_xl_{corpus}"
+
+
+VOCAB = 10_000  # another corpus keeps its most frequent words, as PTB's vocabulary does (the rest: <unk>)
+
+
+def config(preset: str, corpus: str, seed: int = 0, steps: int | None = None) -> R.TXLRunConfig:
+    """The preset on `corpus` (word level; a corpus other than PTB cut to its `VOCAB` most frequent words); with
+    `steps`, that budget and three evaluations."""
+    cfg = R.PRESETS[preset]()
+    data = dataclasses.replace(cfg.data, corpus=corpus, vocab_size=0 if corpus == "ptb" else VOCAB)
+    cfg = dataclasses.replace(cfg, seed=seed, data=data)
+    if steps:
+        cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=steps,
+                                                                 eval_every=max(1, steps // 3)))
+    return cfg
+
+
+def job(preset: str, corpus: str, seed: int, steps: int) -> Job:
+    cfg = config(preset, corpus, seed, steps)
+    return Job(f"{preset}-seed{seed}-steps{steps}", {"model": preset, "seed": seed},
+               lambda out, ckpt: R.run(cfg, out, resume_from=ckpt), group=preset)
 
 
 def ppl_of(lm, tokens, cfg) -> float:
@@ -36,65 +69,54 @@ def ppl_of(lm, tokens, cfg) -> float:
     return lm_scores(*R.txl_nll(lm, tokens, cfg, "test"), per_char=False)["ppl"]
 
 
-def train_and_eval(preset: str, seed: int, steps: int, sliding_tokens: int, keep: Path) -> dict[str, Any]:
-    cfg = override(R.PRESETS[preset](), {"seed": seed, "train.max_steps": steps,
-                                         "train.eval_every": max(1, steps // 3)})
-    run_dir = keep / f"{preset}-seed{seed}"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
-    t = time.perf_counter()
-    summary = R.run(cfg, run_dir)
-    wall = time.perf_counter() - t
-    (run_dir / "config.yaml").write_text(dump_yaml({"recipe": "transformer_xl", "preset": preset,
-                                                    "config": to_dict(cfg)}))
+def load_run(run_dir: Path, preset: str, corpus: str):
+    """(resolved config, model with the run's best weights in eval mode, token streams) of a finished run."""
+    cfg = config(preset, corpus)
     tok, streams = prepare_lm_data(cfg.data)
     cfg = resolve(cfg, tok)
-    lm = R.TXL.build(cfg.model)
+    lm = R.TXL.build(cfg.model).eval()
     load_model_weights(lm, run_dir / "model.safetensors")
-    lm.eval()
-    out = {"params": summary["params"], "train_wall_s": round(wall, 1),
-           "train_tokens_per_s": summary["train_tokens_per_s"], "valid_ppl": summary["valid_ppl"],
-           "test_ppl": summary["test_ppl"]}
+    return cfg, lm, streams
+
+
+def evaluate(run_dir: Path, preset: str, corpus: str, sliding_tokens: int) -> dict[str, float]:
+    """TXL: test ppl with evaluation memory M, 2M, 4M, 8M; vanilla: test-prefix ppl on non-overlapping segments and
+    with a stride-1 sliding window. Cached in the run directory (evals.json)."""
+    cache = run_dir / "evals.json"
+    done = json.loads(cache.read_text()) if cache.is_file() else {}
+    if done.get("sliding_tokens") == sliding_tokens:
+        return done["evals"]
+    cfg, lm, streams = load_run(run_dir, preset, corpus)
+    out: dict[str, float] = {}
     if cfg.model.mem_len > 0:
-        for mem in (cfg.model.mem_len, 2 * cfg.model.mem_len, 4 * cfg.model.mem_len):
+        for mem in (cfg.model.mem_len * f for f in (1, 2, 4, 8)):
             ecfg = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, mem_len=mem))
             out[f"test_ppl_mem{mem}"] = round(ppl_of(lm, streams["test"], ecfg), 3)
     else:
         prefix = streams["test"][: sliding_tokens + 1]
-        seg = ppl_of(lm, prefix, cfg)
         ecfg = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, stride=1))
-        slide = ppl_of(lm, prefix, ecfg)
-        out[f"test{sliding_tokens}_ppl_segments"] = round(seg, 3)
-        out[f"test{sliding_tokens}_ppl_sliding1"] = round(slide, 3)
-    print(preset, seed, out, flush=True)
+        out[f"test{sliding_tokens}_ppl_segments"] = round(ppl_of(lm, prefix, cfg), 3)
+        out[f"test{sliding_tokens}_ppl_sliding1"] = round(ppl_of(lm, prefix, ecfg), 3)
+    cache.write_text(json.dumps({"sliding_tokens": sliding_tokens, "evals": out}) + "\n")
+    print(run_dir.name, out, flush=True)
     return out
 
 
-def load_run(keep: Path, preset: str, seed: int):
-    """(resolved config, model with the run's best weights in eval mode, token streams) of a kept run."""
-    cfg = R.PRESETS[preset]()
-    tok, streams = prepare_lm_data(cfg.data)
-    cfg = resolve(cfg, tok)
-    lm = R.TXL.build(cfg.model).eval()
-    load_model_weights(lm, keep / f"{preset}-seed{seed}" / "model.safetensors")
-    return cfg, lm, streams
-
-
-def group_recl(keep: Path, seed: int, contexts: tuple[int, ...] = tuple(range(16, 257, 16)),
+def group_recl(runs: dict[str, Path], corpus: str, seed: int, contexts: tuple[int, ...] = tuple(range(16, 257, 16)),
                n_positions: int = 400) -> dict[str, Any]:
-    """RECL (thesis Y §2.1.4) of the group {TXL, vanilla} trained with `seed`, on PTB valid, exactly c tokens
-    of context per prediction (windows, no memory carried in)."""
+    """RECL (thesis Y §2.1.4) of the group {TXL, vanilla} (`runs`: preset -> run directory, trained with `seed`) on
+    the corpus's valid split, exactly c tokens of context per prediction (windows, no memory carried in)."""
     import numpy as np
 
     losses = {}
-    for preset in ("ptb", "ptb_vanilla"):
-        cfg, lm, streams = load_run(keep, preset, seed)
+    for preset in PRESETS:
+        cfg, lm, streams = load_run(runs[preset], preset, corpus)
         tokens = streams["valid"]
         positions = np.linspace(max(contexts), len(tokens) - 1, n_positions).astype(np.int64)
         cap = cfg.model.tgt_len if cfg.model.pos_enc == "absolute" else None  # vanilla: usable context = L
         losses[preset] = context_losses(lm, tokens, list(contexts), positions, max_context=cap)
-    out = {"contexts": list(contexts), "positions": n_positions, "seed": seed, "vanilla_context_cap": 64}
+    out = {"contexts": list(contexts), "positions": n_positions, "seed": seed,
+           "vanilla_context_cap": config("ptb_vanilla", corpus).model.tgt_len}
     for r in (0.1, 1.0):
         res = recl(losses, list(contexts), r=r)
         out[f"r={r}"] = {k: {"recl": v.recl, "lower_bound": v.lower_bound} for k, v in res.items()}
@@ -102,7 +124,7 @@ def group_recl(keep: Path, seed: int, contexts: tuple[int, ...] = tuple(range(16
     return out
 
 
-def fragmentation(keep: Path, seed: int, n_tokens: int = 20_000) -> dict[str, Any]:
+def fragmentation(runs: dict[str, Path], corpus: str, n_tokens: int = 20_000) -> dict[str, Any]:
     """Spec §6.3 D3: mean test loss by position within a segment (first 8 vs last 8 of 64), evaluated as
     each model is (TXL: segments with its memory carried; vanilla: independent segments)."""
     import numpy as np
@@ -112,8 +134,8 @@ def fragmentation(keep: Path, seed: int, n_tokens: int = 20_000) -> dict[str, An
     from genfeat.losses import nll
 
     out = {}
-    for preset in ("ptb", "ptb_vanilla"):
-        cfg, lm, streams = load_run(keep, preset, seed)
+    for preset in PRESETS:
+        cfg, lm, streams = load_run(runs[preset], preset, corpus)
         L, sums, mems = cfg.model.tgt_len, torch.zeros(cfg.model.tgt_len), None
         n = 0
         with torch.no_grad():
@@ -130,22 +152,20 @@ def fragmentation(keep: Path, seed: int, n_tokens: int = 20_000) -> dict[str, An
     return out
 
 
-def memory_sweep(keep: Path, seed: int) -> list[dict[str, Any]]:
-    """D2 investigation: TXL test ppl for evaluation memory x same_length x clamp_len (clamp at the largest
-    distance seen in training, M + L - 1 = 127)."""
-    cfg, lm, streams = load_run(keep, "ptb", seed)
+def memory_sweep(run_dir: Path, corpus: str) -> list[dict[str, Any]]:
+    """D2 investigation: TXL test ppl for evaluation memory (M, 2M, 4M) x same_length x clamp_len (clamped at the
+    largest distance seen in training, M + L - 1)."""
+    cfg, lm, streams = load_run(run_dir, "ptb", corpus)
+    m, longest = cfg.model.mem_len, cfg.model.mem_len + cfg.model.tgt_len - 1
     rows = []
     for same in (False, True):
-        for mem in (64, 128, 256):
-            for clamp in (-1, 127) if mem > 64 else (-1,):
+        for mem in (m, 2 * m, 4 * m):
+            for clamp in (-1, longest) if mem > m else (-1,):
                 e = dataclasses.replace(cfg.eval, mem_len=mem, same_length=same, clamp_len=clamp)
                 r = ppl_of(lm, streams["test"], dataclasses.replace(cfg, eval=e))
                 rows.append({"mem_len": mem, "same_length": same, "clamp_len": clamp, "test_ppl": round(r, 3)})
                 print("sweep", rows[-1], flush=True)
     return rows
-
-
-
 
 def markdown(record: dict[str, Any]) -> str:
     res, seeds = record["results"], record["seeds"]
@@ -177,18 +197,25 @@ def markdown(record: dict[str, Any]) -> str:
                                f"{r['clamp_len'] if r['clamp_len'] > 0 else '-'} | {r['test_ppl']:.2f} |"
                                for r in res["memory_sweep"])
         sweep = (f"Investigating the evaluation memory (seed {res['recl']['seed']}; `same_length` as the thesis's "
-                 "evaluation, `clamp_len` at the largest distance seen in training, 127):\n\n"
+                 "evaluation, `clamp_len` at the largest distance seen in training, M + L - 1):\n\n"
                  "| eval memory | same_length | clamp_len | test ppl |\n|---|---|---|---|\n" + sweep_rows + "\n\n")
     gap_ppl = statistics.mean(r["test_ppl"] for r in van) - statistics.mean(r["test_ppl"] for r in txl)
     mem_first = statistics.mean(r[keys_txl[0]] for r in txl)
     mem_last = statistics.mean(r[keys_txl[-1]] for r in txl)
     analysis = (f"RECL, fragmentation and the memory sweep: `{record['analysis_command']}` (from the kept runs).\n\n"
                 if record.get("analysis_command") else "")
-    return f"""# Transformer-XL vs vanilla Transformer on PTB (equal parameters, equal budget)
+    corpus = res.get("corpus", "ptb")
+    vocab = "" if corpus == "ptb" else f", its {VOCAB:,} most frequent words"
+    title = {"ptb": "PTB", "austen": "the Austen novels", "kjv": "the King James Bible"}.get(corpus, corpus)
+    wall = ("train_wall_s", "train_s")
+    times = {m: statistics.mean(next(r[k] for k in wall if k in r) for r in rs)
+             for m, rs in (("txl", txl), ("van", van))}
+    return f"""# Transformer-XL vs vanilla Transformer on {title} (equal parameters, equal budget)
 
-{{header}}{analysis}Presets `transformer_xl --preset ptb` and `--preset ptb_vanilla`: 4 layers, d=128, 4 heads × 32,
-segment 64, batch 16 streams, {res['steps']} steps (AdamW lr 1e-3, cosine, clip 0.25), seeds {seeds}; the same data
-order for both. Test perplexity with the best validation weights; mean ± std over seeds.
+{{header}}{analysis}Presets `transformer_xl --preset ptb` and `--preset ptb_vanilla` on `{corpus}`
+(word level{vocab}): 4 layers, d=128, 4 heads × 32, segment 64, batch 16 streams, {res['steps']} steps (AdamW lr
+1e-3, cosine, clip 0.25), seeds {seeds}; the same data order for both. Test perplexity with the best validation
+weights; mean ± std over seeds.
 
 | model | parameters | valid ppl | test ppl |
 |---|---|---|---|
@@ -223,52 +250,50 @@ the first 8 vs the last 8 of the 64 positions of a segment, each model evaluated
 |---|---|---|---|
 {frag_rows}
 
-Reading: Transformer-XL is better than the equal-size vanilla model by {gap_ppl:.1f} test ppl, the thesis direction
-(D1). A longer evaluation memory does not help at this scale (memory 64 -> 256: {mem_first:.2f} -> {mem_last:.2f};
-the thesis's D2 direction "non-increasing" is not reproduced with a 2M-parameter model trained for 1,500 steps with
-memory 64; `same_length` and clamping at the largest trained distance reduce but do not remove the loss at memory 256,
-see the sweep). For this vanilla model the sliding window is not better than non-overlapping segments: its loss depends
-little on the position in the segment (table above), i.e. it makes little use of long context, which is also what
-its RECL says.
+Vanilla - Transformer-XL: {gap_ppl:+.1f} test ppl (D1: positive). Evaluation memory {keys_txl[0][12:]} ->
+{keys_txl[-1][12:]}: {mem_first:.2f} -> {mem_last:.2f} test ppl (D2: non-increasing).
 
-Training time per model: Transformer-XL {statistics.mean([r['train_wall_s'] for r in txl]):.0f} s, vanilla
-{statistics.mean([r['train_wall_s'] for r in van]):.0f} s (whole recipe run incl. evaluation; indicative only: some runs
-shared the 2 cores with other work -- the per-run train_tokens_per_s in the JSON show which).
+Training time per model: Transformer-XL {times['txl']:.0f} s, vanilla {times['van']:.0f} s (indicative only: runs
+shared the machine with other work; the per-run train_tokens_per_s in the JSON show which).
+
+{reading(page_name(corpus))}
 """
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default="ptb", help="a word-level corpus of `genfeat.data.corpora` (ptb, austen, kjv)")
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--sliding-tokens", type=int, default=20000)
     ap.add_argument("--recl-positions", type=int, default=400)
-    ap.add_argument("--runs", default="runs/bench_transformer_xl_ptb", help="where the trained runs are kept")
-    ap.add_argument("--render-only", action="store_true")
-    ap.add_argument("--analysis-only", action="store_true",
-                    help="recompute RECL and the per-position losses from the kept runs, update the JSON")
+    result_args(ap, [0, 1, 2], runs="runs/bench_transformer_xl_<corpus>")
     args = ap.parse_args()
+    name = page_name(args.corpus)
     if args.render_only:
-        print(render("transformer_xl_ptb", markdown))
+        print(render(name, markdown))
         return
-    if args.analysis_only:
-        path = RESULTS / "transformer_xl_ptb.json"
-        record = json.loads(path.read_text())
-        keep, seed = Path(args.runs), record["seeds"][0]
-        record["results"]["recl"] = group_recl(keep, seed, n_positions=args.recl_positions)
-        record["results"]["fragmentation"] = fragmentation(keep, seed)
-        record["results"]["memory_sweep"] = memory_sweep(keep, seed)
-        record["analysis_command"] = command()
-        path.write_text(json.dumps(record, indent=1) + "\n")
-        print(render("transformer_xl_ptb", markdown, record))
+    args.runs = args.runs.replace("<corpus>", args.corpus)
+    sweep = Sweep.from_args(args)
+    jobs = [job(p, args.corpus, s, args.steps) for p in PRESETS for s in args.seeds]
+    finished = [(j, r) for j in jobs if (r := sweep.result(j)) is not None]
+    if args.train_only:
         return
-    keep = Path(args.runs)
-    txl = [train_and_eval("ptb", s, args.steps, args.sliding_tokens, keep) for s in args.seeds]
-    van = [train_and_eval("ptb_vanilla", s, args.steps, args.sliding_tokens, keep) for s in args.seeds]
-    results = {"steps": args.steps, "sliding_tokens": args.sliding_tokens, "transformer_xl": txl, "vanilla": van,
-               "recl": group_recl(keep, args.seeds[0], n_positions=args.recl_positions),
-               "fragmentation": fragmentation(keep, args.seeds[0]), "memory_sweep": memory_sweep(keep, args.seeds[0])}
-    print(write_results("transformer_xl_ptb", results, markdown, seeds=args.seeds))
+    first = {p: sweep.path(job(p, args.corpus, args.seeds[0], args.steps)) for p in PRESETS}
+    if not all((d / "summary.json").is_file() for d in first.values()):
+        raise SystemExit(f"the first seed's pair is not trained yet in {args.runs}: RECL and the sweep need it")
+    keep = ("params", "valid_ppl", "test_ppl", "train_s", "train_tokens_per_s", "seed", "device")
+    per: dict[str, list[dict[str, Any]]] = {p: [] for p in PRESETS}
+    for j, r in finished:
+        per[j.tags["model"]].append({k: r.get(k) for k in keep}
+                                    | evaluate(sweep.path(j), j.tags["model"], args.corpus, args.sliding_tokens))
+    results = {"corpus": args.corpus, "steps": args.steps, "sliding_tokens": args.sliding_tokens,
+               "transformer_xl": per["ptb"], "vanilla": per["ptb_vanilla"],
+               "recl": group_recl(first, args.corpus, args.seeds[0], n_positions=args.recl_positions),
+               "fragmentation": fragmentation(first, args.corpus),
+               "memory_sweep": memory_sweep(first["ptb"], args.corpus)}
+    records = [r for _, r in finished]
+    print(write_results(name, results, markdown, seeds=sorted({r["seed"] for r in records}),
+                        machine=sweep.machine(records)))
 
 
 if __name__ == "__main__":

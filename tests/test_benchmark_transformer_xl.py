@@ -1,0 +1,27 @@
+"""benchmarks/transformer_xl_ptb: the same two presets on any word-level corpus, one page per corpus."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks import transformer_xl_ptb as B
+from benchmarks.common import RESULTS
+
+
+def test_corpus_changes_the_data_only():
+    ptb, austen = B.config("ptb", "ptb"), B.config("ptb", "austen", seed=2, steps=3000)
+    assert austen.data.corpus == "austen" and austen.model == ptb.model and austen.seed == 2
+    assert ptb.data.vocab_size == 0 and austen.data.vocab_size == B.VOCAB  # PTB comes with its 10k vocabulary
+    assert austen.train.max_steps == 3000 and austen.train.eval_every == 1000
+    vanilla = B.config("ptb_vanilla", "kjv")
+    assert vanilla.model.mem_len == 0 and vanilla.model.pos_enc == "absolute" and vanilla.data.corpus == "kjv"
+    assert B.job("ptb", "austen", 1, 3000).name != B.job("ptb", "austen", 1, 1500).name
+    assert B.job("ptb_vanilla", "austen", 1, 3000).share == "ptb_vanilla"
+    assert B.page_name("austen") == "transformer_xl_austen" and B.page_name("ptb") == "transformer_xl_ptb"
+
+
+def test_recorded_ptb_page_renders_with_its_reading():
+    record = json.loads((RESULTS / "transformer_xl_ptb.json").read_text())
+    page = B.markdown(record)
+    assert "on PTB (equal parameters" in page and "Vanilla - Transformer-XL: +39.5 test ppl" in page
+    assert "## Reading" in page  # the interpretation lives in the .reading.md, not in the code
