@@ -12,7 +12,16 @@ from typing import Any
 from benchmarks.common import load_result, result_sources, write_results
 
 NAME = "heads"
-PARTS = ["heads_synthetic", "heads_ptb", "heads_cost", "heads_entity_copy", "softmax_bottleneck_ratios"]
+PARTS = ["heads_synthetic", "heads_ptb", "heads_rerank", "heads_bottleneck", "heads_cost", "heads_entity_copy",
+         "softmax_bottleneck_ratios"]
+
+
+def _means(runs: list[dict[str, Any]], key: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """Mean test perplexity and seed count per `key` of the runs (joined with ':')."""
+    rows: dict[str, list[float]] = {}
+    for r in runs:
+        rows.setdefault(":".join(str(r[k]) for k in key), []).append(r["test_ppl"])
+    return {k: {"mean": round(statistics.mean(v), 2), "seeds": len(v)} for k, v in rows.items()}
 
 
 def collect() -> dict[str, Any]:
@@ -23,10 +32,13 @@ def collect() -> dict[str, Any]:
                             for h, runs in res["runs"].items()}
         out["synthetic_bound"] = {"log4": round(res["log4"], 4), "log2": 0.6931}
     if (ptb := load_result("heads_ptb")) is not None:
-        rows = {}
-        for r in ptb["results"]["runs"]:
-            rows.setdefault(f"{r['arch']}:{r['head']}", []).append(r["test_ppl"])
-        out["ptb_test_ppl"] = {k: {"mean": round(statistics.mean(v), 2), "seeds": len(v)} for k, v in rows.items()}
+        out["ptb_test_ppl"] = _means(ptb["results"]["runs"], ("arch", "head"))
+    if (rr := load_result("heads_rerank")) is not None:
+        mt = rr["results"]["model_seconds"]
+        out["rerank_test_ppl"] = {h: v | {"model_time_ratio": round(mt[h] / mt["softmax"], 1)}
+                                  for h, v in _means(rr["results"]["runs"], ("head",)).items()}
+    if (bn := load_result("heads_bottleneck")) is not None:
+        out["bottleneck_test_ppl"] = _means(bn["results"]["runs"], ("head", "dim"))
     if (cost := load_result("heads_cost")) is not None:
         out["cost_ratio_to_softmax"] = {
             f"d={c['d']},V={c['vocab']}": {h: round(t / c["seconds"]["softmax_facet"], 2)
@@ -56,6 +68,20 @@ def markdown(record: dict[str, Any]) -> str:
                          for k, v in res["ptb_test_ppl"].items())
         parts.append(f"## PTB from scratch ([heads_ptb](heads_ptb.md): std, parameters, head and model time there)\n\n"
                      f"| backbone | head | test ppl | seeds |\n|---|---|---|---|\n{rows}")
+    if "rerank_test_ppl" in res:
+        rows = "\n".join(f"| {h} | {v['mean']:.2f} | {v['model_time_ratio']}× | {v['seeds']} |"
+                         for h, v in res["rerank_test_ppl"].items())
+        parts.append(f"## The two-stage reranker Rs2 ([heads_rerank](heads_rerank.md))\n\n| head | test ppl | "
+                     f"model time / softmax | seeds |\n|---|---|---|---|\n{rows}")
+    if "bottleneck_test_ppl" in res:
+        cells = res["bottleneck_test_ppl"]
+        heads = list(dict.fromkeys(k.split(":")[0] for k in cells))
+        dims = sorted({int(k.split(":")[1]) for k in cells})
+        rows = "\n".join(f"| {h} | " + " | ".join(f"{cells[f'{h}:{d}']['mean']:.2f} ({cells[f'{h}:{d}']['seeds']})"
+                                                  if f"{h}:{d}" in cells else "–" for d in dims) + " |" for h in heads)
+        parts.append(f"## The head's input width ([heads_bottleneck](heads_bottleneck.md))\n\nTest ppl (seeds) "
+                     f"against d_head:\n\n| head | {' | '.join(f'd = {d}' for d in dims)} |\n"
+                     f"|---|{'---|' * len(dims)}\n{rows}")
     if "cost_ratio_to_softmax" in res:
         cols = list(res["cost_ratio_to_softmax"])
         heads = list(next(iter(res["cost_ratio_to_softmax"].values())))
