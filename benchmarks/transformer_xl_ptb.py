@@ -184,9 +184,9 @@ def markdown(record: dict[str, Any]) -> str:
     recl_rows = "\n".join(f"| {name} | {fmt(res['recl']['r=0.1'][p])} | {fmt(res['recl']['r=1.0'][p])} |"
                           for p, name in (("ptb", "Transformer-XL"), ("ptb_vanilla", "vanilla")))
     rows = [f"| Transformer-XL (relative positions, training memory = segment = 64) | {txl[0]['params']:,} | "
-            f"{mean_std([r['valid_ppl'] for r in txl])} | {mean_std([r['test_ppl'] for r in txl])} |",
+            f"{mean_std([r['valid_ppl'] for r in txl])} | {mean_std([r['test_ppl'] for r in txl])} | {len(txl)} |",
             f"| vanilla (absolute, no memory, non-overlapping segments) | {van[0]['params']:,} | "
-            f"{mean_std([r['valid_ppl'] for r in van])} | {mean_std([r['test_ppl'] for r in van])} |"]
+            f"{mean_std([r['valid_ppl'] for r in van])} | {mean_std([r['test_ppl'] for r in van])} | {len(van)} |"]
     mem_rows = "\n".join(f"| Transformer-XL, eval memory {k[12:]} | {mean_std([r[k] for r in txl])} |"
                          for k in keys_txl)
     slide_rows = "\n".join(f"| vanilla, {'sliding window stride 1' if 'sliding' in k else 'non-overlapping segments'}"
@@ -217,8 +217,8 @@ def markdown(record: dict[str, Any]) -> str:
 1e-3, cosine, clip 0.25), seeds {seeds}; the same data order for both. Test perplexity with the best validation
 weights; mean ± std over seeds.
 
-| model | parameters | valid ppl | test ppl |
-|---|---|---|---|
+| model | parameters | valid ppl | test ppl | runs |
+|---|---|---|---|---|
 {chr(10).join(rows)}
 
 Evaluation memory (the thesis evaluates with a memory several times longer than in training):
