@@ -290,7 +290,7 @@ def main() -> None:
         print(f"{r['name']:<45} {r['pearson']:>14} {r['low_pearson']:>14}")
     facet_runs = [{k: r[k] for k in ("model", "seed", "steps", "valid_loss", "device")} for _, r in runs]
     print(write_results(NAME, {"steps": args.steps, "facet_runs": facet_runs, "rows": rows, "words": words}, markdown,
-                        seeds=args.seeds, machine=sweep.machine(facet_runs)))
+                        seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

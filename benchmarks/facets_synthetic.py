@@ -244,7 +244,7 @@ def main() -> None:
     keep = ("model", "seed", "valid_er_pos", "valid_er_neg", "valid_loss", "train_s", "steps")
     print(write_results(name, {"arch": args.arch, "per_seed": per_seed, "claims": claims(per_seed, summaries),
                                "runs": [{k: r[k] for k in keep} for r in records if r["seed"] in seeds]},
-                        markdown, seeds=seeds, machine=sweep.machine(records)))
+                        markdown, seeds=seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

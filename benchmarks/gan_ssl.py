@@ -156,7 +156,7 @@ def main() -> None:
                 f"{pix['train_logp_percentiles']['10']}") if pix else "none trained"
     check = ld_direction_check(dens.parent, float(pix["train_logp_percentiles"]["10"])) if pix else None
     print(write_results(NAME, {"epochs": args.epochs, "runs": runs, "pixelcnn": pix_desc,
-                               "ld_direction_check": check}, markdown, seeds=args.seeds, machine=sweep.machine(runs)))
+                               "ld_direction_check": check}, markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

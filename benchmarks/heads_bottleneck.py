@@ -136,7 +136,7 @@ def main() -> None:
     keep = ("head", "dim", "seed", "params", "valid_ppl", "test_ppl", "best_step", "wall_s", "device")
     print(write_results(NAME, {"dims": args.dims, "heads": args.heads,
                                "runs": [{k: r.get(k) for k in keep} for r in runs]},
-                        markdown, seeds=args.seeds, machine=sweep.machine(runs)))
+                        markdown, seeds=args.seeds, machine=sweep.machine()))
     plot(load_result(NAME))
 
 

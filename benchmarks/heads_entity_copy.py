@@ -200,7 +200,7 @@ def main() -> None:
         return
     print(write_results(NAME, {"heads": args.heads, "steps": args.steps, "prompts": args.prompts,
                                "n_proper_nouns": len(nouns), "runs": runs},
-                        markdown, seeds=args.seeds, machine=sweep.machine(runs)))
+                        markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

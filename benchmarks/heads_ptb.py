@@ -175,7 +175,7 @@ def main() -> None:
         return
     record = {"gpt_heads": GPT_HEADS, "txl_heads": TXL_HEADS, "txl_steps": args.txl_steps, "repeats": args.repeats,
               "runs": results, "head_seconds": head_times(args.repeats), "model_seconds": model_times(args.repeats)}
-    print(write_results(NAME, record, markdown, seeds=args.seeds, machine=sweep.machine(results)))
+    print(write_results(NAME, record, markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

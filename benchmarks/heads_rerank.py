@@ -99,7 +99,7 @@ def main() -> None:
     print(write_results(NAME, {"heads": args.heads, "repeats": args.repeats, "timed_on": ran_on(),
                                "model_seconds": model_times(args.repeats, args.heads),
                                "runs": [{k: r.get(k) for k in keep} for r in runs]},
-                        markdown, seeds=args.seeds, machine=sweep.machine(runs)))
+                        markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

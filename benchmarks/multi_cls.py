@@ -359,7 +359,7 @@ def main() -> None:
                                    "uncertainty": uncertainty(sweep, pre_jobs, args, lrs) if args.uncertainty
                                    else None},
                             markdown, seeds=args.seeds,
-                            machine=sweep.machine(runs + pretraining)))
+                            machine=sweep.machine()))
 
 
 if __name__ == "__main__":

@@ -100,7 +100,7 @@ def main() -> None:
             if m in agg.get(args.protocol, {})}
     print(write_results(NAME, {"protocol": args.protocol, "rows": [r for r in args.rows if any(x["row"] == r
                                                                                               for x in runs)],
-                               "runs": runs, "feat": feat}, markdown, seeds=args.seeds, machine=sweep.machine(runs)))
+                               "runs": runs, "feat": feat}, markdown, seeds=args.seeds, machine=sweep.machine()))
 
 if __name__ == "__main__":
     main()

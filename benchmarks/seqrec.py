@@ -145,7 +145,7 @@ def main() -> None:
                          for enc, head in jobs(args.encoders, args.heads))
     if not args.train_only:
         print(write_results(NAME, {"epochs": args.epochs, "patience": args.patience, "stride": args.stride,
-                                   "runs": runs}, markdown, seeds=args.seeds, machine=sweep.machine(runs)))
+                                   "runs": runs}, markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

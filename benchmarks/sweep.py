@@ -6,7 +6,7 @@ launches the recipe into a directory), and `Sweep` does the rest the same way fo
     sweep = Sweep.from_args(args)        # common.result_args(..., runs=...): --runs, --collect, --train-only, --only
     records = sweep.results([Job(f"{row}-seed{s}", {"row": row, "seed": s}, launch_fn(row, s), group=row)
                              for s in args.seeds for row in rows])
-    write_results(NAME, {"runs": records}, markdown, seeds=args.seeds, machine=sweep.machine(records))
+    write_results(NAME, {"runs": records}, markdown, seeds=args.seeds, machine=sweep.machine())
 
 - one directory per run under `--runs`, holding the recipe's run record (`genfeat.train.record`); a finished run
   (its summary.json) is read, never retrained;
@@ -14,8 +14,8 @@ launches the recipe into a directory), and `Sweep` does the rest the same way fo
   whose worker is gone is taken over and continues from its latest checkpoint;
 - `--train-only --only G ...` trains one worker's share (the jobs whose group is listed) and records nothing;
   `--collect` trains nothing and records the finished runs;
-- a record is the run's summary.json plus the job's tags and the run's torch threads, so a page shows what ran
-  where; `Sweep.machine` is the machine block the runs report (their CPU, device, GPU, torch), not that of the
+- a record is the run's summary.json without its machine block, plus the job's tags and the run's torch threads;
+  `Sweep.machine()` is the machine block the runs it read report (their CPU, device, GPU, torch), not that of the
   machine that renders the page.
 """
 
@@ -57,6 +57,7 @@ class Sweep:
         self.root = Path(runs)
         self.collect = collect
         self.only = set(only)
+        self.machines: list[dict[str, Any]] = []  # the machine block of every run read or trained here
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Sweep:
@@ -71,7 +72,7 @@ class Sweep:
         needs is not finished)."""
         run_dir = self.path(job)
         if (run_dir / "summary.json").is_file():
-            return record(json.loads((run_dir / "summary.json").read_text()), job.tags)
+            return self._record(json.loads((run_dir / "summary.json").read_text()), job.tags)
         if self.collect or (self.only and job.share not in self.only):
             return None
         if any(not (Path(n) / "summary.json").is_file() for n in job.needs):
@@ -80,20 +81,23 @@ class Sweep:
             return None
         summary = job.launch(run_dir, latest_checkpoint(run_dir))
         print(f"done {job.name}", flush=True)
-        return record(dict(summary), job.tags)
+        return self._record(dict(summary), job.tags)
+
+    def _record(self, summary: Mapping[str, Any], tags: Mapping[str, Any]) -> dict[str, Any]:
+        if machine := summary.get("machine"):
+            self.machines.append(dict(machine, device=summary.get("device", machine.get("device"))))
+        return record(summary, tags)
 
     def results(self, jobs: Iterable[Job]) -> list[dict[str, Any]]:
         """The records of the jobs this worker can give, in the jobs' order."""
         return [r for job in jobs if (r := self.result(job)) is not None]
 
-    @staticmethod
-    def machine(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        """The page's machine block, from the machine blocks the runs recorded (CPU, cores, torch threads, device,
-        torch, Python): each field's distinct values joined with " + ", and "gpu" (the GPU model, beside any CPU
+    def machine(self) -> dict[str, Any]:
+        """The page's machine block, from the machine blocks of the runs this sweep read (CPU, cores, torch threads,
+        device, torch, Python): each field's distinct values joined with " + ", and "gpu" (the GPU model, beside any CPU
         device) when a run used CUDA; a page rendered on another machine still names where its runs ran. Where no
         run kept a block, this process's (`machine_info` of `ran_on`)."""
-        blocks = [dict(r["machine"], device=r.get("device", r["machine"].get("device"))) for r in records
-                  if r.get("machine")]
+        blocks = self.machines
         if not blocks:
             return machine_info(ran_on())
         keys = ("cpu", "cpu_count", "torch_threads", "device", "torch", "python")
@@ -105,9 +109,9 @@ class Sweep:
 
 
 def record(summary: Mapping[str, Any], tags: Mapping[str, Any]) -> dict[str, Any]:
-    """A run's summary as a results record, with the torch threads it ran with and the job's tags (a tag wins over
-    a summary key of the same name); the machine block stays for `Sweep.machine` (pages keep their own keys)."""
-    out = dict(summary)
+    """A run's summary as a results record: without the machine block (`Sweep.machine` keeps it), with the torch
+    threads it ran with and the job's tags (a tag wins over a summary key of the same name)."""
+    out = {k: v for k, v in summary.items() if k != "machine"}
     if "machine" in summary:
         out["torch_threads"] = summary["machine"].get("torch_threads")
     return out | dict(tags)

@@ -293,7 +293,7 @@ def main() -> None:
                "memory_sweep": memory_sweep(first["ptb"], args.corpus)}
     records = [r for _, r in finished]
     print(write_results(name, results, markdown, seeds=sorted({r["seed"] for r in records}),
-                        machine=sweep.machine(records)))
+                        machine=sweep.machine()))
 
 
 if __name__ == "__main__":

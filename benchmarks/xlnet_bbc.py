@@ -260,7 +260,7 @@ def main() -> None:
                                     "corpus": args.corpus, "probes": diag, "max_len": args.max_len,
                                     "finetune_lr": args.finetune_lr, "pretrain": pre,
                                     "runs": runs},
-                        markdown, seeds=args.seeds, machine=sweep.machine(runs + list(pre.values()))))
+                        markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

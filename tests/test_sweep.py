@@ -33,8 +33,7 @@ def test_trains_once_then_reads_the_finished_run(tmp_path):
     first = Sweep(tmp_path).results(jobs)
     assert [c[0] for c in calls] == ["a-seed0", "b-seed1"] and all(c[1] is None for c in calls)
     assert Sweep(tmp_path).results(jobs) == first and len(calls) == 2  # read back, not retrained
-    assert {k: v for k, v in first[0].items() if k != "machine"} == {
-        "test_accuracy": 0.5, "device": "cpu", "torch_threads": 3, "row": "a", "seed": 0}
+    assert first[0] == {"test_accuracy": 0.5, "device": "cpu", "torch_threads": 3, "row": "a", "seed": 0}
 
 
 def test_collect_only_and_needs_select_the_workers_share(tmp_path):
@@ -61,14 +60,17 @@ def test_a_stopped_run_resumes_from_its_checkpoint(tmp_path):
 
 def test_machine_is_what_the_runs_report(tmp_path, monkeypatch):
     calls = []
-    recs = Sweep(tmp_path).results([_job("a-seed0", calls, device="cuda:0"), _job("b-seed0", calls, device="cpu")])
-    assert Sweep.machine(recs[:1]) == {"cpu": "x", "cpu_count": "16", "torch_threads": "3", "device": "cuda:0",
-                                       "torch": "2.11", "python": "3.12", "gpu": "NVIDIA H200"}
-    assert Sweep.machine(recs)["device"] == "cpu + cuda:0" and Sweep.machine(recs)["gpu"] == "NVIDIA H200 + cpu"
-    assert "gpu" not in Sweep.machine(recs[1:])
+    gpu, both, cpu = Sweep(tmp_path), Sweep(tmp_path), Sweep(tmp_path)
+    gpu.results([_job("a-seed0", calls, device="cuda:0")])
+    both.results([_job("a-seed0", calls, device="cuda:0"), _job("b-seed0", calls, device="cpu")])
+    cpu.results([_job("b-seed0", calls, device="cpu")])  # read back: the block comes from its summary.json
+    assert gpu.machine() == {"cpu": "x", "cpu_count": "16", "torch_threads": "3", "device": "cuda:0",
+                             "torch": "2.11", "python": "3.12", "gpu": "NVIDIA H200"}
+    assert both.machine()["device"] == "cpu + cuda:0" and both.machine()["gpu"] == "NVIDIA H200 + cpu"
+    assert "gpu" not in cpu.machine() and cpu.machine()["cpu"] == "x"
     # the page's header names the runs' machine, not the one that renders it
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
-    page = common.write_results("t", {}, "{header}", machine=Sweep.machine(recs[:1])).read_text()
+    page = common.write_results("t", {}, "{header}", machine=gpu.machine()).read_text()
     assert "Machine: x (16 cores, 3 torch threads), device NVIDIA H200, torch 2.11, Python 3.12" in page
 
 
