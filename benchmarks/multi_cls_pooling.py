@@ -25,10 +25,18 @@ from benchmarks.common import reading, render, write_results
 NAME = "multi_cls_pooling"
 
 
+@torch.no_grad()
 def pooled_stats(h: torch.Tensor, weight: torch.Tensor) -> dict[str, float]:
-    """h (B, K, D) facet states, weight (K, D, D) the W_k -> sizes and spreads of both pooled vectors."""
-    reparam = torch.einsum("bkd,ked->be", h, weight - weight.mean(0, keepdim=True))  # (B, D)
-    summed = torch.einsum("bkd,ked->be", h, weight)  # (B, D)
+    """h (B, K, D) facet states, weight (K, D, D) the W_k -> sizes and spreads of both pooled vectors, each from the
+    fine-tuning pooler itself (`FacetPooler`, biases 0 as at the start of fine-tuning)."""
+    from genfeat.models.multi_cls.model import FacetPooler
+
+    pooled = {}
+    for agg in ("reparam", "sum"):
+        pooler = FacetPooler(h.size(1), h.size(2), agg, bias=False)
+        pooler.init_from_heads(weight)
+        pooled[agg] = pooler(h)  # (B, D)
+    reparam, summed = pooled["reparam"], pooled["sum"]
 
     def spread(c: torch.Tensor) -> float:
         return float((c - c.mean(0)).norm(dim=-1).mean() / c.norm(dim=-1).mean().clamp_min(1e-12))
