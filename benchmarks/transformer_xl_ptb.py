@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import statistics
 from pathlib import Path
@@ -69,8 +70,10 @@ def ppl_of(lm, tokens, cfg) -> float:
     return lm_scores(*R.txl_nll(lm, tokens, cfg, "test"), per_char=False)["ppl"]
 
 
+@functools.cache
 def load_run(run_dir: Path, preset: str, corpus: str):
-    """(resolved config, model with the run's best weights in eval mode, token streams) of a finished run."""
+    """(resolved config, model with the run's best weights in eval mode, token streams) of a finished run; loaded
+    once per process (the evaluations, RECL, fragmentation and the sweep all read the first seed's pair)."""
     cfg = config(preset, corpus)
     tok, streams = prepare_lm_data(cfg.data)
     cfg = resolve(cfg, tok)
