@@ -21,7 +21,7 @@ import argparse
 import statistics
 from typing import Any
 
-from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.common import mean_std, ran_on, reading, render, result_args, write_results
 from benchmarks.heads_ptb import job, model_times
 from benchmarks.sweep import Sweep
 from genfeat.heads.config import LABELS
@@ -93,8 +93,6 @@ def main() -> None:
     runs = sweep.results(job("gpt", h, s, 0) for s in args.seeds for h in args.heads)
     if args.train_only:
         return
-    from benchmarks.common import ran_on
-
     keep = ("head", "seed", "params", "valid_ppl", "test_ppl", "best_step", "train_s", "device")
     print(write_results(NAME, {"heads": args.heads, "repeats": args.repeats, "timed_on": ran_on(),
                                "model_seconds": model_times(args.repeats, args.heads),
