@@ -45,7 +45,7 @@ def test_another_head_on_the_pretrained_decoder_and_errors(tmp_path):
     x = torch.randint(0, 97, (2, 9))
     logp = lm(x)[0].log_probs()
     torch.testing.assert_close(logp.exp().sum(-1), torch.ones(2, 9), atol=1e-5, rtol=0)
-    with pytest.raises(ValueError, match="softmax-headed"):
+    with pytest.raises(ValueError, match="tied softmax head"):
         save_pretrained(lm, tmp_path / "mos")
     with pytest.raises(CheckpointError, match="activation_function"):
         config_from_hf({"vocab_size": 5, "n_layer": 1, "n_head": 1, "n_embd": 4, "n_positions": 8,

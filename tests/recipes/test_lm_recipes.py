@@ -1,6 +1,7 @@
 """Recipe-level pieces: sliding-window evaluation, Transformer-XL training with memory (exact resume),
 the transformer_xl recipe end to end."""
 
+import dataclasses
 import json
 import math
 import shutil
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from genfeat import named_head
 from genfeat.cli import main
 from genfeat.data.streams import OrderedSegments
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
@@ -101,3 +103,44 @@ def test_transformer_xl_recipe_resumes_exactly_with_its_memory(ptb_dir, tmp_path
 
     assert_resume_is_exact(["transformer_xl", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}",
                             "--train.max_steps", "12", "--train.eval_every", "4"], tmp_path, "test_ppl")
+
+
+def test_gpt_run_exports_hf_and_a_run_starts_from_it_with_another_head(ptb_dir, tmp_path, capsys):
+    """A softmax GPT run writes hf/ (GPT2LMHeadModel layout + tokenizer.json); `init=RUN/hf` starts a run from those
+    weights with any head. MoS(3) starts as the pretrained softmax (thesis C §7), so a run that cannot move its
+    weights (one step at lr 1e-12) scores the pretrained run's test perplexity; without the init it does not."""
+    from genfeat.models.gpt.hf import from_pretrained
+    from genfeat.recipes.lm import load_for_generation, tiny
+
+    pre = tmp_path / "pre"
+    assert main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(pre)]) == 0
+    assert (pre / "hf" / "config.json").is_file() and (pre / "hf" / "tokenizer.json").is_file()
+    lm, _ = load_for_generation(pre, tiny(), torch.device("cpu"))
+    x = torch.randint(0, lm.backbone.cfg.vocab_size, (2, 9))
+    torch.testing.assert_close(from_pretrained(pre / "hf")(x)[0].log_probs(), lm(x)[0].log_probs())
+
+    frozen = ["--train.max_steps", "1", "--train.lr", "1e-12", "--train.eval_every", "1", "--model.head", "mos3",
+              "--data.corpus", f"dir:{ptb_dir}"]
+    fine = tmp_path / "fine"
+    assert main(["run", "lm", "--preset", "tiny", "--init", str(pre / "hf"), *frozen, "--out", str(fine)]) == 0
+    assert "decoder from" in capsys.readouterr().out
+    pre_ppl = json.loads((pre / "summary.json").read_text())["test_ppl"]
+    assert json.loads((fine / "summary.json").read_text())["test_ppl"] == pytest.approx(pre_ppl, rel=1e-4)
+    assert not (fine / "hf").exists()  # a MoS head has no GPT2LMHeadModel form
+    fine_lm, _ = load_for_generation(fine, dataclasses.replace(tiny(), init=str(pre / "hf"),
+                                                               model=GPTConfig(head=named_head("mos3"))),
+                                     torch.device("cpu"))
+    torch.testing.assert_close(fine_lm(x)[0].log_probs(), lm(x)[0].log_probs(), atol=1e-4, rtol=0)
+
+    scratch = tmp_path / "scratch"
+    assert main(["run", "lm", "--preset", "tiny", *frozen, "--out", str(scratch)]) == 0
+    assert json.loads((scratch / "summary.json").read_text())["test_ppl"] > 1.1 * pre_ppl  # near uniform (31 words)
+
+
+def test_init_names_a_vocabulary_mismatch(ptb_dir, tmp_path, capsys):
+    pre = tmp_path / "pre"
+    assert main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(pre)]) == 0
+    capsys.readouterr()
+    code = main(["run", "lm", "--preset", "tiny", "--init", str(pre / "hf"), "--data.tokenizer", "byte",
+                 "--sample.prompt", "a", "--data.corpus", f"dir:{ptb_dir}", "--out", str(tmp_path / "x")])
+    assert code == 2 and "vocabulary of" in capsys.readouterr().err

@@ -11,6 +11,7 @@
                       WikiText's wiki.{split}.tokens
     enwik8:FILE       the enwik8 file (bytes; 90M/5M/5M)       text8:FILE   the text8 file (90M/5M/5M)
     lm1b:DIR          the One Billion Word benchmark folder
+    A+B+...           the named corpora joined split by split, in the order given (e.g. austen+kjv+shakespeare)
 
 Corpora without an official split are cut contiguously by lines: 90% / 5% / 5% (as enwik8 is cut).
 """
@@ -200,9 +201,13 @@ FILE_CORPORA: dict[str, Callable[[str], Splits]] = {"dir": local_dir, "enwik8": 
 
 
 def load_corpus(name: str) -> Splits:
+    if "+" in name and ":" not in name:
+        parts = [load_corpus(part) for part in name.split("+")]
+        return {k: [line for p in parts for line in p[k]] for k in SPLITS}
     kind, _, path = name.partition(":")
     if path and kind in FILE_CORPORA:
         return FILE_CORPORA[kind](path)
     if name not in CORPORA:
-        raise ConfigError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}, or dir:/enwik8:/text8:/lm1b: PATH")
+        raise ConfigError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}, or dir:/enwik8:/text8:/lm1b: PATH, "
+                          "or names joined with +")
     return CORPORA[name]()

@@ -21,8 +21,8 @@ from genfeat.errors import CheckpointError
 CONFIG, SAFETENSORS, TORCH_BIN = "config.json", "model.safetensors", "pytorch_model.bin"
 
 
-def read_hf_dir(directory: str | Path, model_types: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Tensor]]:
-    """(config dict, state dict) of an HF model directory whose `model_type` is one of `model_types`."""
+def read_hf_config(directory: str | Path, model_types: tuple[str, ...]) -> dict[str, Any]:
+    """The config dict of an HF model directory whose `model_type` is one of `model_types`."""
     d = Path(directory)
     if not d.is_dir():
         raise CheckpointError(f"{d}: not a directory (expected an HF model directory with {CONFIG})")
@@ -35,6 +35,13 @@ def read_hf_dir(directory: str | Path, model_types: tuple[str, ...]) -> tuple[di
     if not isinstance(cfg, dict) or cfg.get("model_type") not in model_types:
         got = cfg.get("model_type") if isinstance(cfg, dict) else None
         raise CheckpointError(f"{d / CONFIG}: model_type {got!r}, expected {' or '.join(model_types)}")
+    return cfg
+
+
+def read_hf_dir(directory: str | Path, model_types: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Tensor]]:
+    """(config dict, state dict) of an HF model directory whose `model_type` is one of `model_types`."""
+    d = Path(directory)
+    cfg = read_hf_config(d, model_types)
     if (d / SAFETENSORS).is_file():
         try:
             return cfg, load_file(str(d / SAFETENSORS))

@@ -33,6 +33,7 @@ from genfeat.errors import ConfigError
 from genfeat.losses import nll
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
 from genfeat.models.gpt import config as gpt_presets
+from genfeat.models.gpt.hf import exports_to_hf, load_pretrained_weights, pretrained_config, save_pretrained
 from genfeat.models.lm import CausalLM, sample
 from genfeat.nn.outputs import BackboneOutput
 from genfeat.tasks.language_modeling import LanguageModeling, lm_loss, lm_scores
@@ -64,6 +65,10 @@ class LMRunConfig:
     seed: int = 0
     data: LMDataConfig = field(default_factory=LMDataConfig)
     model: GPTConfig = field(default_factory=GPTConfig)
+    # a Hugging Face GPT-2 directory (config.json + model.safetensors, e.g. a GPT run's hf/) to start from: the
+    # decoder's shape and weights come from it and the other model.* settings are not used; model.head picks the
+    # head (thesis C §2.3: a pretrained LM fine-tuned with a new head)
+    init: str = ""
     train: TrainConfig = field(default_factory=TrainConfig)
     sample: SampleConfig = field(default_factory=SampleConfig)
 
@@ -191,7 +196,14 @@ def sliding_nll(model: torch.nn.Module, tokens: np.ndarray, window: int, stride:
 
 
 def resolve(cfg: Any, tok: Tokenizer) -> Any:
-    """Take the vocabulary size from the tokenizer (model.vocab_size = 0) or check that it matches."""
+    """Take the vocabulary size from the tokenizer (model.vocab_size = 0) or check that it matches; with `init`,
+    take the model's shape from the pretrained directory's config.json."""
+    if getattr(cfg, "init", ""):  # model.* other than model.head (a preset's shape, say) is not used
+        model = pretrained_config(cfg.init, cfg.model.head)
+        if model.vocab_size != tok.vocab_size:
+            raise ConfigError(f"init={cfg.init} has a vocabulary of {model.vocab_size} but the {cfg.data.tokenizer} "
+                              f"tokenizer has {tok.vocab_size}")
+        return dataclasses.replace(cfg, model=model)
     if cfg.model.vocab_size not in (0, tok.vocab_size):
         raise ConfigError(f"model.vocab_size={cfg.model.vocab_size} but the {cfg.data.tokenizer} tokenizer "
                           f"has {tok.vocab_size}; leave it 0 to take the tokenizer's")
@@ -211,8 +223,10 @@ class Arch:
 
 
 def _gpt_check(cfg: LMRunConfig) -> None:
-    if cfg.data.seq_len > cfg.model.max_len:
-        raise ConfigError(f"data.seq_len={cfg.data.seq_len} exceeds model.max_len={cfg.model.max_len}")
+    max_len = pretrained_config(cfg.init).max_len if cfg.init else cfg.model.max_len
+    if cfg.data.seq_len > max_len:
+        raise ConfigError(f"data.seq_len={cfg.data.seq_len} exceeds the model's max_len={max_len}"
+                          + (f" ({cfg.init})" if cfg.init else ""))
 
 
 GPT = Arch(
@@ -282,7 +296,10 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     if info.is_main:
         save_tokenizer(tok, run_dir)
 
-    lm = arch.build(cfg.model).to(info.device)
+    lm = arch.build(cfg.model)
+    if getattr(cfg, "init", ""):
+        load_pretrained_weights(lm, cfg.init)
+    lm = lm.to(info.device)
     n_params = sum(p.numel() for p in lm.parameters())
     model = D.wrap(lm, info, cfg.train.distributed)
     seed_everything(cfg.seed + info.rank)  # distinct dropout streams per rank
@@ -293,6 +310,8 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
         train_iter = ShuffledWindows(streams["train"], dc.batch_size, dc.seq_len, cfg.seed, info.rank,
                                      info.world_size)
     if info.is_main:
+        if getattr(cfg, "init", ""):
+            print(f"decoder from {cfg.init}: {cfg.model.n_layer} layers × d={cfg.model.d_model}")
         print(f"genfeat {arch.name}: {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
               f"{len(streams['train']):,} training tokens, device {info.device}, world size {info.world_size}")
     loss = arch.make_loss()  # the loss object itself goes to fit: a stateful one (Transformer-XL's memory) is
@@ -304,6 +323,11 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
     model.eval()
     final = task.evaluate_all(model)
+    if info.is_main and arch is GPT and exports_to_hf(cfg.model):
+        # the same weights as a Hugging Face directory: GPT2LMHeadModel / AutoTokenizer.from_pretrained(hf/),
+        # or `init=RUN/hf` to fine-tune them with another head
+        save_pretrained(lm, run_dir / "hf")
+        save_tokenizer(tok, run_dir / "hf")
     details = {"arch": arch.name, "vocab_size": tok.vocab_size, "train_tokens": result.tokens,
                "train_tokens_per_s": round(result.tokens_per_s, 1), "train_wall_s": round(result.wall_time, 1),
                "train_step_s": round(result.train_time, 1), "stopped_early": result.stopped_early}

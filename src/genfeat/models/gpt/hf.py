@@ -26,7 +26,7 @@ from genfeat.errors import CheckpointError
 from genfeat.heads.config import HeadConfig
 from genfeat.models.gpt.config import GPTConfig
 from genfeat.models.gpt.model import build_gpt_lm
-from genfeat.models.hf_files import read_hf_dir, write_hf_dir
+from genfeat.models.hf_files import read_hf_config, read_hf_dir, write_hf_dir
 from genfeat.models.lm import CausalLM
 
 _ACT = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
@@ -100,23 +100,38 @@ def to_hf_state_dict(sd: dict[str, Tensor]) -> dict[str, Tensor]:
     return out
 
 
-def from_pretrained(directory: str | Path, head: HeadConfig | None = None) -> CausalLM:
-    """A `CausalLM` with the decoder of an HF GPT-2 directory (eval mode). `head`: any genfeat head
-    (`genfeat.named_head`); the softmax (default) is the checkpoint's tied LM head; another head keeps its
-    fresh initialisation except where it ties to the embeddings."""
-    hf_cfg, sd = read_hf_dir(directory, ("gpt2",))
-    cfg = config_from_hf(hf_cfg, head)
-    lm = build_gpt_lm(cfg)
+def pretrained_config(directory: str | Path, head: HeadConfig | None = None) -> GPTConfig:
+    """The GPT config of an HF GPT-2 directory (its config.json), with `head` as the output layer."""
+    return config_from_hf(read_hf_config(directory, ("gpt2",)), head)
+
+
+def load_pretrained_weights(lm: CausalLM, directory: str | Path) -> None:
+    """Copy an HF GPT-2 directory's decoder weights into `lm` (built with `pretrained_config`); the head keeps
+    its own initialisation except where it ties to the embeddings."""
+    _, sd = read_hf_dir(directory, ("gpt2",))
     missing, unexpected = lm.load_state_dict(from_hf_state_dict(sd), strict=False)
     if unexpected or [k for k in missing if k.startswith("backbone.")]:
         raise CheckpointError(f"{directory}: weights do not match the config (missing {missing[:3]}, unexpected "
                               f"{unexpected[:3]})")
+
+
+def from_pretrained(directory: str | Path, head: HeadConfig | None = None) -> CausalLM:
+    """A `CausalLM` with the decoder of an HF GPT-2 directory (eval mode). `head`: any genfeat head
+    (`genfeat.named_head`); the softmax (default) is the checkpoint's tied LM head; another head keeps its
+    fresh initialisation except where it ties to the embeddings."""
+    lm = build_gpt_lm(pretrained_config(directory, head))
+    load_pretrained_weights(lm, directory)
     return lm.eval()
+
+
+def exports_to_hf(cfg: GPTConfig) -> bool:
+    """GPT2LMHeadModel has biases everywhere and a softmax tied to the input embedding: only such a GPT exports."""
+    return cfg.head == HeadConfig() and cfg.tie_embeddings and cfg.bias
 
 
 def save_pretrained(lm: CausalLM, directory: str | Path) -> None:
     """config.json + model.safetensors that transformers' `GPT2LMHeadModel.from_pretrained` loads (softmax head)."""
     cfg: GPTConfig = lm.backbone.cfg
-    if cfg.head != HeadConfig():
-        raise ValueError("only a softmax-headed GPT exports as GPT2LMHeadModel (its head is the tied embedding)")
+    if not exports_to_hf(cfg):
+        raise ValueError("only a GPT with biases and a tied softmax head exports as GPT2LMHeadModel")
     write_hf_dir(directory, config_to_hf(cfg), to_hf_state_dict(lm.state_dict()))
