@@ -2,10 +2,11 @@
 (thesis Y Tables 2.5/2.6 direction; spec §6.3 D1, D2): PTB by default, or a longer-range corpus (`--corpus austen`,
 `kjv`: contiguous books, thesis Y D2's setting where a longer memory should help).
 
-For each seed: train `transformer_xl --preset ptb` (relative positions, memory 64) and `--preset ptb_vanilla`
+For each seed: train `transformer_xl --preset ptb` (relative positions, memory 64, or `--mem M`: thesis Y trains with
+a memory at least as long as the segment) and `--preset ptb_vanilla`
 (absolute positions, no memory, d_inner raised to equalise parameters) on the corpus for the same number of steps on
 the same data order; evaluate on valid/test:
-  TXL: memory = training memory (64) and longer memories (2x, 4x, 8x), same_length off;
+  TXL: memory = training memory M and longer memories (2x, 4x, 8x), same_length off;
   vanilla: non-overlapping segments and a sliding window (stride 1 on a test prefix, the thesis protocol);
 then RECL, per-position losses and an evaluation-memory sweep on the first seed's pair.
 
@@ -40,17 +41,21 @@ from genfeat.train.checkpoint import load_model_weights
 PRESETS = ("ptb", "ptb_vanilla")  # Transformer-XL, and the vanilla model of equal parameters
 
 
-def page_name(corpus: str) -> str:
-    return f"transformer_xl_{corpus}"
+def page_name(corpus: str, mem: int = 0) -> str:
+    return f"transformer_xl_{corpus}" + (f"_mem{mem}" if mem else "")
 
 
 VOCAB = 10_000  # another corpus keeps its most frequent words, as PTB's vocabulary does (the rest: <unk>)
 
 
-def config(preset: str, corpus: str, seed: int = 0, steps: int | None = None) -> R.TXLRunConfig:
+def config(preset: str, corpus: str, seed: int = 0, steps: int | None = None, mem: int = 0) -> R.TXLRunConfig:
     """The preset on `corpus` (word level; a corpus other than PTB cut to its `VOCAB` most frequent words); with
-    `steps`, that budget and three evaluations."""
+    `steps`, that budget and three evaluations; with `mem`, Transformer-XL trains with that memory (the preset's
+    M = L = 64 otherwise) and evaluates with twice it, as the preset does (the vanilla model has none)."""
     cfg = R.PRESETS[preset]()
+    if mem and cfg.model.mem_len:
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, mem_len=mem),
+                                  eval=dataclasses.replace(cfg.eval, mem_len=2 * mem))
     data = dataclasses.replace(cfg.data, corpus=corpus, vocab_size=0 if corpus == "ptb" else VOCAB)
     cfg = dataclasses.replace(cfg, seed=seed, data=data)
     if steps:
@@ -59,9 +64,10 @@ def config(preset: str, corpus: str, seed: int = 0, steps: int | None = None) ->
     return cfg
 
 
-def job(preset: str, corpus: str, seed: int, steps: int) -> Job:
-    cfg = config(preset, corpus, seed, steps)
-    return Job(f"{preset}-seed{seed}-steps{steps}", {"model": preset, "seed": seed},
+def job(preset: str, corpus: str, seed: int, steps: int, mem: int = 0) -> Job:
+    cfg = config(preset, corpus, seed, steps, mem)
+    suffix = f"-mem{cfg.model.mem_len}" if mem and cfg.model.mem_len else ""  # vanilla runs serve every memory
+    return Job(f"{preset}-seed{seed}-steps{steps}{suffix}", {"model": preset, "seed": seed},
                lambda out, ckpt: R.run(cfg, out, resume_from=ckpt), group=preset)
 
 
@@ -71,10 +77,10 @@ def ppl_of(lm, tokens, cfg) -> float:
 
 
 @functools.cache
-def load_run(run_dir: Path, preset: str, corpus: str):
+def load_run(run_dir: Path, preset: str, corpus: str, mem: int = 0):
     """(resolved config, model with the run's best weights in eval mode, token streams) of a finished run; loaded
     once per process (the evaluations, RECL, fragmentation and the sweep all read the first seed's pair)."""
-    cfg = config(preset, corpus)
+    cfg = config(preset, corpus, mem=mem)
     tok, streams = prepare_lm_data(cfg.data)
     cfg = resolve(cfg, tok)
     lm = R.TXL.build(cfg.model).eval()
@@ -82,14 +88,14 @@ def load_run(run_dir: Path, preset: str, corpus: str):
     return cfg, lm, streams
 
 
-def evaluate(run_dir: Path, preset: str, corpus: str, sliding_tokens: int) -> dict[str, float]:
+def evaluate(run_dir: Path, preset: str, corpus: str, sliding_tokens: int, mem: int = 0) -> dict[str, float]:
     """TXL: test ppl with evaluation memory M, 2M, 4M, 8M; vanilla: test-prefix ppl on non-overlapping segments and
     with a stride-1 sliding window. Cached in the run directory (evals.json)."""
     cache = run_dir / "evals.json"
     done = json.loads(cache.read_text()) if cache.is_file() else {}
     if done.get("sliding_tokens") == sliding_tokens:
         return done["evals"]
-    cfg, lm, streams = load_run(run_dir, preset, corpus)
+    cfg, lm, streams = load_run(run_dir, preset, corpus, mem)
     out: dict[str, float] = {}
     if cfg.model.mem_len > 0:
         for mem in (cfg.model.mem_len * f for f in (1, 2, 4, 8)):
@@ -106,14 +112,14 @@ def evaluate(run_dir: Path, preset: str, corpus: str, sliding_tokens: int) -> di
 
 
 def group_recl(runs: dict[str, Path], corpus: str, seed: int, contexts: tuple[int, ...] = tuple(range(16, 257, 16)),
-               n_positions: int = 400) -> dict[str, Any]:
+               n_positions: int = 400, mem: int = 0) -> dict[str, Any]:
     """RECL (thesis Y §2.1.4) of the group {TXL, vanilla} (`runs`: preset -> run directory, trained with `seed`) on
     the corpus's valid split, exactly c tokens of context per prediction (windows, no memory carried in)."""
     import numpy as np
 
     losses = {}
     for preset in PRESETS:
-        cfg, lm, streams = load_run(runs[preset], preset, corpus)
+        cfg, lm, streams = load_run(runs[preset], preset, corpus, mem)
         tokens = streams["valid"]
         positions = np.linspace(max(contexts), len(tokens) - 1, n_positions).astype(np.int64)
         cap = cfg.model.tgt_len if cfg.model.pos_enc == "absolute" else None  # vanilla: usable context = L
@@ -127,7 +133,7 @@ def group_recl(runs: dict[str, Path], corpus: str, seed: int, contexts: tuple[in
     return out
 
 
-def fragmentation(runs: dict[str, Path], corpus: str, n_tokens: int = 20_000) -> dict[str, Any]:
+def fragmentation(runs: dict[str, Path], corpus: str, n_tokens: int = 20_000, mem: int = 0) -> dict[str, Any]:
     """Spec §6.3 D3: mean test loss by position within a segment (first 8 vs last 8 of 64), evaluated as
     each model is (TXL: segments with its memory carried; vanilla: independent segments)."""
     import numpy as np
@@ -138,7 +144,7 @@ def fragmentation(runs: dict[str, Path], corpus: str, n_tokens: int = 20_000) ->
 
     out = {}
     for preset in PRESETS:
-        cfg, lm, streams = load_run(runs[preset], preset, corpus)
+        cfg, lm, streams = load_run(runs[preset], preset, corpus, mem)
         L, sums, mems = cfg.model.tgt_len, torch.zeros(cfg.model.tgt_len), None
         n = 0
         with torch.no_grad():
@@ -155,10 +161,10 @@ def fragmentation(runs: dict[str, Path], corpus: str, n_tokens: int = 20_000) ->
     return out
 
 
-def memory_sweep(run_dir: Path, corpus: str) -> list[dict[str, Any]]:
+def memory_sweep(run_dir: Path, corpus: str, mem: int = 0) -> list[dict[str, Any]]:
     """D2 investigation: TXL test ppl for evaluation memory (M, 2M, 4M) x same_length x clamp_len (clamped at the
     largest distance seen in training, M + L - 1)."""
-    cfg, lm, streams = load_run(run_dir, "ptb", corpus)
+    cfg, lm, streams = load_run(run_dir, "ptb", corpus, mem)
     m, longest = cfg.model.mem_len, cfg.model.mem_len + cfg.model.tgt_len - 1
     rows = []
     for same in (False, True):
@@ -216,7 +222,8 @@ def markdown(record: dict[str, Any]) -> str:
     return f"""# Transformer-XL vs vanilla Transformer on {title} (equal parameters, equal budget)
 
 {{header}}{analysis}Presets `transformer_xl --preset ptb` and `--preset ptb_vanilla` on `{corpus}`
-(word level{vocab}): 4 layers, d=128, 4 heads × 32, segment 64, batch 16 streams, {res['steps']} steps (AdamW lr
+(word level{vocab}): 4 layers, d=128, 4 heads × 32, segment 64, Transformer-XL's training memory
+{res.get('train_mem', 64)}, batch 16 streams, {res['steps']} steps (AdamW lr
 1e-3, cosine, clip 0.25), seeds {seeds}; the same data order for both. Test perplexity with the best validation
 weights; mean ± std over seeds.
 
@@ -267,33 +274,37 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="ptb", help="a word-level corpus of `genfeat.data.corpora` (ptb, austen, kjv)")
     ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--mem", type=int, default=0, help="Transformer-XL's training memory M (0: the preset's 64 = L); "
+                    "the page is transformer_xl_<corpus>_mem<M>")
     ap.add_argument("--sliding-tokens", type=int, default=20000)
     ap.add_argument("--recl-positions", type=int, default=400)
     result_args(ap, [0, 1, 2], runs="runs/bench_transformer_xl_<corpus>")
     args = ap.parse_args()
-    name = page_name(args.corpus)
+    name = page_name(args.corpus, args.mem)
     if args.render_only:
         print(render(name, markdown))
         return
     args.runs = args.runs.replace("<corpus>", args.corpus)
     sweep = Sweep.from_args(args)
-    jobs = [job(p, args.corpus, s, args.steps) for p in PRESETS for s in args.seeds]
+    jobs = [job(p, args.corpus, s, args.steps, args.mem) for p in PRESETS for s in args.seeds]
     finished = [(j, r) for j in jobs if (r := sweep.result(j)) is not None]
     if args.train_only:
         return
-    first = {p: sweep.path(job(p, args.corpus, args.seeds[0], args.steps)) for p in PRESETS}
+    first = {p: sweep.path(job(p, args.corpus, args.seeds[0], args.steps, args.mem)) for p in PRESETS}
     if not all((d / "summary.json").is_file() for d in first.values()):
         raise SystemExit(f"the first seed's pair is not trained yet in {args.runs}: RECL and the sweep need it")
     keep = ("params", "valid_ppl", "test_ppl", "train_s", "train_tokens_per_s", "seed", "device")
     per: dict[str, list[dict[str, Any]]] = {p: [] for p in PRESETS}
     for j, r in finished:
         per[j.tags["model"]].append({k: r.get(k) for k in keep}
-                                    | evaluate(sweep.path(j), j.tags["model"], args.corpus, args.sliding_tokens))
+                                    | evaluate(sweep.path(j), j.tags["model"], args.corpus, args.sliding_tokens,
+                                                     args.mem))
     results = {"corpus": args.corpus, "steps": args.steps, "sliding_tokens": args.sliding_tokens,
                "transformer_xl": per["ptb"], "vanilla": per["ptb_vanilla"],
-               "recl": group_recl(first, args.corpus, args.seeds[0], n_positions=args.recl_positions),
-               "fragmentation": fragmentation(first, args.corpus),
-               "memory_sweep": memory_sweep(first["ptb"], args.corpus)}
+               "train_mem": args.mem or config("ptb", args.corpus).model.mem_len,
+               "recl": group_recl(first, args.corpus, args.seeds[0], n_positions=args.recl_positions, mem=args.mem),
+               "fragmentation": fragmentation(first, args.corpus, mem=args.mem),
+               "memory_sweep": memory_sweep(first["ptb"], args.corpus, args.mem)}
     records = [r for _, r in finished]
     print(write_results(name, results, markdown, seeds=sorted({r["seed"] for r in records}),
                         machine=sweep.machine()))

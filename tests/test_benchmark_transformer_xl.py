@@ -25,3 +25,12 @@ def test_recorded_ptb_page_renders_with_its_reading():
     page = B.markdown(record)
     assert "on PTB (equal parameters" in page and "Vanilla - Transformer-XL: +39.5 test ppl" in page
     assert "## Reading" in page  # the interpretation lives in the .reading.md, not in the code
+
+
+def test_training_memory_changes_transformer_xl_only():
+    txl, van = B.config("ptb", "austen", steps=3000, mem=256), B.config("ptb_vanilla", "austen", steps=3000, mem=256)
+    assert txl.model.mem_len == 256 and txl.eval.mem_len == 512 and txl.model.tgt_len == 64
+    assert van == B.config("ptb_vanilla", "austen", steps=3000)  # the vanilla runs serve every memory
+    assert B.job("ptb", "austen", 0, 3000, mem=256).name == "ptb-seed0-steps3000-mem256"
+    assert B.job("ptb_vanilla", "austen", 0, 3000, mem=256).name == B.job("ptb_vanilla", "austen", 0, 3000).name
+    assert B.page_name("austen", 256) == "transformer_xl_austen_mem256"

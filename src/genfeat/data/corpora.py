@@ -7,6 +7,7 @@
     kjv               King James Bible (Debian bible-kjv, dumped with its own `bible` tool)
     python-doc        Python 3.11 documentation rst sources
     linux-doc         Linux 6.1 documentation rst sources
+    bbc-news          BBC News articles (2,225), split as the topic-classification task splits them
     dir:PATH          a local folder in a standard LM layout: {train,valid,test}.txt, ptb.{split}.txt or
                       WikiText's wiki.{split}.tokens
     enwik8:FILE       the enwik8 file (bytes; 90M/5M/5M)       text8:FILE   the text8 file (90M/5M/5M)
@@ -107,6 +108,17 @@ def kjv() -> Splits:
     return split_contiguous([v[1] for v in verses if len(v) == 2])
 
 
+def bbc_news() -> Splits:
+    """Each article's non-empty lines (title, then paragraphs), articles in file order within each split of the
+    classification task (`stratified_split`, seed 0: 60 / 20 / 20 %), so no article is in two splits."""
+    from genfeat.data.text_classification import load_bbc_news, stratified_split
+
+    docs = load_bbc_news()
+    split = stratified_split(docs.labels, 0)
+    return {k: [line.strip() for i in split[k] for line in docs.texts[i].splitlines() if line.strip()]
+            for k in SPLITS}
+
+
 def _rst_tree(name: str, sub: str) -> Splits:
     root = require(name) / sub
     files = sorted(root.rglob("*.rst.txt"))
@@ -191,6 +203,7 @@ CORPORA: dict[str, Callable[[], Splits]] = {
     "wiki-xml": wiki_xml,
     "shakespeare": shakespeare,
     "kjv": kjv,
+    "bbc-news": bbc_news,
     "python-doc": lambda: _rst_tree("python-doc", "usr/share/doc/python3.11/html/_sources"),
     "linux-doc": lambda: _rst_tree("linux-doc", "usr/share/doc/linux-doc-6.1/html/_sources"),
 }
