@@ -27,6 +27,7 @@ the MFS paper's Table 2.1 models use an untied copy).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,7 @@ def inspection(runs: dict[str, Path], cfgs: dict[str, Any], n_chunks: int, n_con
         return [{"row": name, "top": [(tok.decode([i]), round(p, 3)) for i, p in pairs]} for name, pairs in rows]
 
     out = []
+    torch.set_grad_enabled(False)
     for ids, target in contexts:
         out.append({"context": tok.decode(ids[-30:].tolist()), "target": tok.decode([target]),
                     "softmax": words(inspect_facets(soft, ids, top)), "mfs": words(inspect_facets(mfs, ids, top)),
@@ -207,6 +209,11 @@ def delta(ppl: float, base: float) -> str:
     return f"{100 * (ppl - base) / base:+.1f}%"
 
 
+def token(text: str) -> str:
+    """A token as a table cell: escaped as a JSON string (a newline shows as \\n), in backticks, bars escaped."""
+    return "`" + json.dumps(text, ensure_ascii=False)[1:-1].replace("`", "'").replace("|", "\\|") + "`"
+
+
 def markdown(record: dict[str, Any]) -> str:
     res = record["results"]
     pre = res["pretrain"]
@@ -228,9 +235,9 @@ def markdown(record: dict[str, Any]) -> str:
                     f"{', '.join(str(r['best_step']) for r in runs)} | {len(runs)} |")
     insp = []
     for c in res["inspection"]:
-        head = (f"Context `…{c['context'].strip()}` [target `{c['target']}`; p(target): Softmax "
+        head = (f"Context {token('…' + c['context'].strip())} [target {token(c['target'])}; p(target): Softmax "
                 f"{c['p_target']['softmax']:.3f}, MFS {c['p_target']['mfs']:.3f}]")
-        lines = [f"| {who} {r['row']} | " + ", ".join(f"`{w}` {p:.3f}" for w, p in r["top"]) + " |"
+        lines = [f"| {who} {r['row']} | " + ", ".join(f"{token(w)} {p:.3f}" for w, p in r["top"]) + " |"
                  for who, model in (("Softmax", "softmax"), ("MFS", "mfs")) for r in c[model]
                  if model == "mfs" or r["row"] == "final"]
         insp.append(head + "\n\n| distribution | top 3 |\n|---|---|\n" + "\n".join(lines))
