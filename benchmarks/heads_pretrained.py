@@ -27,6 +27,7 @@ the MFS paper's Table 2.1 models use an untied copy).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 from pathlib import Path
@@ -157,19 +158,20 @@ def inspection(runs: dict[str, Path], cfgs: dict[str, Any], n_chunks: int, n_con
     return out
 
 
-def model_times(init: Path, heads: list[str], repeats: int) -> dict[str, float]:
-    """Whole-model forward + backward seconds per batch of 4 chunks (the reference's batch), one process, on the
-    device the collection runs on."""
+def model_times(model_cfg, heads: list[str], repeats: int) -> dict[str, float]:
+    """Whole-model forward + backward seconds per batch of 4 chunks (the reference's batch) of the pretrained shape
+    with each head (random weights: the cost does not depend on them), one process, on the device the collection
+    runs on."""
     import torch
 
     from genfeat.losses import nll
-    from genfeat.models.gpt.hf import from_pretrained
+    from genfeat.models.gpt import build_gpt_lm
 
     steps = {}
     for h in heads:
         torch.manual_seed(0)
-        lm = from_pretrained(init, HEADS[h]).to(device()).train()
-        x = torch.randint(0, lm.backbone.cfg.vocab_size, (4, CHUNK), device=device())
+        lm = build_gpt_lm(dataclasses.replace(model_cfg, head=HEADS[h])).to(device()).train()
+        x = torch.randint(0, model_cfg.vocab_size, (4, CHUNK), device=device())
 
         def step(lm=lm, x=x) -> None:
             o, _ = lm(x, targets=x)
@@ -220,8 +222,9 @@ def markdown(record: dict[str, Any]) -> str:
     base = statistics.mean(r["test_ppl"] for r in res["runs"] if r["head"] == "softmax") if any(
         r["head"] == "softmax" for r in res["runs"]) else None
     mt = res["model_seconds"]
-    rows = [f"| pretrained, not fine-tuned | {pre['params']:,} | {res['zero_shot']['valid_ppl']:.2f} | "
-            f"{res['zero_shot']['test_ppl']:.2f} | – | – | – | – | – |"]
+    zs = res["zero_shot"]
+    rows = [f"| pretrained, not fine-tuned | {pre['params']:,} | {zs['valid_ppl']:.2f} | {zs['test_ppl']:.2f} | – | – "
+            "| – | – | – |"] if zs else []
     for h in res["heads"]:
         runs = [r for r in res["runs"] if r["head"] == h]
         if not runs:
@@ -233,8 +236,10 @@ def markdown(record: dict[str, Any]) -> str:
                     f"{delta(ppl, ref)} (Table {table}) | "
                     f"{mt[h] * 1000:.0f} ({mt[h] / mt['softmax']:.2f}×) | "
                     f"{', '.join(str(r['best_step']) for r in runs)} | {len(runs)} |")
-    insp = []
-    for c in res["inspection"]:
+    insp = [] if res["inspection"] else [
+        "Not recorded: the runs' weights were not kept where this page was collected (it needs the pretrained hf/ "
+        "and seed 0's Softmax and MFS runs)."]
+    for c in res["inspection"] or []:
         head = (f"Context {token('…' + c['context'].strip())} [target {token(c['target'])}; p(target): Softmax "
                 f"{c['p_target']['softmax']:.3f}, MFS {c['p_target']['mfs']:.3f}]")
         lines = [f"| {who} {r['row']} | " + ", ".join(f"{token(w)} {p:.3f}" for w, p in r["top"]) + " |"
@@ -258,7 +263,7 @@ over independent {CHUNK}-token chunks at the best validation step (best steps li
 
 ## Table 2.3 analogue: top predictions (seed 0)
 
-The {len(res['inspection']) - 1} test positions (in the first {res['inspect_chunks']} test chunks) where MFS raises the
+The {res['inspect_contexts']} test positions (in the first {res['inspect_chunks']} test chunks) where MFS raises the
 target's log-probability most over Softmax, then the thesis's analogy template. "softmax k" rows are MFS's component
 distributions with their mixture weights; "partition j facet" rows are a partition facet's own softmax over the
 whole vocabulary (a diagnostic of what it points at).
@@ -295,6 +300,11 @@ def main() -> None:
     if pre is None:
         raise SystemExit(f"the pretraining run {sweep.path(pre_job)} is not finished")
     init = sweep.path(pre_job) / "hf"
+    kept = (init / "model.safetensors").is_file() and all(
+        (d / "model.safetensors").is_file() for d in (sweep.path(finetune_job(runs, h, 0, args.pretrain_steps,
+                                                                              args.finetune_steps))
+                                                      for h in ("softmax", "mfs")))
+    model_cfg = dataclasses.replace(pretrain_config(args.pretrain_steps).model, vocab_size=pre["vocab_size"])
     cfgs = {h: finetune_config(h, 0, init, args.finetune_steps, args.eval_tokens) for h in args.heads}
     from genfeat.data.lm_data import prepare_lm_data
 
@@ -306,12 +316,14 @@ def main() -> None:
     print(write_results(NAME, {
         "heads": args.heads, "finetune_steps": args.finetune_steps, "finetune_epochs": round(epochs, 2),
         "repeats": args.repeats, "timed_on": ran_on(), "inspect_chunks": args.inspect_chunks,
+        "inspect_contexts": args.inspect_contexts,
         "pretrain": {"command": pre_cmd, "steps": pre["steps"], "params": pre["params"],
                      "train_tokens": pre["train_tokens"], "valid_ppl": pre["valid_ppl"], "train_s": pre["train_s"],
                      "samples": pre.get("samples", [])},
-        "zero_shot": zero_shot(init, cfgs["softmax"]),
-        "model_seconds": model_times(init, args.heads, args.repeats),
-        "inspection": inspection(seed0, cfgs, args.inspect_chunks, args.inspect_contexts),
+        # both need the weights: the pretrained hf/ and seed 0's Softmax and MFS runs
+        "zero_shot": zero_shot(init, cfgs["softmax"]) if kept else None,
+        "model_seconds": model_times(model_cfg, args.heads, args.repeats),
+        "inspection": inspection(seed0, cfgs, args.inspect_chunks, args.inspect_contexts) if kept else None,
         "runs": [{k: r.get(k) for k in keep} for r in records]},
         markdown, seeds=args.seeds, machine=sweep.machine()))
 

@@ -34,3 +34,16 @@ def test_training_memory_changes_transformer_xl_only():
     assert B.job("ptb", "austen", 0, 3000, mem=256).name == "ptb-seed0-steps3000-mem256"
     assert B.job("ptb_vanilla", "austen", 0, 3000, mem=256).name == B.job("ptb_vanilla", "austen", 0, 3000).name
     assert B.page_name("austen", 256) == "transformer_xl_austen_mem256"
+
+
+def test_training_memory_page_rows():
+    from benchmarks import transformer_xl_memory as M
+
+    run = {"valid_ppl": 1.0, "train_s": 10.0}
+    record = {"seeds": [0, 1], "results": {"corpus": "austen", "steps": 3, "mems": [64, 256], "runs": [
+        run | {"mem": 64, "seed": 1, "test_ppl": 92.0}, run | {"mem": 64, "seed": 0, "test_ppl": 90.0},
+        run | {"mem": 0, "seed": 0, "test_ppl": 110.0}]}}
+    rows = M.rows(record)
+    assert rows[0].startswith("| Transformer-XL, training memory 64 | memory 128 |") and "| 90.00, 92.00 |" in rows[0]
+    assert "**91.00 ± 1.41**" in rows[0] and len(rows) == 2  # no runs of M = 256: no row
+    assert rows[1].startswith("| vanilla (no memory) | non-overlapping segments |")
