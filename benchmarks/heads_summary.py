@@ -12,7 +12,8 @@ from typing import Any
 from benchmarks.common import load_result, result_sources, write_results
 
 NAME = "heads"
-PARTS = ["heads_synthetic", "heads_ptb", "heads_rerank", "heads_bottleneck", "heads_cost", "heads_entity_copy",
+PARTS = ["heads_synthetic", "heads_ptb", "heads_pretrained", "heads_rerank", "heads_bottleneck", "heads_cost",
+         "heads_entity_copy",
          "softmax_bottleneck_ratios"]
 
 
@@ -33,6 +34,10 @@ def collect() -> dict[str, Any]:
         out["synthetic_bound"] = {"log4": round(res["log4"], 4), "log2": 0.6931}
     if (ptb := load_result("heads_ptb")) is not None:
         out["ptb_test_ppl"] = _means(ptb["results"]["runs"], ("arch", "head"))
+    if (pre := load_result("heads_pretrained")) is not None:
+        mt = pre["results"]["model_seconds"]
+        out["pretrained_test_ppl"] = {h: v | {"model_time_ratio": round(mt[h] / mt["softmax"], 2)}
+                                      for h, v in _means(pre["results"]["runs"], ("head",)).items()}
     if (rr := load_result("heads_rerank")) is not None:
         mt = rr["results"]["model_seconds"]
         out["rerank_test_ppl"] = {h: v | {"model_time_ratio": round(mt[h] / mt["softmax"], 1)}
@@ -68,6 +73,11 @@ def markdown(record: dict[str, Any]) -> str:
                          for k, v in res["ptb_test_ppl"].items())
         parts.append(f"## PTB from scratch ([heads_ptb](heads_ptb.md): std, parameters, head and model time there)\n\n"
                      f"| backbone | head | test ppl | seeds |\n|---|---|---|---|\n{rows}")
+    if "pretrained_test_ppl" in res:
+        rows = "\n".join(f"| {h} | {v['mean']:.2f} | {v['model_time_ratio']}× | {v['seeds']} |"
+                         for h, v in res["pretrained_test_ppl"].items())
+        parts.append(f"## A pretrained GPT-2-shaped LM fine-tuned on BBC News ([heads_pretrained](heads_pretrained.md))"
+                     f"\n\n| head | test ppl | model time / softmax | seeds |\n|---|---|---|---|\n{rows}")
     if "rerank_test_ppl" in res:
         rows = "\n".join(f"| {h} | {v['mean']:.2f} | {v['model_time_ratio']}× | {v['seeds']} |"
                          for h, v in res["rerank_test_ppl"].items())

@@ -20,3 +20,12 @@ def test_summary_has_the_rerank_and_width_cells_of_their_pages():
     assert out["bottleneck_test_ppl"]["mos3:32"]["mean"] == round(statistics.mean(width), 2)
     page = S.markdown({"results": out})
     assert "| mos3 | " in page and "heads_rerank.md" in page
+
+
+def test_summary_has_the_pretrained_cells_of_their_page():
+    out = S.collect()
+    runs = load_result("heads_pretrained")["results"]["runs"]
+    mfs = [r["test_ppl"] for r in runs if r["head"] == "mfs"]
+    assert out["pretrained_test_ppl"]["mfs"]["mean"] == round(statistics.mean(mfs), 2)
+    assert out["pretrained_test_ppl"]["mfs"]["seeds"] == len(mfs)
+    assert "heads_pretrained.md" in S.markdown({"results": out})
