@@ -144,3 +144,21 @@ def test_init_names_a_vocabulary_mismatch(ptb_dir, tmp_path, capsys):
     code = main(["run", "lm", "--preset", "tiny", "--init", str(pre / "hf"), "--data.tokenizer", "byte",
                  "--sample.prompt", "a", "--data.corpus", f"dir:{ptb_dir}", "--out", str(tmp_path / "x")])
     assert code == 2 and "vocabulary of" in capsys.readouterr().err
+
+
+def test_init_refuses_a_tokenizer_that_numbers_words_differently(ptb_dir, tmp_path, capsys):
+    """A word vocabulary of the same size built from another corpus would silently renumber the words."""
+    pre = tmp_path / "pre"
+    assert main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(pre)]) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    words = sorted({w for f in ptb_dir.glob("ptb.*.txt") for w in f.read_text().split()})
+    swap = dict(zip(words, reversed(words), strict=True))  # the same words, each with another's frequency
+    for split in ("train", "valid", "test"):
+        lines = (ptb_dir / f"ptb.{split}.txt").read_text().splitlines()
+        (other / f"ptb.{split}.txt").write_text("".join(" ".join(swap[w] for w in x.split()) + "\n" for x in lines))
+    capsys.readouterr()
+    code = main(["run", "lm", "--preset", "tiny", "--init", str(pre / "hf"), "--data.corpus", f"dir:{other}",
+                 "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert code == 2 and "numbers its tokens differently" in err

@@ -28,7 +28,7 @@ import torch
 
 from genfeat.data.lm_data import LMDataConfig, prepare_lm_data
 from genfeat.data.streams import OrderedSegments, ShuffledWindows
-from genfeat.data.tokenizers import Tokenizer, load_tokenizer, save_tokenizer
+from genfeat.data.tokenizers import GENFEAT_FILE, Tokenizer, load_tokenizer, save_tokenizer
 from genfeat.errors import ConfigError
 from genfeat.losses import nll
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
@@ -203,6 +203,12 @@ def resolve(cfg: Any, tok: Tokenizer) -> Any:
         if model.vocab_size != tok.vocab_size:
             raise ConfigError(f"init={cfg.init} has a vocabulary of {model.vocab_size} but the {cfg.data.tokenizer} "
                               f"tokenizer has {tok.vocab_size}")
+        if (Path(cfg.init) / GENFEAT_FILE).is_file():  # a genfeat run's hf/: its tokenizer must number tokens alike
+            pre = load_tokenizer(Path(cfg.init))
+            if any(pre.decode([i]) != tok.decode([i]) for i in range(tok.vocab_size)):
+                raise ConfigError(f"init={cfg.init} numbers its tokens differently from this run's "
+                                  f"{cfg.data.tokenizer} tokenizer (built from {cfg.data.corpus}); fine-tune with the "
+                                  "tokenizer it was trained with")
         return dataclasses.replace(cfg, model=model)
     if cfg.model.vocab_size not in (0, tok.vocab_size):
         raise ConfigError(f"model.vocab_size={cfg.model.vocab_size} but the {cfg.data.tokenizer} tokenizer "
