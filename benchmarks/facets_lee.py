@@ -111,6 +111,11 @@ MODELS = {"k10": ("Our a K10", {"model.k": "10"}), "k1": ("Our a K1", {"model.k"
           "k3": ("Our a K3", {"model.k": "3"}), "k100": ("Our a K100", {"model.k": "100"})}  # sentence models
 LEE_MODELS = ["k10", "k1", "k10-kmeans"]  # Table 3.2's rows; K = 3 and 100 are Table 3.3's (facets_summaries)
 PHRASE_MODELS = {"p10": ("phrase model K10", {"model.k": "10"}), "p1": ("phrase model K1", {"model.k": "1"})}
+# the same with the input table initialised from GloVe 6B 50d (the recipe copies the target vectors into the input
+# embeddings when model.d_model equals their dimension), as the thesis's encoder starts from its 300d GloVe table
+GLOVE_INPUT = {"model.d_model": "50", "model.n_head": "5", "model.d_inner": "200"}
+PHRASE_MODELS |= {f"{m}-glove": (f"{label}, GloVe input", over | GLOVE_INPUT)
+                  for m, (label, over) in list(PHRASE_MODELS.items())}
 
 
 def facets_args(ap: argparse.ArgumentParser, models: list[str], choices: list[str]) -> argparse.Namespace:

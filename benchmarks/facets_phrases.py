@@ -1,7 +1,7 @@
 """Thesis C Table 3.4's analogue: unsupervised phrase similarity on phrase sets built from WordNet 3.0 the way
 Turney (2012) built his (`data.wordnet.phrase_items`); records docs/results/facets_phrases.{md,json}.
 
-    python -m benchmarks.facets_phrases [--runs runs/bench_facets] [--items 2000] [--models p10 p1 k10 k1]
+    python -m benchmarks.facets_phrases [--runs runs/bench_facets] [--items 2000] [--models p10 p1 p10-glove ...]
     python -m benchmarks.facets_phrases --train-only --only p10      # one worker's share of the phrase models
 
 Items: a two-word noun lemma ("smash hit"), its one-word synonym from the same synset ("blockbuster") and 4
@@ -16,7 +16,8 @@ model of `benchmarks.facets_lee` (the sentence models, trained on BBC News sente
 cosine of the mean contextual encoder states of the phrase and of the word) and SC (Eq. 3.5 between their facet
 sets, negated), mean ± std over seeds. Facets models (the sweep harness, shared with `benchmarks.facets_lee`): the
 phrase models p10 / p1 (`genfeat run facets --preset bbc_phrases`: noun phrases of BBC News by the WordNet-lexicon
-rule, targets the words within 5 tokens, K = 10 / 1), and the sentence models k10 / k1 for comparison.
+rule, targets the words within 5 tokens, K = 10 / 1), the same with the input table initialised from GloVe 6B 50d
+(p10-glove / p1-glove: d_model 50), and the sentence models k10 / k1 for comparison.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=2000)
     ap.add_argument("--split-seed", type=int, default=0)
-    args = facets_args(ap, ["p10", "p1", "k10", "k1"], [*PHRASE_MODELS, *MODELS])
+    args = facets_args(ap, ["p10", "p1", "p10-glove", "p1-glove", "k10", "k1"], [*PHRASE_MODELS, *MODELS])
     if args.render_only:
         print(render(NAME, markdown))
         return

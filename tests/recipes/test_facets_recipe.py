@@ -111,3 +111,27 @@ def test_facets_runs_under_torchrun(bbc_articles, vectors, tmp_path):  # noqa: F
                       str(tmp_path / "two")])
     s = json.loads((tmp_path / "two" / "summary.json").read_text())
     assert s["world_size"] == 2 and np.isfinite(s["valid_loss"]) and s["steps"] == 6
+
+
+def test_input_table_starts_from_the_target_vectors_when_the_widths_agree(bbc_articles, vectors, tmp_path):  # noqa: F811
+    """d_model = d_target: a word with a target vector starts with that vector's direction (the GloVe-initialised
+    encoder of `benchmarks.facets_lee`'s -glove models); one step at lr 1e-12 keeps the initial table."""
+    import torch
+
+    from genfeat.cli import main
+    from genfeat.recipes.facets import load_run
+
+    words, vecs = read_word_vectors(vectors)
+    common = ["--preset", "tiny", "--data.vectors", str(vectors), "--train.max_steps", "1", "--train.lr", "1e-12",
+              "--train.eval_every", "1"]
+    assert main(["run", "facets", *common, "--model.d_model", "8", "--out", str(tmp_path / "g")]) == 0
+    model, vocab, _, _ = load_run(tmp_path / "g")
+    index = {w: i for i, w in enumerate(vocab)}
+    shared = [w for w in words if w in index]
+    table = model.tok.weight.detach()[[index[w] for w in shared]]
+    target = torch.from_numpy(np.stack([vecs[words.index(w)] for w in shared])).float()
+    cos = torch.nn.functional.cosine_similarity(table, target, dim=1)
+    assert len(shared) > 10 and cos.min() > 0.999
+    assert main(["run", "facets", *common, "--out", str(tmp_path / "r")]) == 0  # d_model 16: a random table
+    model, vocab, _, _ = load_run(tmp_path / "r")
+    assert model.tok.weight.shape[1] == 16
