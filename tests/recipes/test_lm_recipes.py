@@ -105,15 +105,22 @@ def test_transformer_xl_recipe_resumes_exactly_with_its_memory(ptb_dir, tmp_path
                             "--train.max_steps", "12", "--train.eval_every", "4"], tmp_path, "test_ppl")
 
 
-def test_gpt_run_exports_hf_and_a_run_starts_from_it_with_another_head(ptb_dir, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def pretrained(ptb_dir, tmp_path_factory):
+    """A tiny softmax GPT run on the PTB-format corpus (with its hf/ directory)."""
+    pre = tmp_path_factory.mktemp("pretrained") / "pre"
+    assert main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(pre)]) == 0
+    return pre
+
+
+def test_gpt_run_exports_hf_and_a_run_starts_from_it_with_another_head(ptb_dir, pretrained, tmp_path, capsys):
     """A softmax GPT run writes hf/ (GPT2LMHeadModel layout + tokenizer.json); `init=RUN/hf` starts a run from those
     weights with any head. MoS(3) starts as the pretrained softmax (thesis C §7), so a run that cannot move its
     weights (one step at lr 1e-12) scores the pretrained run's test perplexity; without the init it does not."""
     from genfeat.models.gpt.hf import from_pretrained
     from genfeat.recipes.lm import load_for_generation, tiny
 
-    pre = tmp_path / "pre"
-    assert main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(pre)]) == 0
+    pre = pretrained
     assert (pre / "hf" / "config.json").is_file() and (pre / "hf" / "tokenizer.json").is_file()
     lm, _ = load_for_generation(pre, tiny(), torch.device("cpu"))
     x = torch.randint(0, lm.backbone.cfg.vocab_size, (2, 9))
@@ -137,19 +144,17 @@ def test_gpt_run_exports_hf_and_a_run_starts_from_it_with_another_head(ptb_dir, 
     assert json.loads((scratch / "summary.json").read_text())["test_ppl"] > 1.1 * pre_ppl  # near uniform (31 words)
 
 
-def test_init_names_a_vocabulary_mismatch(ptb_dir, tmp_path, capsys):
-    pre = tmp_path / "pre"
-    assert main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(pre)]) == 0
+def test_init_names_a_vocabulary_mismatch(ptb_dir, pretrained, tmp_path, capsys):
+    pre = pretrained
     capsys.readouterr()
     code = main(["run", "lm", "--preset", "tiny", "--init", str(pre / "hf"), "--data.tokenizer", "byte",
                  "--sample.prompt", "a", "--data.corpus", f"dir:{ptb_dir}", "--out", str(tmp_path / "x")])
     assert code == 2 and "vocabulary of" in capsys.readouterr().err
 
 
-def test_init_refuses_a_tokenizer_that_numbers_words_differently(ptb_dir, tmp_path, capsys):
+def test_init_refuses_a_tokenizer_that_numbers_words_differently(ptb_dir, pretrained, tmp_path, capsys):
     """A word vocabulary of the same size built from another corpus would silently renumber the words."""
-    pre = tmp_path / "pre"
-    assert main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--out", str(pre)]) == 0
+    pre = pretrained
     other = tmp_path / "other"
     other.mkdir()
     words = sorted({w for f in ptb_dir.glob("ptb.*.txt") for w in f.read_text().split()})
