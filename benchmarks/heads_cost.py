@@ -75,6 +75,25 @@ def counted_flops(step: Callable[[], None]) -> int:
     return counter.get_total_flops()
 
 
+def training_step(model_cfg, batch: int, length: int, device: str | torch.device = "cpu") -> Callable[[], None]:
+    """One whole-model training step of the GPT `model_cfg` on random ids (forward + backward of the NLL, plus a
+    two-stage head's first-stage NLL, as training computes it), synchronised on CUDA so that a timer sees the work."""
+    from genfeat.models.gpt import build_gpt_lm
+
+    torch.manual_seed(0)
+    lm = build_gpt_lm(model_cfg).to(device).train()
+    x = torch.randint(0, model_cfg.vocab_size, (batch, length), device=device)
+
+    def step() -> None:
+        o, _ = lm(x, targets=x)  # as training calls it (heads with a target-only path use it)
+        (nll(o, x) + (nll(o.aux, x) if o.aux is not None else 0.0)).backward()
+        lm.zero_grad(set_to_none=True)
+        if x.is_cuda:
+            torch.cuda.synchronize()
+
+    return step
+
+
 def model_step(name: str, train: bool, batch: int = B, length: int = T) -> Callable[[], None]:
     """A GPT-2 Small-shaped decoder with head `name`: a training step (forward + backward of the NLL) or an
     inference forward (no gradients), on random ids."""

@@ -22,7 +22,7 @@ import statistics
 from typing import Any
 
 from benchmarks.common import interleaved_median_seconds, mean_std, reading, render, result_args, write_results
-from benchmarks.heads_cost import time_heads
+from benchmarks.heads_cost import time_heads, training_step
 from benchmarks.sweep import Job, Sweep
 from genfeat.heads.config import HEADS, LABELS
 
@@ -72,25 +72,9 @@ def model_times(repeats: int, heads: list[str] = (*GPT_HEADS, "softmax+rs2:20", 
                 ) -> dict[str, float]:
     """Whole-model forward + backward seconds of the quickstart GPT (8x64 tokens, V=10,000) per head, plus the
     two-stage reranker (thesis Table 2.1 times are whole-model), median of interleaved rounds, one process."""
-    import torch
-
-    from genfeat.losses import nll
-    from genfeat.models.gpt import build_gpt_lm
-
-    steps = {}
-    for h in heads:
-        torch.manual_seed(0)
-        cfg = config("gpt", "softmax", 0, 1)
-        lm = build_gpt_lm(dataclasses.replace(cfg.model, vocab_size=10_000, head=HEADS[h]))
-        x = torch.randint(0, 10_000, (cfg.data.batch_size, cfg.data.seq_len))
-
-        def step(lm=lm, x=x) -> None:
-            o, _ = lm(x, targets=x)  # as training calls it (heads with a target-only path use it)
-            loss = nll(o, x) + (nll(o.aux, x) if o.aux is not None else 0.0)
-            loss.backward()
-            lm.zero_grad(set_to_none=True)
-
-        steps[h] = step
+    cfg = config("gpt", "softmax", 0, 1)
+    steps = {h: training_step(dataclasses.replace(cfg.model, vocab_size=10_000, head=HEADS[h]), cfg.data.batch_size,
+                              cfg.data.seq_len) for h in heads}
     out = interleaved_median_seconds(steps, repeats)
     for h, sec in out.items():
         print("model", h, round(sec * 1000, 1), flush=True)

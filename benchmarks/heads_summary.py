@@ -34,14 +34,11 @@ def collect() -> dict[str, Any]:
         out["synthetic_bound"] = {"log4": round(res["log4"], 4), "log2": 0.6931}
     if (ptb := load_result("heads_ptb")) is not None:
         out["ptb_test_ppl"] = _means(ptb["results"]["runs"], ("arch", "head"))
-    if (pre := load_result("heads_pretrained")) is not None:
-        mt = pre["results"]["model_seconds"]
-        out["pretrained_test_ppl"] = {h: v | {"model_time_ratio": round(mt[h] / mt["softmax"], 2)}
-                                      for h, v in _means(pre["results"]["runs"], ("head",)).items()}
-    if (rr := load_result("heads_rerank")) is not None:
-        mt = rr["results"]["model_seconds"]
-        out["rerank_test_ppl"] = {h: v | {"model_time_ratio": round(mt[h] / mt["softmax"], 1)}
-                                  for h, v in _means(rr["results"]["runs"], ("head",)).items()}
+    for part, key, digits in (("heads_pretrained", "pretrained_test_ppl", 2), ("heads_rerank", "rerank_test_ppl", 1)):
+        if (rec := load_result(part)) is not None:
+            mt = rec["results"]["model_seconds"]
+            out[key] = {h: v | {"model_time_ratio": round(mt[h] / mt["softmax"], digits)}
+                        for h, v in _means(rec["results"]["runs"], ("head",)).items()}
     if (bn := load_result("heads_bottleneck")) is not None:
         out["bottleneck_test_ppl"] = _means(bn["results"]["runs"], ("head", "dim"))
     if (cost := load_result("heads_cost")) is not None:
@@ -73,16 +70,13 @@ def markdown(record: dict[str, Any]) -> str:
                          for k, v in res["ptb_test_ppl"].items())
         parts.append(f"## PTB from scratch ([heads_ptb](heads_ptb.md): std, parameters, head and model time there)\n\n"
                      f"| backbone | head | test ppl | seeds |\n|---|---|---|---|\n{rows}")
-    if "pretrained_test_ppl" in res:
-        rows = "\n".join(f"| {h} | {v['mean']:.2f} | {v['model_time_ratio']}× | {v['seeds']} |"
-                         for h, v in res["pretrained_test_ppl"].items())
-        parts.append(f"## A pretrained GPT-2-shaped LM fine-tuned on BBC News ([heads_pretrained](heads_pretrained.md))"
-                     f"\n\n| head | test ppl | model time / softmax | seeds |\n|---|---|---|---|\n{rows}")
-    if "rerank_test_ppl" in res:
-        rows = "\n".join(f"| {h} | {v['mean']:.2f} | {v['model_time_ratio']}× | {v['seeds']} |"
-                         for h, v in res["rerank_test_ppl"].items())
-        parts.append(f"## The two-stage reranker Rs2 ([heads_rerank](heads_rerank.md))\n\n| head | test ppl | "
-                     f"model time / softmax | seeds |\n|---|---|---|---|\n{rows}")
+    for key, title in (("pretrained_test_ppl", "A pretrained GPT-2-shaped LM fine-tuned on BBC News "
+                                               "([heads_pretrained](heads_pretrained.md))"),
+                       ("rerank_test_ppl", "The two-stage reranker Rs2 ([heads_rerank](heads_rerank.md))")):
+        if key in res:
+            rows = "\n".join(f"| {h} | {v['mean']:.2f} | {v['model_time_ratio']}× | {v['seeds']} |"
+                             for h, v in res[key].items())
+            parts.append(f"## {title}\n\n| head | test ppl | model time / softmax | seeds |\n|---|---|---|---|\n{rows}")
     if "bottleneck_test_ppl" in res:
         cells = res["bottleneck_test_ppl"]
         heads = list(dict.fromkeys(k.split(":")[0] for k in cells))
