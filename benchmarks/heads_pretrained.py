@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import interleaved_median_seconds, mean_std, ran_on, reading, render, result_args, write_results
+from benchmarks.heads_cost import training_step
 from benchmarks.sweep import Job, Sweep
 from genfeat.heads.config import HEADS, LABELS
 
@@ -149,12 +150,12 @@ def inspection(runs: dict[str, Path], cfgs: dict[str, Any], n_chunks: int, n_con
         return [{"row": name, "top": [(tok.decode([i]), round(p, 3)) for i, p in pairs]} for name, pairs in rows]
 
     out = []
-    torch.set_grad_enabled(False)
-    for ids, target in contexts:
-        out.append({"context": tok.decode(ids[-30:].tolist()), "target": tok.decode([target]),
-                    "softmax": words(inspect_facets(soft, ids, top)), "mfs": words(inspect_facets(mfs, ids, top)),
-                    "p_target": {name: round(float(m(ids[None])[0].log_probs()[0, -1, target].exp()), 4)
-                                 for name, m in (("softmax", soft), ("mfs", mfs))}})
+    with torch.no_grad():
+        for ids, target in contexts:
+            out.append({"context": tok.decode(ids[-30:].tolist()), "target": tok.decode([target]),
+                        "softmax": words(inspect_facets(soft, ids, top)), "mfs": words(inspect_facets(mfs, ids, top)),
+                        "p_target": {name: round(float(m(ids[None])[0].log_probs()[0, -1, target].exp()), 4)
+                                     for name, m in (("softmax", soft), ("mfs", mfs))}})
     return out
 
 
@@ -162,38 +163,18 @@ def model_times(model_cfg, heads: list[str], repeats: int) -> dict[str, float]:
     """Whole-model forward + backward seconds per batch of 4 chunks (the reference's batch) of the pretrained shape
     with each head (random weights: the cost does not depend on them), one process, on the device the collection
     runs on."""
-    import torch
-
-    from genfeat.losses import nll
-    from genfeat.models.gpt import build_gpt_lm
-
-    steps = {}
-    for h in heads:
-        torch.manual_seed(0)
-        lm = build_gpt_lm(dataclasses.replace(model_cfg, head=HEADS[h])).to(device()).train()
-        x = torch.randint(0, model_cfg.vocab_size, (4, CHUNK), device=device())
-
-        def step(lm=lm, x=x) -> None:
-            o, _ = lm(x, targets=x)
-            loss = nll(o, x) + (nll(o.aux, x) if o.aux is not None else 0.0)
-            loss.backward()
-            lm.zero_grad(set_to_none=True)
-            if x.is_cuda:
-                torch.cuda.synchronize()
-
-        steps[h] = step
+    steps = {h: training_step(dataclasses.replace(model_cfg, head=HEADS[h]), 4, CHUNK, device()) for h in heads}
     return interleaved_median_seconds(steps, repeats)
 
 
 def zero_shot(init: Path, cfg) -> dict[str, float]:
     """The pretrained model's perplexity on the held-out splits before any fine-tuning."""
-    import math
-
     import torch
 
     from genfeat.data.lm_data import prepare_lm_data
     from genfeat.models.gpt.hf import from_pretrained
     from genfeat.recipes.lm import segment_nll
+    from genfeat.tasks.language_modeling import lm_scores
 
     lm = from_pretrained(init).to(device())
     _, streams = prepare_lm_data(cfg.data)
@@ -202,7 +183,7 @@ def zero_shot(init: Path, cfg) -> dict[str, float]:
         for split in ("valid", "test"):
             tokens = streams[split][: cfg.data.eval_tokens or None]  # as the fine-tuning runs evaluate
             total, n = segment_nll(lm, tokens, cfg.data.eval_batch_size, CHUNK, split)
-            out[f"{split}_ppl"] = round(math.exp(total / n), 3)
+            out[f"{split}_ppl"] = round(lm_scores(total, n, per_char=False)["ppl"], 3)
     return out
 
 
@@ -248,10 +229,12 @@ def markdown(record: dict[str, Any]) -> str:
         insp.append(head + "\n\n| distribution | top 3 |\n|---|---|\n" + "\n".join(lines))
     return f"""# A pretrained GPT-2-shaped LM fine-tuned with each head (thesis C Tables 2.1, 2.3, 2.4)
 
-{{header}}Pretraining: {pre['command']} ({pre['steps']:,} steps, {pre['train_tokens']:,} tokens of `{PRETRAIN_CORPUS}`,
-GPT-2 BPE; validation perplexity on those corpora {pre['valid_ppl']:.2f}, {pre['train_s']:.0f} s on the device that
-trained it). Fine-tuning: every row starts from its hf/ directory with only the head changed, on `{HELD_OUT}`
-(articles the pretraining never saw), {res['finetune_steps']} steps of 16 chunks of {CHUNK} tokens (about
+{{header}}Pretraining: {pre['command']} ({pre['steps']:,} steps, {pre['train_tokens']:,} tokens of
+`{PRETRAIN_CORPUS}`, {pre['train_tokens'] / pre['corpus_train_tokens']:.2f} epochs of its
+{pre['corpus_train_tokens']:,} training tokens, GPT-2 BPE; perplexity on those corpora: validation
+{pre['valid_ppl']:.2f}, test {pre['test_ppl']:.2f}; {pre['train_s']:.0f} s on the device that trained it).
+Fine-tuning: every row starts from its hf/ directory with only the head changed, on
+`{HELD_OUT}` (articles the pretraining never saw), {res['finetune_steps']} steps of 16 chunks of {CHUNK} tokens (about
 {res['finetune_epochs']:.1f} epochs), learning rate 1e-4 constant, weight decay 1.2e-6, clipping 0.25; test perplexity
 over independent {CHUNK}-token chunks at the best validation step (best steps listed), mean ± std over seeds
 {record['seeds']}. Model time: whole-model forward + backward per batch of 4 chunks (V = 50,257), median of
@@ -299,18 +282,17 @@ def main() -> None:
         return
     if pre is None:
         raise SystemExit(f"the pretraining run {sweep.path(pre_job)} is not finished")
-    init = sweep.path(pre_job) / "hf"
-    kept = (init / "model.safetensors").is_file() and all(
-        (d / "model.safetensors").is_file() for d in (sweep.path(finetune_job(runs, h, 0, args.pretrain_steps,
-                                                                              args.finetune_steps))
-                                                      for h in ("softmax", "mfs")))
-    model_cfg = dataclasses.replace(pretrain_config(args.pretrain_steps).model, vocab_size=pre["vocab_size"])
-    cfgs = {h: finetune_config(h, 0, init, args.finetune_steps, args.eval_tokens) for h in args.heads}
     from genfeat.data.lm_data import prepare_lm_data
 
-    _, streams = prepare_lm_data(cfgs["softmax"].data)
-    epochs = args.finetune_steps * 16 * CHUNK / len(streams["train"])
+    init = sweep.path(pre_job) / "hf"
     seed0 = {h: sweep.path(finetune_job(runs, h, 0, args.pretrain_steps, args.finetune_steps)) for h in args.heads}
+    # the zero-shot score and the inspection need weights: the pretrained hf/ and seed 0's Softmax and MFS runs
+    kept = {"softmax", "mfs"} <= set(seed0) and all(
+        (d / "model.safetensors").is_file() for d in (init, seed0["softmax"], seed0["mfs"]))
+    model_cfg = dataclasses.replace(pretrain_config(args.pretrain_steps).model, vocab_size=pre["vocab_size"])
+    cfgs = {h: finetune_config(h, 0, init, args.finetune_steps, args.eval_tokens) for h in args.heads}
+    corpus_tokens = len(prepare_lm_data(pretrain_config(args.pretrain_steps).data)[1]["train"])
+    epochs = args.finetune_steps * 16 * CHUNK / len(prepare_lm_data(cfgs["softmax"].data)[1]["train"])
     keep = ("head", "seed", "params", "valid_ppl", "test_ppl", "best_step", "train_s", "device")
     pre_cmd = "`genfeat run lm` with `benchmarks.heads_pretrained.pretrain_config`"
     print(write_results(NAME, {
@@ -318,9 +300,9 @@ def main() -> None:
         "repeats": args.repeats, "timed_on": ran_on(), "inspect_chunks": args.inspect_chunks,
         "inspect_contexts": args.inspect_contexts,
         "pretrain": {"command": pre_cmd, "steps": pre["steps"], "params": pre["params"],
-                     "train_tokens": pre["train_tokens"], "valid_ppl": pre["valid_ppl"], "train_s": pre["train_s"],
+                     "train_tokens": pre["train_tokens"], "corpus_train_tokens": corpus_tokens,
+                     "valid_ppl": pre["valid_ppl"], "test_ppl": pre["test_ppl"], "train_s": pre["train_s"],
                      "samples": pre.get("samples", [])},
-        # both need the weights: the pretrained hf/ and seed 0's Softmax and MFS runs
         "zero_shot": zero_shot(init, cfgs["softmax"]) if kept else None,
         "model_seconds": model_times(model_cfg, args.heads, args.repeats),
         "inspection": inspection(seed0, cfgs, args.inspect_chunks, args.inspect_contexts) if kept else None,

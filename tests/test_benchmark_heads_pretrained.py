@@ -24,7 +24,8 @@ def test_page_gives_changes_against_the_softmax_beside_the_thesis():
     record = {"seeds": [0], "machine": {}, "results": {
         "heads": ["softmax", "mfs"], "finetune_steps": 500, "finetune_epochs": 2.5, "repeats": 3, "timed_on": "cpu",
         "inspect_chunks": 10, "inspect_contexts": 1,
-        "pretrain": {"command": "c", "steps": 2500, "params": 1, "train_tokens": 10, "valid_ppl": 50.0, "train_s": 1},
+        "pretrain": {"command": "c", "steps": 2500, "params": 1, "train_tokens": 10, "corpus_train_tokens": 4,
+                     "valid_ppl": 50.0, "test_ppl": 60.0, "train_s": 1},
         "zero_shot": {"valid_ppl": 80.0, "test_ppl": 81.0}, "model_seconds": {"softmax": 0.1, "mfs": 0.15},
         "inspection": [{"context": "a b", "target": " c", "p_target": {"softmax": 0.1, "mfs": 0.5},
                         "softmax": [{"row": "final", "top": [[" c", 0.1]]}],
@@ -41,7 +42,8 @@ def test_page_without_the_weights_says_what_is_not_recorded():
     record = {"seeds": [0], "machine": {}, "results": {
         "heads": ["softmax"], "finetune_steps": 5, "finetune_epochs": 0.1, "repeats": 1, "timed_on": "cpu",
         "inspect_chunks": 10, "inspect_contexts": 1,
-        "pretrain": {"command": "c", "steps": 5, "params": 1, "train_tokens": 10, "valid_ppl": 50.0, "train_s": 1},
+        "pretrain": {"command": "c", "steps": 5, "params": 1, "train_tokens": 10, "corpus_train_tokens": 4,
+                     "valid_ppl": 50.0, "test_ppl": 60.0, "train_s": 1},
         "zero_shot": None, "model_seconds": {"softmax": 0.1}, "inspection": None,
         "runs": [{"head": "softmax", "seed": 0, "params": 1, "valid_ppl": 30.0, "test_ppl": 40.0, "best_step": 5,
                   "train_s": 1.0}]}}
