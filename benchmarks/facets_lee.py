@@ -106,16 +106,23 @@ def glove_rows(tokens, vec: Vectors, probs, weights=None, tag="GloVe") -> list[d
                    dist=lambda i, j: S.wmd(words[i], words[j], sif[i] * a[i], sif[j] * a[j]))]
 
 
-MODELS = {"k10": ("Our a K10", {"model.k": "10"}), "k1": ("Our a K1", {"model.k": "1"}),
-          "k10-kmeans": ("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"}),
-          "k3": ("Our a K3", {"model.k": "3"}), "k100": ("Our a K100", {"model.k": "100"})}  # sentence models
-LEE_MODELS = ["k10", "k1", "k10-kmeans"]  # Table 3.2's rows; K = 3 and 100 are Table 3.3's (facets_summaries)
-PHRASE_MODELS = {"p10": ("phrase model K10", {"model.k": "10"}), "p1": ("phrase model K1", {"model.k": "1"})}
-# the same with the input table initialised from GloVe 6B 50d (the recipe copies the target vectors into the input
-# embeddings when model.d_model equals their dimension), as the thesis's encoder starts from its 300d GloVe table
+# the input table initialised from GloVe 6B 50d (the recipe copies the target vectors into the input embeddings
+# when model.d_model equals their dimension), as the thesis's encoder starts from its GloVe table
 GLOVE_INPUT = {"model.d_model": "50", "model.n_head": "5", "model.d_inner": "200"}
-PHRASE_MODELS |= {f"{m}-glove": (f"{label}, GloVe input", over | GLOVE_INPUT)
-                  for m, (label, over) in list(PHRASE_MODELS.items())}
+
+
+def glove_input(models: dict[str, tuple[str, dict[str, str]]]) -> dict[str, tuple[str, dict[str, str]]]:
+    """The same models with a GloVe-initialised input table, named `<model>-glove`."""
+    return {f"{m}-glove": (f"{label}, GloVe input", over | GLOVE_INPUT) for m, (label, over) in models.items()}
+
+
+MODELS = {"k10": ("Our a K10", {"model.k": "10"}), "k1": ("Our a K1", {"model.k": "1"})}  # sentence models
+MODELS |= glove_input(MODELS) | {
+    "k10-kmeans": ("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"}),
+    "k3": ("Our a K3", {"model.k": "3"}), "k100": ("Our a K100", {"model.k": "100"})}
+LEE_MODELS = ["k10", "k1", "k10-kmeans", "k10-glove", "k1-glove"]  # Table 3.2's rows (K = 3, 100: facets_summaries)
+PHRASE_MODELS = {"p10": ("phrase model K10", {"model.k": "10"}), "p1": ("phrase model K1", {"model.k": "1"})}
+PHRASE_MODELS |= glove_input(PHRASE_MODELS)
 
 
 def facets_args(ap: argparse.ArgumentParser, models: list[str], choices: list[str]) -> argparse.Namespace:
