@@ -67,18 +67,23 @@ def config(method: str, seed: int, protocol: str, settings: dict[str, dict[str, 
     return dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, split_seed=split))
 
 
-def _one(job: tuple[str, int, str, dict[str, dict[str, str]]]) -> dict[str, Any]:
+def run_record(cfg: P.PlanetoidRunConfig, protocol: str) -> dict[str, Any]:
+    """Train `cfg` on one thread; its validation and test accuracy (best-validation state) as one record."""
     torch.set_num_threads(1)
-    method, seed, protocol, settings = job
-    cfg = config(method, seed, protocol, settings)
     out = P.run_method(cfg, P.load_graph(cfg.data))
-    rec = {"method": method, "seed": seed, "protocol": protocol, "val_acc": out["valid_acc"],
+    rec = {"method": cfg.method, "seed": cfg.seed, "protocol": protocol, "val_acc": out["valid_acc"],
            "test_acc": out["test_acc"], "train_seconds": round(out["train_seconds"], 2)}
-    if protocol == "tuning":
-        rec["overrides"] = settings.get(method, {})
     for key in ("unreachable_nodes", "branch_test_acc"):
         if key in out:
             rec[key] = out[key]
+    return rec
+
+
+def _one(job: tuple[str, int, str, dict[str, dict[str, str]]]) -> dict[str, Any]:
+    method, seed, protocol, settings = job
+    rec = run_record(config(method, seed, protocol, settings), protocol)
+    if protocol == "tuning":
+        rec["overrides"] = settings.get(method, {})
     return rec
 
 

@@ -2,11 +2,15 @@
 transductive and inductive, on the protocols of `benchmarks.planetoid`; records
 docs/results/planetoid_baselines.{md,json}.
 
-    python -m benchmarks.planetoid_baselines [--seeds 0 1 2] [--jobs 2] [--methods ...] [--protocols ...]
+    python -m benchmarks.planetoid_baselines [--seeds 0 1 2] [--methods ...] [--protocols ...] [--runs DIR]
+        [--train-only --only METHOD ...] [--collect]
 
-Every method runs with the library defaults (no tuning) on the same splits as `benchmarks.planetoid` (its
-`config`), one process per run with one torch thread. `_t`: the whole graph and every unlabeled node;
-`_i`: never a test node (the inductive protocol of Planetoid-I). The rows of the methods recorded in
+Every method runs on the same splits as `benchmarks.planetoid` (its `config`) on one torch thread through the sweep
+harness (one directory per run holding its record; workers share the list by method with --only), for each setting
+of its weight in GRID (the library default first); per protocol the setting with the best mean validation accuracy
+over the seeds is reported (the thesis tuned its baselines), the defaults beside it.
+`_t`: the whole graph and every unlabeled node; `_i`: never a test node (the inductive protocol of Planetoid-I).
+The rows of the methods recorded in
 docs/results/planetoid.json (Planetoid-T / -I / -G, Feat, LP, GraphEmb, GCN; same protocols and splits, 5 seeds) are
 shown beside them for comparison; they are not re-run here.
 """
@@ -14,12 +18,16 @@ shown beside them for comparison; they are not re-run here.
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ProcessPoolExecutor
+import json
+from pathlib import Path
 from typing import Any
 
 from benchmarks.common import load_result, mean_std, reading, render, result_args, write_results
 from benchmarks.planetoid import LABELS as PLANETOID_LABELS
-from benchmarks.planetoid import PROTOCOLS, _one
+from benchmarks.planetoid import PROTOCOLS, config, run_record
+from benchmarks.sweep import Job, Sweep
+from genfeat.config import atomic_write_text, override
+from genfeat.train.logging import machine_info
 
 NAME = "planetoid_baselines"
 LABELS = {"feat_lr": "Feat (logistic regression)", "feat_mlp": "Feat (MLP)", "lp": "Label propagation",
@@ -30,25 +38,66 @@ LABELS = {"feat_lr": "Feat (logistic regression)", "feat_mlp": "Feat (MLP)", "lp
 THESIS = {"Feat": "0.572 / 0.574 / 0.698", "ManiReg": "0.601 / 0.595 / 0.707", "SemiEmb": "0.596 / 0.590 / 0.711",
           "Planetoid-I": "0.647 / 0.612 / 0.772", "TSVM (transductive)": "0.640 / 0.575 / 0.622",
           "Planetoid-T (transductive)": "0.629 / 0.757 / 0.757"}  # Table 3.6, Citeseer / Cora / Pubmed
+# each method's weight, the library default (models/planetoid/baselines.py BaselineConfig) first
+GRID: dict[str, list[dict[str, str]]] = {
+    "manireg": [{"baseline.manireg_gamma": g} for g in ("1.0", "0.01", "0.1", "10.0")],
+    "semiemb": [{"baseline.semiemb_lambda": lam, "baseline.semiemb_margin": m}
+                for lam in ("0.1", "0.001", "0.01") for m in ("1.0", "0.1")],
+    "tsvm": [{"baseline.tsvm_threshold": t} for t in ("0.75", "0.5", "0.9")]}
+
+
+def grid(method: str) -> list[dict[str, str]]:
+    return GRID.get(method.rsplit("_", 1)[0], [{}])
+
+
+def job(method: str, seed: int, protocol: str, over: dict[str, str]) -> Job:
+    def launch(out: Path, _ckpt: Path | None) -> dict[str, Any]:  # seconds per run: nothing to resume
+        rec = run_record(override(config(method, seed, protocol, {}), over), protocol)
+        rec |= {"overrides": over, "device": "cpu", "machine": machine_info("cpu")}
+        atomic_write_text(out / "summary.json", json.dumps(rec, indent=1))
+        return rec
+    name = "-".join([protocol.replace(" ", "_"), method, *(f"{k.removeprefix('baseline.')}{v}"
+                                                            for k, v in over.items()), f"seed{seed}"])
+    return Job(name, {"method": method, "seed": seed, "protocol": protocol}, launch, group=method)
+
+
+def selected(runs: list[dict[str, Any]], method: str, protocol: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The setting of `method` with the best mean validation accuracy on `protocol` (ties: the earlier in GRID) and
+    its runs."""
+    def runs_of(over):
+        return [r for r in runs if r["method"] == method and r["protocol"] == protocol and r["overrides"] == over]
+    options = [o for o in grid(method) if runs_of(o)]
+    best = max(options, key=lambda o: (sum(r["val_acc"] for r in runs_of(o)) / len(runs_of(o)),
+                                       -options.index(o)))
+    return best, runs_of(best)
+
+
+def setting(over: dict[str, str]) -> str:
+    return ", ".join(f"{k.removeprefix('baseline.')} {v}" for k, v in over.items()) or "defaults"
 
 
 def markdown(record: dict[str, Any]) -> str:
     res = record["results"]
-    protocols = res["protocols"]
+    protocols, runs = res["protocols"], res["runs"]
     rows = []
     for m in res["methods"]:  # run here
-        cells = [mean_std([r["test_acc"] for r in res["runs"] if r["method"] == m and r["protocol"] == p], 3)
-                 for p in protocols]
-        rows.append(f"| {LABELS[m]} | " + " | ".join(cells) + " |")
+        chosen = [selected(runs, m, p) for p in protocols]
+        default = [[r for r in runs if r["method"] == m and r["protocol"] == p and r["overrides"] == grid(m)[0]]
+                   for p in protocols]
+        rows.append(f"| {LABELS[m]} | " + " | ".join(
+            f"{mean_std([r['test_acc'] for r in rs], 3)} ({setting(o)}) / {mean_std([r['test_acc'] for r in d], 3)}"
+            for (o, rs), d in zip(chosen, default, strict=True)) + " |")
     for m, agg in res.get("planetoid_recorded", {}).items():
         rows.append(f"| {PLANETOID_LABELS[m]} (recorded, docs/results/planetoid.md) | " +
                     " | ".join(f"{agg[p]['mean']:.3f} ± {agg[p]['std']:.3f}" if p in agg else "–"
                                for p in protocols) + " |")
+    grids = "; ".join(f"{k}: " + " | ".join(setting(o) for o in v) for k, v in GRID.items())
     thesis = "; ".join(f"{k}: {v}" for k, v in THESIS.items())
     return f"""# Planetoid's comparison set: ManiReg, SemiEmb and a TSVM stand-in (thesis Y Table 3.6's protocol)
 
-{{header}}Test accuracy of the best-validation state, mean ± std over seeds {record['seeds']}, library defaults (no
-tuning), the protocols and splits of docs/results/planetoid.md.
+{{header}}Test accuracy of the best-validation state, mean ± std over seeds {record['seeds']}, the protocols and splits
+of docs/results/planetoid.md. Each cell: the setting with the best mean validation accuracy on that protocol (in
+brackets) / the library default. Settings tried (default first): {grids}.
 
 | method | {' | '.join(protocols)} |
 |---|{'---|' * len(protocols)}
@@ -65,24 +114,24 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=[m for m in LABELS if m[-2:] in ("_t", "_i")],
                     choices=list(LABELS))
     ap.add_argument("--protocols", nargs="+", default=list(PROTOCOLS), choices=list(PROTOCOLS))
-    ap.add_argument("--jobs", type=int, default=2)
-    result_args(ap, [0, 1, 2])
+    result_args(ap, [0, 1, 2], runs="runs/bench_planetoid_baselines")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
         return
-    with ProcessPoolExecutor(args.jobs) as pool:
-        runs = []
-        for r in pool.map(_one, [(m, s, p, {}) for p in args.protocols for s in args.seeds for m in args.methods]):
-            print(f"{r['protocol']:16s} seed {r['seed']} {r['method']:10s} val {r['val_acc']:.4f} "
-                  f"test {r['test_acc']:.4f} ({r['train_seconds']:.1f} s)", flush=True)
-            runs.append(r)
+    sweep = Sweep.from_args(args)
+    jobs = [job(m, s, p, o) for p in args.protocols for m in args.methods for o in grid(m) for s in args.seeds]
+    runs = sweep.results(jobs)
+    if args.train_only:
+        return
+    if len(runs) < len(jobs):
+        raise SystemExit(f"{len(jobs) - len(runs)} of {len(jobs)} runs are not finished under {args.runs}")
     rec = load_result("planetoid")
     recorded = {m: {p: rec["results"]["aggregate"][p][m]["test_acc"] for p in args.protocols
                     if m in rec["results"]["aggregate"].get(p, {})}
                 for m in rec["results"]["methods"]} if rec else {}
     print(write_results(NAME, {"methods": args.methods, "protocols": args.protocols, "runs": runs,
-                               "planetoid_recorded": recorded}, markdown, seeds=args.seeds, device="cpu"))
+                               "planetoid_recorded": recorded}, markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":
