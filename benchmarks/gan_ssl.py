@@ -4,6 +4,7 @@ records docs/results/gan_ssl.{md,json}.
     genfeat data fetch mnist && genfeat data fetch fashion-mnist
     python -m benchmarks.gan_ssl [--seeds 0 1 2] [--epochs 10] [--pixelcnn-epochs 1 --pixelcnn-blocks 2]
     python -m benchmarks.gan_ssl --train-only --variants mnist_fm mnist_fm_ld    # one worker's share (resumable)
+    python -m benchmarks.gan_ssl --epochs 100 --variants mnist_fm mnist_fm_ld    # 10x: gan_ssl_100ep.{md,json}
 
 Variants (the discriminator, data, labeled subset and budget are the same within a seed; the seed redraws the
 labeled subset): supervised-only, FM, FM+LD, FM+PT+Ent on MNIST; supervised-only, FM, FM+PT+Ent on Fashion-MNIST.
@@ -25,6 +26,7 @@ from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import gan_ssl as R
 
 NAME = "gan_ssl"
+EPOCHS = 10  # the CPU budget of docs/results/gan_ssl.md; other budgets get their own runs and page (`page_name`)
 VARIANTS = {  # name: (dataset preset, overrides of train)
     "mnist_supervised": ("mnist_100", {"method": "supervised"}),
     "mnist_fm": ("mnist_100", {}),
@@ -40,6 +42,10 @@ VARIANTS = {  # name: (dataset preset, overrides of train)
 LABELS = {"supervised": "supervised only", "fm": "FM", "fm_ld": "FM + LD", "fm_pt_ent": "FM + PT + Ent",
           "fm_ldx100": "FM + LD ×100, every iteration (mechanism check)"}
 THESIS = {"mnist_fm": "85.0 ± 11.7", "mnist_fm_ld": "79.5 ± 9.8", "mnist_fm_pt_ent": "–"}
+
+
+def page_name(epochs: int) -> str:
+    return NAME if epochs == EPOCHS else f"{NAME}_{epochs}ep"
 
 
 def density_run(root: Path, dataset: str, epochs: int, blocks: int) -> Path:
@@ -64,7 +70,8 @@ def job(variant: str, seed: int, args) -> Job:
                 Path(args.runs), "mnist", args.pixelcnn_epochs, args.pixelcnn_blocks))))
         return R.run(c, run_dir, resume_from=ckpt)
 
-    return Job(f"{variant}-seed{seed}", {"variant": variant, "seed": seed}, launch)
+    name = f"{variant}-seed{seed}" + ("" if args.epochs == EPOCHS else f"-epochs{args.epochs}")
+    return Job(name, {"variant": variant, "seed": seed}, launch)
 
 
 def ld_direction_check(pixelcnn_run: Path, epsilon: float, steps: int = 40, n: int = 30) -> dict[str, float]:
@@ -127,7 +134,7 @@ def markdown(record: dict[str, Any]) -> str:
 |---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 {check}
-{reading(NAME)}
+{reading(page_name(res['epochs']))}
 """
 
 
@@ -135,14 +142,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--variants", nargs="+", default=[v for v in VARIANTS if v != "mnist_fm_ldx100"],
                     choices=list(VARIANTS), help="default: every variant of the table except mnist_fm_ldx100")
-    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--epochs", type=int, default=EPOCHS)
     ap.add_argument("--pixelcnn-epochs", type=int, default=1)
     ap.add_argument("--pixelcnn-blocks", type=int, default=2, help="gated blocks per stream (the preset has 4; "
                     "2 halves the density model's cost inside FM+LD training on CPU)")
     result_args(ap, [0, 1, 2], runs="runs/bench_gan_ssl")
     args = ap.parse_args()
     if args.render_only:
-        print(render(NAME, markdown))
+        print(render(page_name(args.epochs), markdown))
         return
     sweep = Sweep.from_args(args)
     runs = sweep.results(job(variant, seed, args) for seed in args.seeds  # collect: every kept run
@@ -155,7 +162,7 @@ def main() -> None:
                 f"{pix['test_bits_per_dim']} bits/dim, 10th percentile of training log-p "
                 f"{pix['train_logp_percentiles']['10']}") if pix else "none trained"
     check = ld_direction_check(dens.parent, float(pix["train_logp_percentiles"]["10"])) if pix else None
-    print(write_results(NAME, {"epochs": args.epochs, "runs": runs, "pixelcnn": pix_desc,
+    print(write_results(page_name(args.epochs), {"epochs": args.epochs, "runs": runs, "pixelcnn": pix_desc,
                                "ld_direction_check": check}, markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
