@@ -10,7 +10,9 @@ Facets runs (the sweep harness, `benchmarks.sweep`; kept under --runs): `genfeat
 bbc_glove50 --train.max_steps STEPS --seed S` with K = 10 (k10), K = 1 (k1) or K = 10 trained with the k-means
 loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation); K = 3 and 100 (k3, k100: Table
 3.3's, read by `benchmarks.facets_summaries`) and the phrase models (p10, p1: `--preset bbc_phrases`, for
-`benchmarks.facets_phrases`) are trained by the same jobs (`--train-only --models k3 --only k3`).
+`benchmarks.facets_phrases`) are trained by the same jobs (`--train-only --models k3 --only k3`). `-glove`: the
+input table initialised from the GloVe targets (`--model.d_model 50`); k10-prose-glove: `--preset prose_glove50`
+(every offline prose corpus, sentences deduplicated).
 Rows: GloVe 6B 50d Avg / Prob_avg / SIF / WMD / Prob_WMD; with each facets model the same scores weighted by the
 facet importance a_i ("Our a", Eq. 3.6; "Our a_max": the largest facet cosine instead of the sum, a deviation that
 docs/results/facets_synthetic.md motivates), mean ± std over the seeds, and, with --sc, the facet-set distance SC
@@ -26,7 +28,9 @@ training distribution, as the thesis's †). Writes docs/results/facets.{md,json
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -106,22 +110,36 @@ def glove_rows(tokens, vec: Vectors, probs, weights=None, tag="GloVe") -> list[d
                    dist=lambda i, j: S.wmd(words[i], words[j], sif[i] * a[i], sif[j] * a[j]))]
 
 
+@dataclass(frozen=True)
+class FacetsModel:
+    """A row of the facets benchmarks: its label, the recipe preset it trains from and the overrides on it."""
+
+    label: str
+    overrides: dict[str, str]
+    preset: str = "bbc_glove50"
+
+
 # the input table initialised from GloVe 6B 50d (the recipe copies the target vectors into the input embeddings
 # when model.d_model equals their dimension), as the thesis's encoder starts from its GloVe table
 GLOVE_INPUT = {"model.d_model": "50", "model.n_head": "5", "model.d_inner": "200"}
 
 
-def glove_input(models: dict[str, tuple[str, dict[str, str]]]) -> dict[str, tuple[str, dict[str, str]]]:
+def glove_input(models: dict[str, FacetsModel]) -> dict[str, FacetsModel]:
     """The same models with a GloVe-initialised input table, named `<model>-glove`."""
-    return {f"{m}-glove": (f"{label}, GloVe input", over | GLOVE_INPUT) for m, (label, over) in models.items()}
+    return {f"{m}-glove": dataclasses.replace(x, label=f"{x.label}, GloVe input", overrides=x.overrides | GLOVE_INPUT)
+            for m, x in models.items()}
 
 
-MODELS = {"k10": ("Our a K10", {"model.k": "10"}), "k1": ("Our a K1", {"model.k": "1"})}  # sentence models
-MODELS |= glove_input(MODELS) | {
-    "k10-kmeans": ("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"}),
-    "k3": ("Our a K3", {"model.k": "3"}), "k100": ("Our a K100", {"model.k": "100"})}
-LEE_MODELS = ["k10", "k1", "k10-kmeans", "k10-glove", "k1-glove"]  # Table 3.2's rows (K = 3, 100: facets_summaries)
-PHRASE_MODELS = {"p10": ("phrase model K10", {"model.k": "10"}), "p1": ("phrase model K1", {"model.k": "1"})}
+MODELS = {"k10": FacetsModel("Our a K10", {"model.k": "10"}), "k1": FacetsModel("Our a K1", {"model.k": "1"})}
+MODELS |= glove_input(MODELS) | {  # sentence models
+    "k10-kmeans": FacetsModel("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"}),
+    "k3": FacetsModel("Our a K3", {"model.k": "3"}), "k100": FacetsModel("Our a K100", {"model.k": "100"}),
+    # every offline prose corpus (BBC News, Wikipedia, Austen, KJV, Shakespeare, Python docs), deduplicated
+    "k10-prose-glove": FacetsModel("Our a K10, GloVe input, all prose", {"model.k": "10"} | GLOVE_INPUT,
+                                   "prose_glove50")}
+LEE_MODELS = ["k10", "k1", "k10-kmeans", "k10-glove", "k1-glove", "k10-prose-glove"]  # Table 3.2 (K 3, 100: Table 3.3)
+PHRASE_MODELS = {"p10": FacetsModel("phrase model K10", {"model.k": "10"}, "bbc_phrases"),
+                 "p1": FacetsModel("phrase model K1", {"model.k": "1"}, "bbc_phrases")}
 PHRASE_MODELS |= glove_input(PHRASE_MODELS)
 
 
@@ -137,12 +155,12 @@ def facets_job(model: str, seed: int, steps: int) -> Job:
     from genfeat.config import override
     from genfeat.recipes import facets as F
 
-    preset = "bbc_phrases" if model in PHRASE_MODELS else "bbc_glove50"
-    cfg = override(F.PRESETS[preset](), ({**MODELS, **PHRASE_MODELS})[model][1] | {
+    spec = (MODELS | PHRASE_MODELS)[model]
+    cfg = override(F.PRESETS[spec.preset](), spec.overrides | {
         "train.max_steps": str(steps), "seed": str(seed), "train.eval_every": str(max(1, steps // 5))})
 
     def launch(out: Path, ckpt: Path | None) -> dict[str, Any]:
-        atomic_write_text(out / "config.yaml", dump_yaml({"recipe": "facets", "preset": preset,
+        atomic_write_text(out / "config.yaml", dump_yaml({"recipe": "facets", "preset": spec.preset,
                                                           "config": to_dict(cfg)}))
         return F.run(cfg, out, resume_from=ckpt)
 
@@ -288,16 +306,16 @@ def main() -> None:
     rows = evaluate(glove_rows(tokens, vec, probs), gold)
     for j, r in runs:
         rows += [x | {"model": r["model"], "seed": r["seed"]} for x in evaluate(
-            facet_rows(sweep.path(j), docs, tokens, vec, probs, args.sc, MODELS[r["model"]][0]), gold)]
+            facet_rows(sweep.path(j), docs, tokens, vec, probs, args.sc, MODELS[r["model"]].label), gold)]
     rows += evaluate(minilm_rows(docs), gold)
     words: list[dict[str, Any]] = []
-    if runs:  # the facets models share one vocabulary (the BBC training split, min_count)
-        vocab = set((sweep.path(runs[0][0]) / "vocab.txt").read_text().splitlines())
+    if runs:  # the pairs every model's input vocabulary covers (the BBC training split's, or all prose's)
+        vocab = set.intersection(*(set((sweep.path(j) / "vocab.txt").read_text().splitlines()) for j, _ in runs))
         pairs = covered_pairs(vocab, vec)
         words = word_rows(None, vec, "6B 50d", pairs)
         for j, r in runs:
             words += [x | {"model": r["model"], "seed": r["seed"]}
-                      for x in word_rows(sweep.path(j), vec, MODELS[r["model"]][0].removeprefix("Our a "), pairs)]
+                      for x in word_rows(sweep.path(j), vec, MODELS[r["model"]].label.removeprefix("Our a "), pairs)]
     for r in summarise(rows):
         print(f"{r['name']:<45} {r['pearson']:>14} {r['low_pearson']:>14}")
     facet_runs = [{k: r[k] for k in ("model", "seed", "steps", "valid_loss", "device")} for _, r in runs]

@@ -164,7 +164,8 @@ def main() -> None:
     rows = [{"name": "Avg (GloVe 6B 50d)", **evaluate(items, glove_scorer(vec))}]
     rows += [{"name": n, **evaluate(items, f)} for n, f in minilm_scorers().items()]
     for m, seed, job in done:
-        tag = PHRASE_MODELS[m][0] if m in PHRASE_MODELS else "sentence model " + MODELS[m][0].removeprefix("Our a ")
+        tag = (PHRASE_MODELS[m].label if m in PHRASE_MODELS
+               else "sentence model " + MODELS[m].label.removeprefix("Our a "))
         for n, f in facet_scorers(sweep.path(job), tag).items():
             rows.append({"name": n, "model": m, "seed": seed, **evaluate(items, f)})
             print(rows[-1], flush=True)

@@ -123,7 +123,7 @@ def main() -> None:
                 continue
             model, vocab, _, _ = load_run(sweep.path(job))
             facets = [sentence_facets(model, vocab, a.body) for a in articles]
-            label = MODELS[m][0].replace("Our a", "Our c")
+            label = MODELS[m].label.replace("Our a", "Our c")
             rows.append(score_method(label, articles, args.sentences, lambda i, f=facets: f[i], docs, lengths)
                         | {"seed": seed, "device": rec["device"]})
             print(rows[-1], flush=True)
