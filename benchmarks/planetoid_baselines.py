@@ -40,7 +40,7 @@ THESIS = {"Feat": "0.572 / 0.574 / 0.698", "ManiReg": "0.601 / 0.595 / 0.707", "
           "Planetoid-T (transductive)": "0.629 / 0.757 / 0.757"}  # Table 3.6, Citeseer / Cora / Pubmed
 # each method's weight, the library default (models/planetoid/baselines.py BaselineConfig) first
 GRID: dict[str, list[dict[str, str]]] = {
-    "manireg": [{"baseline.manireg_gamma": g} for g in ("1.0", "0.01", "0.1", "10.0")],
+    "manireg": [{"baseline.manireg_gamma": g} for g in ("1.0", "0.01", "0.1", "10.0", "100.0")],
     "semiemb": [{"baseline.semiemb_lambda": lam, "baseline.semiemb_margin": m}
                 for lam in ("0.1", "0.001", "0.01") for m in ("1.0", "0.1")],
     "tsvm": [{"baseline.tsvm_threshold": t} for t in ("0.75", "0.5", "0.9")]}
