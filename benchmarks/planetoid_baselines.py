@@ -73,7 +73,8 @@ def selected(runs: list[dict[str, Any]], method: str, protocol: str) -> tuple[di
 
 
 def setting(over: dict[str, str]) -> str:
-    return ", ".join(f"{k.removeprefix('baseline.')} {v}" for k, v in over.items()) or "defaults"
+    """{"baseline.manireg_gamma": "10.0"} -> "gamma 10.0"."""
+    return ", ".join(f"{k.rsplit('_', 1)[-1]} {v}" for k, v in over.items()) or "defaults"
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -91,13 +92,15 @@ def markdown(record: dict[str, Any]) -> str:
         rows.append(f"| {PLANETOID_LABELS[m]} (recorded, docs/results/planetoid.md) | " +
                     " | ".join(f"{agg[p]['mean']:.3f} ± {agg[p]['std']:.3f}" if p in agg else "–"
                                for p in protocols) + " |")
-    grids = "; ".join(f"{k}: " + " | ".join(setting(o) for o in v) for k, v in GRID.items())
+    grids = "; ".join(" × ".join(f"{key.removeprefix('baseline.')} " + ", ".join(sorted({o[key] for o in v}, key=float))
+                                 for key in v[0]) for v in GRID.values())
     thesis = "; ".join(f"{k}: {v}" for k, v in THESIS.items())
     return f"""# Planetoid's comparison set: ManiReg, SemiEmb and a TSVM stand-in (thesis Y Table 3.6's protocol)
 
 {{header}}Test accuracy of the best-validation state, mean ± std over seeds {record['seeds']}, the protocols and splits
 of docs/results/planetoid.md. Each cell: the setting with the best mean validation accuracy on that protocol (in
-brackets) / the library default. Settings tried (default first): {grids}.
+brackets) / the library default (`BaselineConfig`: manireg_gamma 1, semiemb_lambda 0.1, semiemb_margin 1,
+tsvm_threshold 0.75). Settings tried: {grids}.
 
 | method | {' | '.join(protocols)} |
 |---|{'---|' * len(protocols)}
