@@ -272,7 +272,7 @@ def markdown(record: dict[str, Any]) -> str:
 
 {{header}}1,225 pairs of 50 news documents with mean human similarity; Low = the 612 pairs with the lowest gold
 scores. Correlations x 100, mean ± std over the facets models' seeds (GloVe and MiniLM rows have no seed).
-Facets runs ({res['steps']} steps of 64 BBC News sentences each): {runs or 'none yet'}.
+Facets runs ({res['steps']} steps of 64 sentences each, BBC News but for the all-prose model): {runs or 'none yet'}.
 
 | score (model) | Pearson All | Spearman All | Pearson Low | Spearman Low | seeds |
 |---|---|---|---|---|---|
