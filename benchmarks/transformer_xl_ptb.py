@@ -192,7 +192,8 @@ def markdown(record: dict[str, Any]) -> str:
                           for p, name in (("ptb", "Transformer-XL (memory)"), ("ptb_vanilla", "vanilla")) if p in frag)
     recl_rows = "\n".join(f"| {name} | {fmt(res['recl']['r=0.1'][p])} | {fmt(res['recl']['r=1.0'][p])} |"
                           for p, name in (("ptb", "Transformer-XL"), ("ptb_vanilla", "vanilla")))
-    rows = [f"| Transformer-XL (relative positions, training memory = segment = 64) | {txl[0]['params']:,} | "
+    mem = res.get("train_mem", 64)
+    rows = [f"| Transformer-XL (relative positions, segment 64, training memory {mem}) | {txl[0]['params']:,} | "
             f"{mean_std([r['valid_ppl'] for r in txl])} | {mean_std([r['test_ppl'] for r in txl])} | {len(txl)} |",
             f"| vanilla (absolute, no memory, non-overlapping segments) | {van[0]['params']:,} | "
             f"{mean_std([r['valid_ppl'] for r in van])} | {mean_std([r['test_ppl'] for r in van])} | {len(van)} |"]
@@ -266,7 +267,7 @@ Vanilla - Transformer-XL: {gap_ppl:+.1f} test ppl (D1: positive). Evaluation mem
 Training time per model: Transformer-XL {times['txl']:.0f} s, vanilla {times['van']:.0f} s (indicative only: runs
 shared the machine with other work; the per-run train_tokens_per_s in the JSON show which).
 
-{reading(page_name(corpus))}
+{reading(record["name"])}
 """
 
 
