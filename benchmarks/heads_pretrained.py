@@ -167,17 +167,16 @@ def model_times(model_cfg, heads: list[str], repeats: int) -> dict[str, float]:
     return interleaved_median_seconds(steps, repeats)
 
 
-def zero_shot(init: Path, cfg) -> dict[str, float]:
-    """The pretrained model's perplexity on the held-out splits before any fine-tuning."""
+def zero_shot(init: Path, cfg, streams: dict[str, Any]) -> dict[str, float]:
+    """The pretrained model's perplexity on the held-out splits (`streams`: the fine-tuning data's token streams)
+    before any fine-tuning."""
     import torch
 
-    from genfeat.data.lm_data import prepare_lm_data
     from genfeat.models.gpt.hf import from_pretrained
     from genfeat.recipes.lm import segment_nll
     from genfeat.tasks.language_modeling import lm_scores
 
     lm = from_pretrained(init).to(device())
-    _, streams = prepare_lm_data(cfg.data)
     out = {}
     with torch.no_grad():
         for split in ("valid", "test"):
@@ -292,7 +291,8 @@ def main() -> None:
     model_cfg = dataclasses.replace(pretrain_config(args.pretrain_steps).model, vocab_size=pre["vocab_size"])
     cfgs = {h: finetune_config(h, 0, init, args.finetune_steps, args.eval_tokens) for h in args.heads}
     corpus_tokens = len(prepare_lm_data(pretrain_config(args.pretrain_steps).data)[1]["train"])
-    epochs = args.finetune_steps * 16 * CHUNK / len(prepare_lm_data(cfgs["softmax"].data)[1]["train"])
+    _, streams = prepare_lm_data(cfgs["softmax"].data)
+    epochs = args.finetune_steps * 16 * CHUNK / len(streams["train"])
     keep = ("head", "seed", "params", "valid_ppl", "test_ppl", "best_step", "train_s", "device")
     pre_cmd = "`genfeat run lm` with `benchmarks.heads_pretrained.pretrain_config`"
     print(write_results(NAME, {
@@ -303,7 +303,7 @@ def main() -> None:
                      "train_tokens": pre["train_tokens"], "corpus_train_tokens": corpus_tokens,
                      "valid_ppl": pre["valid_ppl"], "test_ppl": pre["test_ppl"], "train_s": pre["train_s"],
                      "samples": pre.get("samples", [])},
-        "zero_shot": zero_shot(init, cfgs["softmax"]) if kept else None,
+        "zero_shot": zero_shot(init, cfgs["softmax"], streams) if kept else None,
         "model_seconds": model_times(model_cfg, args.heads, args.repeats),
         "inspection": inspection(seed0, cfgs, args.inspect_chunks, args.inspect_contexts) if kept else None,
         "runs": [{k: r.get(k) for k in keep} for r in records]},
