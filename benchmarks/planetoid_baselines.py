@@ -62,13 +62,12 @@ def job(method: str, seed: int, protocol: str, over: dict[str, str]) -> Job:
 
 
 def selected(runs: list[dict[str, Any]], method: str, protocol: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The setting of `method` with the best mean validation accuracy on `protocol` (ties: the earlier in GRID) and
-    its runs."""
+    """The setting of `method` with the best mean validation accuracy on `protocol` (ties: the earlier in GRID, as
+    `max` keeps the first maximum) and its runs."""
     def runs_of(over):
         return [r for r in runs if r["method"] == method and r["protocol"] == protocol and r["overrides"] == over]
-    options = [o for o in grid(method) if runs_of(o)]
-    best = max(options, key=lambda o: (sum(r["val_acc"] for r in runs_of(o)) / len(runs_of(o)),
-                                       -options.index(o)))
+    best = max((o for o in grid(method) if runs_of(o)),
+               key=lambda o: sum(r["val_acc"] for r in runs_of(o)) / len(runs_of(o)))
     return best, runs_of(best)
 
 
