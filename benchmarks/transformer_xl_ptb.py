@@ -176,6 +176,10 @@ def memory_sweep(run_dir: Path, corpus: str, mem: int = 0) -> list[dict[str, Any
                 print("sweep", rows[-1], flush=True)
     return rows
 
+def verdict(holds: bool) -> str:
+    return "holds" if holds else "fails"
+
+
 def markdown(record: dict[str, Any]) -> str:
     res, seeds = record["results"], record["seeds"]
     txl, van = res["transformer_xl"], res["vanilla"]
@@ -261,8 +265,9 @@ the first 8 vs the last 8 of the 64 positions of a segment, each model evaluated
 |---|---|---|---|
 {frag_rows}
 
-Vanilla - Transformer-XL: {gap_ppl:+.1f} test ppl (D1: positive). Evaluation memory {keys_txl[0][12:]} ->
-{keys_txl[-1][12:]}: {mem_first:.2f} -> {mem_last:.2f} test ppl (D2: non-increasing).
+Vanilla - Transformer-XL: {gap_ppl:+.1f} test ppl (D1 expects a positive gap: {verdict(gap_ppl > 0)}). Evaluation
+memory {keys_txl[0][12:]} -> {keys_txl[-1][12:]}: {mem_first:.2f} -> {mem_last:.2f} test ppl (D2 expects no rise:
+{verdict(mem_last <= mem_first)}).
 
 Training time per model: Transformer-XL {times['txl']:.0f} s, vanilla {times['van']:.0f} s (indicative only: runs
 shared the machine with other work; the per-run train_tokens_per_s in the JSON show which).

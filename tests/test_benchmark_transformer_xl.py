@@ -25,6 +25,19 @@ def test_recorded_ptb_page_renders_with_its_reading():
     page = B.markdown(record)
     assert "on PTB (equal parameters" in page and "Vanilla - Transformer-XL: +39.5 test ppl" in page
     assert "## Reading" in page  # the interpretation lives in the .reading.md, not in the code
+    assert "(D1 expects a positive gap: holds)" in page
+
+
+def test_the_page_says_whether_d2_holds():
+    """The verdict follows the recorded memory sweep: a rise from the shortest to the longest evaluation memory
+    fails D2, a fall holds it."""
+    record = json.loads((RESULTS / "transformer_xl_ptb.json").read_text())
+    txl = record["results"]["transformer_xl"]
+    keys = sorted((k for k in txl[0] if k.startswith("test_ppl_mem")), key=lambda k: int(k[12:]))
+    assert " ".join(B.markdown(record).split()).count("(D2 expects no rise: fails)") == 1  # PTB: 145.28 -> 146.69
+    for run in txl:
+        run[keys[-1]] = run[keys[0]] - 1.0
+    assert "(D2 expects no rise: holds)" in " ".join(B.markdown(record).split())
 
 
 def test_training_memory_changes_transformer_xl_only():
