@@ -176,6 +176,7 @@ def memory_sweep(run_dir: Path, corpus: str, mem: int = 0) -> list[dict[str, Any
                 print("sweep", rows[-1], flush=True)
     return rows
 
+
 def verdict(holds: bool) -> str:
     return "holds" if holds else "fails"
 
