@@ -4,7 +4,7 @@ the released MiniLM-L6 fine-tuned as plain BERT, MiniLM continued with the multi
 (K=1)"), and with K = 5 facets (λ = 0.1, hard negatives), on BBC News topics or a built task (`--task`:
 debian-sections, wordnet-lexnames, wordnet-wic; `genfeat data build`).
 
-    python -m benchmarks.multi_cls [--task bbc] [--pretrain-steps 200] [--heads-lr 0] [--finetune-steps 300]
+    python -m benchmarks.multi_cls [--task bbc] [--pretrain-steps 150] [--heads-lr 0] [--finetune-steps 300]
                                    [--pretrain-seeds 0] [--seeds 0 1 2] [--labels 100] [--max-len 128]
                                    [--batch-size 0]   # 0: the thesis's batch for --labels (4 / 8 / 16)
     python -m benchmarks.multi_cls --train-only --only pretrain:5 ...   # one worker's share (parallel workers)
@@ -18,8 +18,8 @@ Each run is a `genfeat run` recipe call kept in --runs by the sweep harness (res
 Every fine-tuning seed draws its own labeled subset; all models share it for the same seed. Reported: test
 accuracy and ECE of the validation-selected weights, mean ± standard error over (pretraining x fine-tuning) seeds.
 Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}, with _1k / _full / _<n> for another
-label count and _lr-selected for more than one rate (`page_name`); each page shows K = 5 - K = 1 over the runs that
-share pretraining and fine-tuning seeds.
+label count, _pre<S> for a continued-pretraining budget other than 150 steps and _lr-selected for more than one
+rate (`page_name`); each page shows K = 5 - K = 1 over the runs that share pretraining and fine-tuning seeds.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import multi_cls as R
 
 NAME = "multi_cls"
+PRETRAIN_STEPS = 150  # continued-pretraining steps unless --pretrain-steps says otherwise (unnamed in names)
 MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K = 1", "k5": "Multi-CLS, K = 5"}
 # Table 5.2's ablations of the K = 5 model (--ablations): two change the pretraining, one the fine-tuning pooler.
 ABLATIONS = {"k5-nohard": "K = 5, no hard negatives", "k5-noinsert": "K = 5, no inserted layers",
@@ -75,11 +76,22 @@ def batch_size(args) -> int:
     return 4 if 0 < args.labels <= 100 else 8 if 0 < args.labels <= 1000 else 16
 
 
-def page_name(task: str, labels: int, lrs: list[float] = (DEFAULT_LR,)) -> str:
+def page_name(task: str, labels: int, lrs: list[float] = (DEFAULT_LR,), pretrain_steps: int = PRETRAIN_STEPS) -> str:
     """multi_cls (BBC) or multi_cls_<task>; with a label count other than 100, _1k / _full / _<n> after it; with
-    more than one fine-tuning rate (selected on dev), _lr-selected."""
+    another pretraining budget than the default, _pre<steps>; with more than one fine-tuning rate (selected on dev),
+    _lr-selected."""
     size = {100: "", 1000: "_1k", 0: "_full"}.get(labels, f"_{labels}")
-    return NAME + ("" if task == "bbc" else f"_{task}") + size + ("_lr-selected" if len(lrs) > 1 else "")
+    budget = "" if pretrain_steps == PRETRAIN_STEPS else f"_pre{pretrain_steps}"
+    return (NAME + ("" if task == "bbc" else f"_{task}") + size + budget
+            + ("_lr-selected" if len(lrs) > 1 else ""))
+
+
+def source_tag(k: int, pretrain_seed: int, args, variant: str = "") -> str:
+    """How a fine-tuning run names the pretraining run it starts from: k<K>[-variant]-pre<P>, and -steps<S> for a
+    pretraining budget other than the default (a fine-tuning run's name must differ when its encoder does)."""
+    var = f"-{variant}" if variant else ""
+    budget = "" if args.pretrain_steps == PRETRAIN_STEPS else f"-steps{args.pretrain_steps}"
+    return f"k{k}{var}-pre{pretrain_seed}{budget}"
 
 
 def pretrain_seed(run: dict[str, Any]) -> int | None:
@@ -124,15 +136,15 @@ def jobs(sweep: Sweep, args) -> tuple[list[Job], list[Job]]:
     --ablations Table 5.2's three K = 5 ablations for the first `--ablation-pretrain-seeds`."""
     pre = [pretrain(k, p, args) for p in args.pretrain_seeds for k in (1, 5)]
     sources = [("released", "minilm-l6", "released", "reparam")] + [
-        (f"k{j.tags['k']}", str(sweep.path(j)), f"k{j.tags['k']}-pre{j.tags['pretrain_seed']}", "reparam")
+        (f"k{j.tags['k']}", str(sweep.path(j)), source_tag(j.tags["k"], j.tags["pretrain_seed"], args), "reparam")
         for j in pre]
     if args.ablations:
         for p in args.pretrain_seeds[:args.ablation_pretrain_seeds]:
             for variant in ("nohard", "noinsert"):
                 j = pretrain(5, p, args, variant)
                 pre.append(j)
-                sources.append((f"k5-{variant}", str(sweep.path(j)), f"k5-{variant}-pre{p}", "reparam"))
-            sources.append(("k5-sum", str(sweep.path(pretrain(5, p, args))), f"k5-pre{p}", "sum"))
+                sources.append((f"k5-{variant}", str(sweep.path(j)), source_tag(5, p, args, variant), "reparam"))
+            sources.append(("k5-sum", str(sweep.path(pretrain(5, p, args))), source_tag(5, p, args), "sum"))
     fts = [finetune(m, src, seed, tag, args, agg, lr) for m, src, tag, agg in sources for lr in args.lrs
            for seed in args.seeds]
     return pre, fts
@@ -158,7 +170,7 @@ def uncertainty(sweep: Sweep, pre_jobs: list[Job], args, lrs: dict[str, float] |
         p, k = j.tags["pretrain_seed"], j.tags["k"]
         preds = []
         for seed in args.seeds:
-            tag = f"k{k}-pre{p}"
+            tag = source_tag(k, p, args)
             ft = finetune(f"k{k}", str(sweep.path(j)), seed, tag, args, lr=(lrs or {}).get(f"k{k}", DEFAULT_LR))
             if not (sweep.path(ft) / "summary.json").is_file():
                 continue
@@ -313,7 +325,7 @@ Dropout vs ENS 37.17, Least vs ENS 39.57, ENS vs ENS 38.67.
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pretrain-steps", type=int, default=200)
+    ap.add_argument("--pretrain-steps", type=int, default=PRETRAIN_STEPS)
     ap.add_argument("--finetune-steps", type=int, default=300)
     ap.add_argument("--labels", type=int, default=100, help="training examples per fine-tuning seed (0: all)")
     ap.add_argument("--batch-size", type=int, default=0, help="fine-tuning batch (0: the thesis's for --labels: "
@@ -334,7 +346,7 @@ def main() -> None:
                     "(predicts the test split again with every fine-tuned model)")
     result_args(ap, [0, 1, 2], runs="runs/bench_multi_cls")
     args = ap.parse_args()
-    name = page_name(args.task, args.labels, args.lrs)
+    name = page_name(args.task, args.labels, args.lrs, args.pretrain_steps)
     if args.render_only:
         print(render(name, markdown))
         return

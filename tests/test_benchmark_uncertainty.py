@@ -35,8 +35,8 @@ def test_overlaps_and_ensembles(tmp_path, monkeypatch):
     monkeypatch.setattr(B.R, "predict_run", fake_predict)
     for j in pre_jobs:
         for seed in args.seeds:
-            ft = B.finetune(f"k{j.tags['k']}", str(sweep.path(j)), seed, f"k{j.tags['k']}-pre{j.tags['pretrain_seed']}",
-                            args)
+            ft = B.finetune(f"k{j.tags['k']}", str(sweep.path(j)), seed,
+                            B.source_tag(j.tags["k"], j.tags["pretrain_seed"], args), args)
             if seed == 2 and j.tags["pretrain_seed"] == 1:
                 continue  # an unfinished run is left out
             sweep.path(ft).mkdir(parents=True)
@@ -119,6 +119,24 @@ def test_label_count_sets_batch_and_page():
     args = argparse.Namespace(**base, labels=1000, batch_size=4)
     assert B.finetune("k5", "x", 1, "k5-pre0", args).launch.args[0].batch_size == 4
     assert B.page_name("bbc", 100) == "multi_cls" and B.page_name("bbc", 1000) == "multi_cls_1k"
+
+
+def test_a_longer_pretraining_budget_names_its_own_runs_and_page():
+    """Fine-tuning runs from a 1,000-step encoder must not reuse those from the default 150-step one (the sweep
+    reuses any finished run of the same name), and they get their own page."""
+    def names(steps):
+        args = argparse.Namespace(task="wordnet-wic", max_len=64, pretrain_steps=steps, heads_lr=1e-3, labels=100,
+                                  batch_size=0, finetune_steps=2, seeds=[0], pretrain_seeds=[0], lrs=[B.DEFAULT_LR],
+                                  ablations=True, ablation_pretrain_seeds=1)
+        pre, fts = B.jobs(Sweep(Path("runs")), args)
+        return [j.name for j in pre + fts]
+    short, long = names(B.PRETRAIN_STEPS), names(1000)
+    assert "ft-wordnet-wic-k5-pre0-seed0-labels100-steps2" in short  # the recorded runs keep their names
+    assert "ft-wordnet-wic-k5-pre0-steps1000-seed0-labels100-steps2" in long
+    assert "ft-wordnet-wic-k5-nohard-pre0-steps1000-seed0-labels100-steps2" in long
+    assert set(short) & set(long) == {"ft-wordnet-wic-released-seed0-labels100-steps2"}  # only the released encoder
+    assert B.page_name("wordnet-wic", 100, [3e-5], 1000) == "multi_cls_wordnet-wic_pre1000"
+    assert B.page_name("wordnet-wic", 100, [3e-5], B.PRETRAIN_STEPS) == "multi_cls_wordnet-wic"
 
 
 def test_paired_differences_match_pretraining_and_fine_tuning_seeds():
