@@ -39,7 +39,7 @@ from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import multi_cls as R
 
 NAME = "multi_cls"
-PRETRAIN_STEPS = 150  # continued-pretraining steps unless --pretrain-steps says otherwise (unnamed in names)
+PRETRAIN_STEPS = 150  # the default --pretrain-steps; run and page names spell out any other budget
 MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K = 1", "k5": "Multi-CLS, K = 5"}
 # Table 5.2's ablations of the K = 5 model (--ablations): two change the pretraining, one the fine-tuning pooler.
 ABLATIONS = {"k5-nohard": "K = 5, no hard negatives", "k5-noinsert": "K = 5, no inserted layers",
