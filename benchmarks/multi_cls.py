@@ -18,8 +18,8 @@ Each run is a `genfeat run` recipe call kept in --runs by the sweep harness (res
 Every fine-tuning seed draws its own labeled subset; all models share it for the same seed. Reported: test
 accuracy and ECE of the validation-selected weights, mean ± standard error over (pretraining x fine-tuning) seeds.
 Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}, with _1k / _full / _<n> for another
-label count, _pre<S> for a continued-pretraining budget other than 150 steps and _lr-selected for more than one
-rate (`page_name`); each page shows K = 5 - K = 1 over the runs that share pretraining and fine-tuning seeds.
+label count, _pre<S> for a continued-pretraining budget other than 150 steps, _lr<rate> for one rate other than the
+preset's and _lr-selected for more than one (`page_name`); each page shows K = 5 - K = 1 over the runs that share pretraining and fine-tuning seeds.
 """
 
 from __future__ import annotations
@@ -78,12 +78,13 @@ def batch_size(args) -> int:
 
 def page_name(task: str, labels: int, lrs: list[float] = (DEFAULT_LR,), pretrain_steps: int = PRETRAIN_STEPS) -> str:
     """multi_cls (BBC) or multi_cls_<task>; with a label count other than 100, _1k / _full / _<n> after it; with
-    another pretraining budget than the default, _pre<steps>; with more than one fine-tuning rate (selected on dev),
-    _lr-selected."""
+    another pretraining budget than the default, _pre<steps>; with one fine-tuning rate other than the preset's,
+    _lr<rate>; with more than one (selected on dev), _lr-selected. Two sweeps that differ in any of these write
+    two pages."""
     size = {100: "", 1000: "_1k", 0: "_full"}.get(labels, f"_{labels}")
     budget = "" if pretrain_steps == PRETRAIN_STEPS else f"_pre{pretrain_steps}"
-    return (NAME + ("" if task == "bbc" else f"_{task}") + size + budget
-            + ("_lr-selected" if len(lrs) > 1 else ""))
+    rate = "_lr-selected" if len(lrs) > 1 else "" if lrs[0] == DEFAULT_LR else f"_lr{lrs[0]:g}"
+    return NAME + ("" if task == "bbc" else f"_{task}") + size + budget + rate
 
 
 def source_tag(k: int, pretrain_seed: int, args, variant: str = "") -> str:

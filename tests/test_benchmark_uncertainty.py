@@ -139,6 +139,14 @@ def test_a_longer_pretraining_budget_names_its_own_runs_and_page():
     assert B.page_name("wordnet-wic", 100, [3e-5], B.PRETRAIN_STEPS) == "multi_cls_wordnet-wic"
 
 
+def test_a_sweep_at_one_other_rate_writes_its_own_page():
+    """A single rate other than the preset's (3e-5) must not overwrite the preset rate's page."""
+    assert B.DEFAULT_LR == 3e-5
+    assert B.page_name("debian-sections", 100, [1e-4]) == "multi_cls_debian-sections_lr0.0001"
+    assert B.page_name("wordnet-lexnames", 100, [1e-4], 1000) == "multi_cls_wordnet-lexnames_pre1000_lr0.0001"
+    assert B.page_name("debian-sections", 100, [3e-5]) == "multi_cls_debian-sections"
+
+
 def test_paired_differences_match_pretraining_and_fine_tuning_seeds():
     def run(k, p, seed, acc):
         return {"model": f"k{k}", "seed": seed, "test_accuracy": acc,
