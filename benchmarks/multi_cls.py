@@ -19,7 +19,8 @@ Every fine-tuning seed draws its own labeled subset; all models share it for the
 accuracy and ECE of the validation-selected weights, mean ± standard error over (pretraining x fine-tuning) seeds.
 Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}, with _1k / _full / _<n> for another
 label count, _pre<S> for a continued-pretraining budget other than 150 steps, _lr<rate> for one rate other than the
-preset's and _lr-selected for more than one (`page_name`); each page shows K = 5 - K = 1 over the runs that share pretraining and fine-tuning seeds.
+preset's and _lr-selected for more than one (`page_name`); each page shows K = 5 - K = 1 over the runs that share
+pretraining and fine-tuning seeds.
 """
 
 from __future__ import annotations
