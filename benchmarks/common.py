@@ -45,11 +45,19 @@ def ran_on() -> str:
 
 def write_results(name: str, results: dict[str, Any], markdown: str | Callable[[dict[str, Any]], str],
                   seeds: list[int] | None = None, device: str | None = None,
-                  machine: dict[str, Any] | None = None) -> Path:
+                  machine: dict[str, Any] | None = None, setting: tuple[str, ...] = ()) -> Path:
     """docs/results/<name>.json (machine-readable) and <name>.md (for people). `markdown` is a text with a
     `{header}` placeholder, or a function of the JSON record (so the page can be re-rendered from it). `device`:
     where the measured work ran (None: `ran_on()`); the header names the GPU model when it is one. `machine`: the
-    machine block itself, where the work ran elsewhere (`Sweep.machine`: the runs' own)."""
+    machine block itself, where the work ran elsewhere (`Sweep.machine`: the runs' own). `setting`: the keys of
+    `results` that define the page; a page recorded with other values there is not overwritten (ValueError naming
+    the key), so a sweep whose page name misses one of its settings fails instead of replacing another page."""
+    if (old := load_result(name)) is not None:
+        differ = [f"{k} {old['results'][k]!r} recorded, {results.get(k)!r} now" for k in setting
+                  if k in old["results"] and old["results"][k] != results.get(k)]
+        if differ:
+            raise ValueError(f"{RESULTS / name}.json records another setting ({'; '.join(differ)}): give this sweep "
+                             "its own page name, or move the recorded page first")
     RESULTS.mkdir(parents=True, exist_ok=True)
     record = {"name": name, "command": command(), "date": datetime.date.today().isoformat(),
               "machine": machine or machine_info(device or ran_on()), "seeds": seeds or [], "results": results}

@@ -41,6 +41,8 @@ from genfeat.recipes import multi_cls as R
 
 NAME = "multi_cls"
 PRETRAIN_STEPS = 150  # the default --pretrain-steps; run and page names spell out any other budget
+# what a page's numbers depend on besides its seeds: a collection with other values must not replace the page
+PAGE_SETTING = ("task", "labels", "max_len", "batch_size", "lrs", "heads_lr", "pretrain_steps", "finetune_steps")
 MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K = 1", "k5": "Multi-CLS, K = 5"}
 # Table 5.2's ablations of the K = 5 model (--ablations): two change the pretraining, one the fine-tuning pooler.
 ABLATIONS = {"k5-nohard": "K = 5, no hard negatives", "k5-noinsert": "K = 5, no inserted layers",
@@ -372,8 +374,7 @@ def main() -> None:
                                    "runs": [{k: r.get(k) for k in keep} for r in runs],
                                    "uncertainty": uncertainty(sweep, pre_jobs, args, lrs) if args.uncertainty
                                    else None},
-                            markdown, seeds=args.seeds,
-                            machine=sweep.machine()))
+                            markdown, seeds=args.seeds, machine=sweep.machine(), setting=PAGE_SETTING))
 
 
 if __name__ == "__main__":

@@ -74,6 +74,16 @@ def test_machine_is_what_the_runs_report(tmp_path, monkeypatch):
     assert "Machine: x (16 cores, 3 torch threads), device NVIDIA H200, torch 2.11, Python 3.12" in page
 
 
+def test_a_page_recorded_with_another_setting_is_not_overwritten(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    common.write_results("p", {"lrs": [3e-5], "steps": 200, "acc": 0.5}, "{header}", setting=("lrs", "steps"))
+    common.write_results("p", {"lrs": [3e-5], "steps": 200, "acc": 0.6}, "{header}", setting=("lrs", "steps"))
+    with pytest.raises(ValueError, match=r"p\.json records another setting \(lrs \[3e-05\] recorded, \[0\.0001\] now\)"):
+        common.write_results("p", {"lrs": [1e-4], "steps": 200, "acc": 0.7}, "{header}", setting=("lrs", "steps"))
+    assert common.load_result("p")["results"]["acc"] == 0.6  # the recorded page stands
+    common.write_results("p", {"lrs": [1e-4], "acc": 0.7}, "{header}")  # no setting given: written as before
+
+
 def test_mean_std_and_standard_error():
     assert mean_std([1.0, 2.0, 3.0]) == "2.00 ± 1.00"
     assert mean_std([1.0, 2.0, 3.0], 3, spread="se") == "2.000 ± 0.577"
