@@ -78,7 +78,8 @@ def test_a_page_recorded_with_another_setting_is_not_overwritten(tmp_path, monke
     monkeypatch.setattr(common, "RESULTS", tmp_path)
     common.write_results("p", {"lrs": [3e-5], "steps": 200, "acc": 0.5}, "{header}", setting=("lrs", "steps"))
     common.write_results("p", {"lrs": [3e-5], "steps": 200, "acc": 0.6}, "{header}", setting=("lrs", "steps"))
-    with pytest.raises(ValueError, match=r"p\.json records another setting \(lrs \[3e-05\] recorded, \[0\.0001\] now\)"):
+    with pytest.raises(ValueError,
+                       match=r"p\.json records another setting \(lrs \[3e-05\] recorded, \[0\.0001\] now\)"):
         common.write_results("p", {"lrs": [1e-4], "steps": 200, "acc": 0.7}, "{header}", setting=("lrs", "steps"))
     assert common.load_result("p")["results"]["acc"] == 0.6  # the recorded page stands
     common.write_results("p", {"lrs": [1e-4], "acc": 0.7}, "{header}")  # no setting given: written as before
