@@ -5,7 +5,8 @@ pages (`multi_cls.json`, `multi_cls_<task>.json`, written by `benchmarks.multi_c
 
 One row per task and model (test accuracy of the dev-selected runs, mean ± standard error), and the macro average
 over the tasks that share one continued-pretraining setting (steps, heads_lr) and label count, as the thesis
-averages its GLUE tasks; tasks recorded with another setting are listed but not averaged with them.
+averages its GLUE tasks; tasks recorded with another setting are listed but not averaged with them, and two pages
+of one task at one setting are refused (the average takes one page per task).
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ def collect() -> dict[str, Any]:
     for k, ts in groups.items():
         if len(ts) < 2 or any(set(t["models"]) != set(MODELS) for t in ts):
             continue
+        seen: dict[str, str] = {}
+        for t in ts:  # a task counted twice would weigh double in the average
+            if (other := seen.setdefault(t["task"], t["page"])) != t["page"]:
+                raise ValueError(f"pages {other} and {t['page']} both record {t['task']} at {k}: the macro average "
+                                 "takes one page per task; record one of them with another setting or remove it")
         macro.append({"setting": k, "tasks": [t["task"] for t in ts],
                       "mean": {m: float(np.mean([np.mean(t["models"][m]["test_accuracy"]) for t in ts]))
                                for m in MODELS}})

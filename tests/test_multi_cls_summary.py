@@ -1,0 +1,46 @@
+"""benchmarks/multi_cls_summary: the macro average is the mean of the task means over the pages of one setting."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from benchmarks import common
+from benchmarks import multi_cls_summary as S
+
+SETTING = {"pretrain_steps": 150, "heads_lr": 1e-3, "labels": 100, "lrs": [1e-4]}
+
+
+def page(tmp_path, name: str, task: str, acc: dict[str, list[float]], **setting) -> None:
+    runs = [{"model": m, "seed": i, "pretrain_seed": 0, "lr": 1e-4, "valid_accuracy": 0.5, "test_accuracy": a}
+            for m, accs in acc.items() for i, a in enumerate(accs)]
+    record = {"name": name, "command": "c", "date": "d", "machine": {"cpu": "x"},
+              "results": {"task": task, "runs": runs, **(SETTING | setting)}}
+    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(S, "RESULTS", tmp_path)
+    return tmp_path
+
+
+def test_the_macro_average_is_the_mean_of_the_task_means_of_one_setting(results):
+    page(results, "multi_cls_a", "a", {"released": [0.2, 0.4], "k1": [0.3, 0.3], "k5": [0.5, 0.7]})
+    page(results, "multi_cls_b", "b", {"released": [0.6], "k1": [0.5], "k5": [0.9]})
+    page(results, "multi_cls_c_1k", "c", {"released": [0.1], "k1": [0.1], "k5": [0.1]}, labels=1000)
+    out = S.collect()
+    [macro] = out["macro"]  # task c alone at 1,000 labels: listed, not averaged
+    assert macro["tasks"] == ["a", "b"]
+    assert macro["mean"] == pytest.approx({"released": (0.3 + 0.6) / 2, "k1": (0.3 + 0.5) / 2, "k5": (0.6 + 0.9) / 2})
+    assert [t["task"] for t in out["tasks"]] == ["a", "b", "c"]
+    assert out["tasks"][0]["k5_minus_k1"]["diffs"] == pytest.approx([20.0, 40.0])
+
+
+def test_a_task_recorded_twice_at_one_setting_is_not_averaged_twice(results):
+    page(results, "multi_cls_a", "a", {"released": [0.2], "k1": [0.3], "k5": [0.5]})
+    page(results, "multi_cls_a_rerun", "a", {"released": [0.9], "k1": [0.9], "k5": [0.9]})
+    page(results, "multi_cls_b", "b", {"released": [0.6], "k1": [0.5], "k5": [0.9]})
+    with pytest.raises(ValueError, match="multi_cls_a and multi_cls_a_rerun both record a"):
+        S.collect()
