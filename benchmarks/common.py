@@ -122,6 +122,18 @@ def reading(name: str) -> str:
     return path.read_text().strip() if path.is_file() else ""
 
 
+def summary_main(name: str, collect: Callable[[], dict[str, Any]], markdown: Callable[[dict[str, Any]], str],
+                 argv: list[str] | None = None) -> Path:
+    """The command line of a summary page (it measures nothing: `collect` reads the recorded pages): with no option
+    it collects and writes <name>.{md,json}; --render-only rewrites the page from <name>.json. Unknown options are
+    an error, so a mistyped flag is never recorded as the page's command."""
+    ap = argparse.ArgumentParser(description=f"writes docs/results/{name}.md from the recorded pages")
+    ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
+    if ap.parse_args(argv).render_only:
+        return render(name, markdown)
+    return write_results(name, collect(), markdown)
+
+
 def result_args(ap: argparse.ArgumentParser, seeds: list[int], runs: str | None = None) -> None:
     """The options every results benchmark shares: --seeds, --render-only and, for benchmarks that keep one
     directory per run (the sweep harness, `benchmarks.sweep`), --runs, --train-only, --collect and --only."""

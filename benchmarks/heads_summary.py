@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from benchmarks.common import load_result, result_sources, write_results
+from benchmarks.common import load_result, result_sources, summary_main
 
 NAME = "heads"
 PARTS = ["heads_synthetic", "heads_ptb", "heads_pretrained", "heads_rerank", "heads_bottleneck", "heads_cost",
@@ -114,7 +114,7 @@ Sources:
 
 
 def main() -> None:
-    print(write_results(NAME, collect(), markdown))
+    print(summary_main(NAME, collect, markdown))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import RESULTS, load_result, mean_std, reading, result_sources, write_results
+from benchmarks.common import RESULTS, load_result, mean_std, reading, result_sources, summary_main
 from benchmarks.multi_cls import DEFAULT_LR, MODELS, paired, selected_lr
 
 NAME = "multi_cls_summary"
@@ -97,7 +97,7 @@ is K = 5 minus K = 1 over the runs that share pretraining and fine-tuning seeds 
 
 
 def main() -> None:
-    print(write_results(NAME, collect(), markdown))
+    print(summary_main(NAME, collect, markdown))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from benchmarks.common import RESULTS, load_result, result_sources, write_results
+from benchmarks.common import RESULTS, load_result, result_sources, summary_main
 from benchmarks.xlnet_bbc import INITS
 
 NAME = "xlnet"
@@ -86,7 +86,7 @@ def markdown(record: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    print(write_results(NAME, collect(), markdown))
+    print(summary_main(NAME, collect, markdown))
 
 
 if __name__ == "__main__":

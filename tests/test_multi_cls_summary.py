@@ -44,3 +44,20 @@ def test_a_task_recorded_twice_at_one_setting_is_not_averaged_twice(results):
     page(results, "multi_cls_b", "b", {"released": [0.6], "k1": [0.5], "k5": [0.9]})
     with pytest.raises(ValueError, match="multi_cls_a and multi_cls_a_rerun both record a"):
         S.collect()
+
+
+def test_render_only_reads_the_recorded_summary_and_a_mistyped_flag_is_refused(results):
+    page(results, "multi_cls_a", "a", {"released": [0.2], "k1": [0.3], "k5": [0.5]})
+    page(results, "multi_cls_b", "b", {"released": [0.6], "k1": [0.5], "k5": [0.9]})
+    common.summary_main(S.NAME, S.collect, S.markdown, [])
+    written = (results / f"{S.NAME}.md").read_text()
+    assert "**macro average**: a, b" in written
+
+    def fails() -> dict:
+        raise AssertionError("--render-only must not collect")
+
+    (results / "multi_cls_a.json").unlink()  # the recorded summary, not the pages, is what a render reads
+    common.summary_main(S.NAME, fails, S.markdown, ["--render-only"])
+    assert (results / f"{S.NAME}.md").read_text() == written
+    with pytest.raises(SystemExit):
+        common.summary_main(S.NAME, fails, S.markdown, ["--render-onyl"])
