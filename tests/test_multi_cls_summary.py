@@ -12,7 +12,8 @@ SETTING = {"pretrain_steps": 150, "heads_lr": 1e-3, "labels": 100, "lrs": [1e-4]
 
 
 def page(tmp_path, name: str, task: str, acc: dict[str, list[float]], **setting) -> None:
-    runs = [{"model": m, "seed": i, "pretrain_seed": 0, "lr": 1e-4, "valid_accuracy": 0.5, "test_accuracy": a}
+    runs = [{"model": m, "seed": i, "lr": 1e-4, "valid_accuracy": 0.5, "test_accuracy": a,
+             "pretrained": "minilm-l6" if m == "released" else f"runs/pretrain-{m}-seed0-steps150"}
             for m, accs in acc.items() for i, a in enumerate(accs)]
     record = {"name": name, "command": "c", "date": "d", "machine": {"cpu": "x"},
               "results": {"task": task, "runs": runs, **(SETTING | setting)}}
