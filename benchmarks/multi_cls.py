@@ -20,7 +20,8 @@ accuracy and ECE of the validation-selected weights, mean ± standard error over
 Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}, with _1k / _full / _<n> for another
 label count, _pre<S> for a continued-pretraining budget other than 150 steps, _lr<rate> for one rate other than the
 preset's and _lr-selected for more than one (`page_name`); each page shows K = 5 - K = 1 over the runs that share
-pretraining and fine-tuning seeds.
+pretraining and fine-tuning seeds. A recorded page is replaced only by a collect at its setting (`PAGE_SETTING`)
+that writes its sections again (--uncertainty, --ablations where it has them).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import mean_std, reading, render, result_args, write_results
+from benchmarks.common import load_result, mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import multi_cls as R
 
@@ -327,6 +328,20 @@ Dropout vs ENS 37.17, Least vs ENS 39.57, ENS vs ENS 38.67.
 """
 
 
+def dropped_sections(recorded: dict[str, Any] | None, args) -> list[str]:
+    """The parts of a recorded page that a collect with these options would not write again: Table 5.4's
+    overlaps and ensembles without --uncertainty, Table 5.2's ablation rows without --ablations."""
+    if not recorded:
+        return []
+    r = recorded["results"]
+    lost = []
+    if r.get("uncertainty") and not args.uncertainty:
+        lost.append("Table 5.4's overlaps and the ensembles (--uncertainty)")
+    if any(x["model"] in ABLATIONS for x in r["runs"]) and not args.ablations:
+        lost.append("Table 5.2's ablation rows (--ablations)")
+    return lost
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pretrain-steps", type=int, default=PRETRAIN_STEPS)
@@ -360,6 +375,9 @@ def main() -> None:
     runs = sweep.results(ft_jobs)
     pre_jobs = [j for j in pre_jobs if not j.tags["variant"]]
     if not args.train_only:
+        if lost := dropped_sections(load_result(name), args):
+            raise SystemExit(f"docs/results/{name}.json records {' and '.join(lost)}: collect with those options "
+                             "too, or the page would lose them")
         lrs = {m: selected_lr([r for r in runs if r["model"] == m])[0] for m in ("k1", "k5")}
         keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained",
                 "steps", "best_step", "train_s", "device")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,24 @@ def test_page_lists_every_rate_and_the_paired_difference():
     assert "| continued MTL, K = 1 | 3e-05 | 1 | 20.00 | 90.00 |" in page  # the unselected rate is listed too
     assert "| Multi-CLS, K = 5 | 0.0001 | 1 | 40.00 | 5.00 | 62.62 |" in page  # the selected rate's row
     assert "K = 5 - K = 1 = 10.00 points" in page and "K = 5 ahead in 1 of 1 pairs" in page
+
+
+def test_a_collect_without_the_options_of_the_recorded_sections_is_refused():
+    """A page recorded with Table 5.4's overlaps or Table 5.2's ablation rows keeps them: a collect that would not
+    compute them again names what it would drop (main refuses to write then)."""
+    runs = [{"model": "k5", "seed": 0}, {"model": "k5-sum", "seed": 0}]
+    recorded = {"results": {"runs": runs, "uncertainty": {"overlap": [{"pretrain_seed": 0}]}}}
+    plain = argparse.Namespace(uncertainty=False, ablations=False)
+    assert len(B.dropped_sections(recorded, plain)) == 2
+    assert "--ablations" in B.dropped_sections(recorded, argparse.Namespace(uncertainty=True, ablations=False))[0]
+    assert B.dropped_sections(recorded, argparse.Namespace(uncertainty=True, ablations=True)) == []
+    assert B.dropped_sections({"results": {"runs": runs[:1], "uncertainty": None}}, plain) == []
+    assert B.dropped_sections(None, plain) == []
+
+
+def test_main_refuses_a_collect_that_would_drop_the_recorded_overlaps(tmp_path, monkeypatch):
+    recorded = {"results": {"runs": [{"model": "k5"}], "uncertainty": {"overlap": [{"pretrain_seed": 0}]}}}
+    monkeypatch.setattr(B, "load_result", lambda name: recorded if name == "multi_cls" else None)
+    monkeypatch.setattr(sys, "argv", ["multi_cls", "--collect", "--runs", str(tmp_path)])
+    with pytest.raises(SystemExit, match="multi_cls.json records Table 5.4's overlaps"):
+        B.main()
