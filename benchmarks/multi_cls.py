@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import re
 from functools import partial
@@ -155,6 +156,33 @@ def jobs(sweep: Sweep, args) -> tuple[list[Job], list[Job]]:
     return pre, fts
 
 
+def cached_test_predictions(cfg: R.MultiCLSClassifyConfig, run_dir: Path, dropout_passes: int) -> dict[str, Any]:
+    """`R.predict_run` on the test split, kept beside the run's weights in
+    predictions-test-dropout<T>.safetensors so that a page re-collected with --uncertainty predicts only the runs
+    it has not seen (a lexnames page: 35 minutes of predictions otherwise). The file is used while it records the
+    weights' size and modification time and the run's data checksum; otherwise it is predicted again."""
+    from safetensors.torch import load_file, save_file
+
+    from genfeat.train.checkpoint import WEIGHTS
+
+    run_dir = Path(run_dir)
+    stat = (run_dir / WEIGHTS).stat()
+    key = {"weights": f"{stat.st_size}:{stat.st_mtime_ns}",
+           "data_sha256": str(json.loads((run_dir / "summary.json").read_text()).get("data_sha256"))}
+    path = run_dir / f"predictions-test-dropout{dropout_passes}.safetensors"
+    if path.is_file():
+        from safetensors import safe_open
+
+        with safe_open(str(path), "pt") as f:
+            if f.metadata() == key:
+                return load_file(str(path))
+    out = R.predict_run(cfg, run_dir, dropout_passes=dropout_passes)
+    tmp = path.with_suffix(".tmp")
+    save_file({k: v.contiguous() for k, v in out.items()}, str(tmp), metadata=key)
+    tmp.replace(path)
+    return out
+
+
 def uncertainty(sweep: Sweep, pre_jobs: list[Job], args, lrs: dict[str, float] | None = None) -> dict[str, Any]:
     """Table 5.4's overlaps and Table 5.2's ensembles on the test split, per pretraining seed: ENS (the variance of
     the K = 5 models fine-tuned with every seed), Multi-CLS (the variance of one K = 5 model's per-facet
@@ -179,8 +207,8 @@ def uncertainty(sweep: Sweep, pre_jobs: list[Job], args, lrs: dict[str, float] |
             ft = finetune(f"k{k}", str(sweep.path(j)), seed, tag, args, lr=(lrs or {}).get(f"k{k}", DEFAULT_LR))
             if not (sweep.path(ft) / "summary.json").is_file():
                 continue
-            preds.append(R.predict_run(finetune_cfg(str(sweep.path(j)), seed, args), sweep.path(ft),
-                                       dropout_passes=5 if (k == 1 and seed == args.seeds[0]) else 0))
+            preds.append(cached_test_predictions(finetune_cfg(str(sweep.path(j)), seed, args), sweep.path(ft),
+                                                 dropout_passes=5 if (k == 1 and seed == args.seeds[0]) else 0))
         by_pre.setdefault(p, {})[k] = preds
     out: dict[str, Any] = {"overlap": [], "ensembles": [], "ens_scores": {}}
     for p, ks in sorted(by_pre.items()):

@@ -42,6 +42,7 @@ def test_overlaps_and_ensembles(tmp_path, monkeypatch):
                 continue  # an unfinished run is left out
             sweep.path(ft).mkdir(parents=True)
             (sweep.path(ft) / "summary.json").write_text(json.dumps({}))
+            (sweep.path(ft) / "model.safetensors").write_bytes(b"weights")
     u = B.uncertainty(sweep, pre_jobs, args)
     assert len(calls) == 2 * 3 + 2 * 2  # every finished fine-tuning run, once
     assert sum(d for _, d in calls) == 2 * 5  # dropout passes: the K = 1 model of the first seed, per pretraining
@@ -56,6 +57,11 @@ def test_overlaps_and_ensembles(tmp_path, monkeypatch):
     assert "| Multi-CLS vs ENS |" in md and "| ENS vs ENS (two pretraining seeds) |" in md
     calls.clear()  # at another (dev-selected) rate it reads that rate's runs: none finished here
     assert B.uncertainty(sweep, pre_jobs, args, {"k1": 1e-4, "k5": 1e-4})["overlap"] == [] and calls == []
+    assert B.uncertainty(sweep, pre_jobs, args) == u and calls == []  # a re-collect reads the kept predictions
+    ft = next(sweep.root.glob("ft-wordnet-wic-k5-*"))
+    (ft / "model.safetensors").write_bytes(b"retrained weights")
+    B.uncertainty(sweep, pre_jobs, args)
+    assert calls == [(ft.name, 0)]  # new weights: that run is predicted again, the others are not
 
 
 def test_no_uncertainty_section_without_runs():
