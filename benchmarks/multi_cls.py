@@ -21,7 +21,8 @@ Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}, wit
 label count, _pre<S> for a continued-pretraining budget other than 150 steps, _lr<rate> for one rate other than the
 preset's and _lr-selected for more than one (`page_name`); each page shows K = 5 - K = 1 over the runs that share
 pretraining and fine-tuning seeds. A recorded page is replaced only by a collect at its setting (`PAGE_SETTING`)
-that writes its sections again (--uncertainty, --ablations where it has them).
+that writes its sections again (--uncertainty, --ablations where it has them). --uncertainty keeps each run's
+test predictions in its run directory, so a re-collect predicts only new runs.
 """
 
 from __future__ import annotations
