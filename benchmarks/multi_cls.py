@@ -161,19 +161,19 @@ def cached_test_predictions(cfg: R.MultiCLSClassifyConfig, run_dir: Path, dropou
     """`R.predict_run` on the test split, kept beside the run's weights in
     predictions-test-dropout<T>.safetensors so that a page re-collected with --uncertainty predicts only the runs
     it has not seen (a lexnames page: 35 minutes of predictions otherwise). The file is used while it records the
-    weights' size and modification time and the run's data checksum; otherwise it is predicted again."""
+    weights' size and modification time, the run's data checksum and the task and input length predicted with;
+    otherwise it is predicted again."""
+    from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
     from genfeat.train.checkpoint import WEIGHTS
 
     run_dir = Path(run_dir)
     stat = (run_dir / WEIGHTS).stat()
-    key = {"weights": f"{stat.st_size}:{stat.st_mtime_ns}",
+    key = {"weights": f"{stat.st_size}:{stat.st_mtime_ns}", "task": cfg.task, "max_len": str(cfg.max_len),
            "data_sha256": str(json.loads((run_dir / "summary.json").read_text()).get("data_sha256"))}
     path = run_dir / f"predictions-test-dropout{dropout_passes}.safetensors"
     if path.is_file():
-        from safetensors import safe_open
-
         with safe_open(str(path), "pt") as f:
             if f.metadata() == key:
                 return load_file(str(path))
