@@ -52,17 +52,23 @@ def write_results(name: str, results: dict[str, Any], markdown: str | Callable[[
     machine block itself, where the work ran elsewhere (`Sweep.machine`: the runs' own). `setting`: the keys of
     `results` that define the page; a page recorded with other values there is not overwritten (ValueError naming
     the key), so a sweep whose page name misses one of its settings fails instead of replacing another page."""
+    check_setting(name, results, setting)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    record = {"name": name, "command": command(), "date": datetime.date.today().isoformat(),
+              "machine": machine or machine_info(device or ran_on()), "seeds": seeds or [], "results": results}
+    (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    return render(name, markdown, record)
+
+
+def check_setting(name: str, results: dict[str, Any], setting: tuple[str, ...]) -> None:
+    """ValueError when docs/results/<name>.json records other values than `results` at the keys `setting`
+    (`write_results` calls it; a benchmark may call it before long work, to fail early)."""
     if (old := load_result(name)) is not None:
         differ = [f"{k} {old['results'][k]!r} recorded, {results.get(k)!r} now" for k in setting
                   if k in old["results"] and old["results"][k] != results.get(k)]
         if differ:
             raise ValueError(f"{RESULTS / name}.json records another setting ({'; '.join(differ)}): give this sweep "
                              "its own page name, or move the recorded page first")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    record = {"name": name, "command": command(), "date": datetime.date.today().isoformat(),
-              "machine": machine or machine_info(device or ran_on()), "seeds": seeds or [], "results": results}
-    (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
-    return render(name, markdown, record)
 
 
 def load_result(name: str) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ accuracy and ECE of the validation-selected weights, mean ± standard error over
 Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}, with _1k / _full / _<n> for another
 label count, _pre<S> for a continued-pretraining budget other than 150 steps, _lr<rate> for one rate other than the
 preset's and _lr-selected for more than one (`page_name`); each page shows K = 5 - K = 1 over the runs that share
-pretraining and fine-tuning seeds. A recorded page is replaced only by a collect at its setting (`PAGE_SETTING`)
+pretraining and fine-tuning seeds. A recorded page is replaced only by a collect at its setting (`page_setting`)
 that writes its sections again (--uncertainty, --ablations where it has them). --uncertainty keeps each run's
 test predictions in its run directory, so a re-collect predicts only new runs.
 """
@@ -38,14 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import load_result, mean_std, reading, render, result_args, write_results
+from benchmarks.common import check_setting, load_result, mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import multi_cls as R
 
 NAME = "multi_cls"
 PRETRAIN_STEPS = 150  # the default --pretrain-steps; run and page names spell out any other budget
-# what a page's numbers depend on besides its seeds: a collection with other values must not replace the page
-PAGE_SETTING = ("task", "labels", "max_len", "batch_size", "lrs", "heads_lr", "pretrain_steps", "finetune_steps")
 MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K = 1", "k5": "Multi-CLS, K = 5"}
 # Table 5.2's ablations of the K = 5 model (--ablations): two change the pretraining, one the fine-tuning pooler.
 ABLATIONS = {"k5-nohard": "K = 5, no hard negatives", "k5-noinsert": "K = 5, no inserted layers",
@@ -356,6 +354,13 @@ Dropout vs ENS 37.17, Least vs ENS 39.57, ENS vs ENS 38.67.
 """
 
 
+def page_setting(args) -> dict[str, Any]:
+    """What a page's numbers depend on besides its seeds: a collection with other values must not replace it."""
+    return {"task": args.task, "labels": args.labels, "max_len": args.max_len, "batch_size": batch_size(args),
+            "lrs": args.lrs, "heads_lr": args.heads_lr, "pretrain_steps": args.pretrain_steps,
+            "finetune_steps": args.finetune_steps}
+
+
 def dropped_sections(recorded: dict[str, Any] | None, args) -> list[str]:
     """The parts of a recorded page that a collect with these options would not write again: Table 5.4's
     overlaps and ensembles without --uncertainty, Table 5.2's ablation rows without --ablations."""
@@ -403,6 +408,8 @@ def main() -> None:
     runs = sweep.results(ft_jobs)
     pre_jobs = [j for j in pre_jobs if not j.tags["variant"]]
     if not args.train_only:
+        setting = page_setting(args)
+        check_setting(name, setting, tuple(setting))  # before the uncertainty passes, not after
         if lost := dropped_sections(load_result(name), args):
             raise SystemExit(f"docs/results/{name}.json records {' and '.join(lost)}: collect with those options "
                              "too, or the page would lose them")
@@ -410,17 +417,13 @@ def main() -> None:
         keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained",
                 "steps", "best_step", "train_s", "device")
         pre_keys = ("k", "variant", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
-        print(write_results(name, {"labels": args.labels, "task": args.task, "max_len": args.max_len, "lrs": args.lrs,
-                                   "batch_size": batch_size(args),
-                                   "heads_lr": args.heads_lr,
+        print(write_results(name, {**setting,
                                    "data_sha256": runs[0].get("data_sha256") if runs else None,
-                                   "pretrain_steps": args.pretrain_steps,
-                                   "finetune_steps": args.finetune_steps,
                                    "pretraining": [{k: p[k] for k in pre_keys} for p in pretraining],
                                    "runs": [{k: r.get(k) for k in keep} for r in runs],
                                    "uncertainty": uncertainty(sweep, pre_jobs, args, lrs) if args.uncertainty
                                    else None},
-                            markdown, seeds=args.seeds, machine=sweep.machine(), setting=PAGE_SETTING))
+                            markdown, seeds=args.seeds, machine=sweep.machine(), setting=tuple(setting)))
 
 
 if __name__ == "__main__":

@@ -201,8 +201,22 @@ def test_a_collect_without_the_options_of_the_recorded_sections_is_refused():
 
 
 def test_main_refuses_a_collect_that_would_drop_the_recorded_overlaps(tmp_path, monkeypatch):
-    recorded = {"results": {"runs": [{"model": "k5"}], "uncertainty": {"overlap": [{"pretrain_seed": 0}]}}}
-    monkeypatch.setattr(B, "load_result", lambda name: recorded if name == "multi_cls" else None)
-    monkeypatch.setattr(sys, "argv", ["multi_cls", "--collect", "--runs", str(tmp_path)])
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    common.write_results("multi_cls", {"runs": [{"model": "k5"}], "uncertainty": {"overlap": [{"pretrain_seed": 0}]}},
+                         "{header}")
+    monkeypatch.setattr(sys, "argv", ["multi_cls", "--collect", "--runs", str(tmp_path / "runs")])
     with pytest.raises(SystemExit, match="multi_cls.json records Table 5.4's overlaps"):
+        B.main()
+
+
+def test_main_refuses_another_setting_before_the_uncertainty_passes(tmp_path, monkeypatch):
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    common.write_results("multi_cls", {"task": "bbc", "max_len": 64, "runs": []}, "{header}")
+    monkeypatch.setattr(B, "uncertainty", lambda *a, **k: pytest.fail("predicted before refusing"))
+    monkeypatch.setattr(sys, "argv", ["multi_cls", "--collect", "--uncertainty", "--runs", str(tmp_path / "runs")])
+    with pytest.raises(ValueError, match=r"records another setting \(max_len 64 recorded, 128 now\)"):
         B.main()
