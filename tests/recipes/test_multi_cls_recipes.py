@@ -54,6 +54,9 @@ def test_pretrain_then_classify(bert_dir, bbc_articles, tmp_path):
     parts = s["valid_mlm"] + s["valid_so"] + s["valid_tfidf"] + s["valid_mcqt"]
     assert s["k"] == 2 and s["valid_loss"] == pytest.approx(parts, rel=1e-4)  # the unweighted sum of the four
     assert s["valid_mcqt"] >= 2 * np.log1p(3 * np.exp(-2)) - 1e-4  # Eq. 5.3's floor with 2N = 4 candidates
+    logged = [json.loads(r) for r in (pre / "metrics.jsonl").read_text().splitlines()]
+    per_seq = [r for r in logged if "tokens" in r][-1]["tokens"] / (6 * 3 * 2)  # 6 steps of 2 triples
+    assert 10 < per_seq <= 48  # tokens/s counts the real input tokens of a sequence (max_len 48), not sequences
     for name, source in (("mcls", pre), ("plain", bert_dir)):
         out = tmp_path / name
         assert main(["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(source),

@@ -182,9 +182,10 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
 
 
 def _pretrain_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
+    """The multi-task loss and the batch's real (unpadded) input tokens, the count behind the loop's tokens/s."""
+    n_tokens = int(batch["attention_mask"].sum())  # on the CPU, before the copy: no device sync
     device = next(model.parameters()).device
-    batch = {k: v.to(device) for k, v in batch.items()}
-    return model(**batch), len(batch["input_ids"])
+    return model(**{k: v.to(device) for k, v in batch.items()}), n_tokens
 
 
 # ----------------------------------------------------------------------------------------- fine-tuning
