@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fcntl
 import json
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
 from genfeat.recipes import gan_ssl as R
+from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "gan_ssl"
 EPOCHS = 10  # the CPU budget of docs/results/gan_ssl.md; other budgets get their own runs and page (`page_name`)
@@ -49,12 +51,17 @@ def page_name(epochs: int) -> str:
 
 
 def density_run(root: Path, dataset: str, epochs: int, blocks: int) -> Path:
+    """The dataset's PixelCNN run under root, trained by the first worker that needs it (from its latest checkpoint
+    where one was killed); parallel workers wait on an exclusive lock of `.lock` in its directory rather than train
+    it twice into the same files."""
     out = root / f"pixelcnn-{dataset}"
-    if not (out / "summary.json").exists():
-        out.mkdir(parents=True, exist_ok=True)
-        cfg = R.PIXELCNN_PRESETS["mnist" if dataset == "mnist" else "fashion_mnist"]()
-        R.run_pixelcnn(dataclasses.replace(cfg, n_blocks=blocks, train=dataclasses.replace(cfg.train, epochs=epochs)),
-                       out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the worker dies
+        if not (out / "summary.json").exists():
+            cfg = R.PIXELCNN_PRESETS["mnist" if dataset == "mnist" else "fashion_mnist"]()
+            cfg = dataclasses.replace(cfg, n_blocks=blocks, train=dataclasses.replace(cfg.train, epochs=epochs))
+            R.run_pixelcnn(cfg, out, resume_from=latest_checkpoint(out))  # a killed worker's run continues
     return out
 
 

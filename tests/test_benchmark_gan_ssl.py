@@ -1,9 +1,12 @@
 """benchmarks/gan_ssl: a longer budget trains its own runs and writes its own page, so a 10x run never reads the
-CPU budget's finished runs."""
+CPU budget's finished runs; parallel workers train the density model once."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import threading
+import time
 
 from benchmarks import gan_ssl as B
 
@@ -15,3 +18,19 @@ def test_budgets_keep_their_runs_and_pages_apart():
     assert base.name == "mnist_fm-seed0"  # the recorded runs of docs/results/gan_ssl.md keep their directories
     assert long.name != base.name and long.tags == base.tags
     assert B.page_name(B.EPOCHS) == "gan_ssl" and B.page_name(100) == "gan_ssl_100ep"
+
+
+def test_parallel_workers_train_the_density_model_once(tmp_path, monkeypatch):
+    trained = []
+
+    def fake_pixelcnn(cfg, out, resume_from):
+        trained.append(cfg.n_blocks)
+        time.sleep(0.3)  # the second worker arrives while the first trains
+        (out / "summary.json").write_text(json.dumps({"epochs": 1}))
+    monkeypatch.setattr(B.R, "run_pixelcnn", fake_pixelcnn)
+    workers = [threading.Thread(target=B.density_run, args=(tmp_path, "mnist", 1, 2)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert trained == [2] and (tmp_path / "pixelcnn-mnist" / "summary.json").exists()
