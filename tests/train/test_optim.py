@@ -1,4 +1,5 @@
-"""Fine-tuning parameter groups (train/optim.py): layer-wise learning-rate decay and the reference's weight-decay
+"""train/optim.py: the fused Adam(W) (the same steps as the default implementation, and the fallback where the kernel
+does not apply); fine-tuning parameter groups: layer-wise learning-rate decay and the reference's weight-decay
 exclusion (LayerNorm, biases), checked on a real XLNet classifier and through one AdamW step."""
 
 import pytest
@@ -7,7 +8,32 @@ import torch
 from genfeat.models.xlnet.config import tiny
 from genfeat.models.xlnet.heads import XLNetClassifier
 from genfeat.recipes.xlnet_finetune import SQUAD_PRESETS, FinetuneConfig
-from genfeat.train.optim import finetune_optimizer, finetune_param_groups
+from genfeat.train.optim import adam, finetune_optimizer, finetune_param_groups
+
+
+@pytest.mark.parametrize("decoupled", [True, False])
+def test_fused_adam_takes_the_default_implementations_steps(decoupled):
+    torch.manual_seed(0)
+    nets = [torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 3)) for _ in range(2)]
+    nets[1].load_state_dict(nets[0].state_dict())
+    kw = {"lr": 1e-2, "betas": (0.8, 0.99), "weight_decay": 0.1}
+    fused = adam([{"params": nets[0][0].parameters()}, {"params": nets[0][2].parameters(), "lr": 3e-2}],
+                 decoupled=decoupled, **kw)
+    plain = (torch.optim.AdamW if decoupled else torch.optim.Adam)(
+        [{"params": nets[1][0].parameters()}, {"params": nets[1][2].parameters(), "lr": 3e-2}], foreach=False, **kw)
+    assert fused.defaults["fused"] and type(fused) is type(plain)
+    for _ in range(5):
+        x = torch.randn(4, 8)
+        for net, opt in zip(nets, (fused, plain), strict=True):
+            opt.zero_grad()
+            net(x).pow(2).mean().backward()
+            opt.step()
+    for a, b in zip(nets[0].parameters(), nets[1].parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_adam_falls_back_where_the_kernel_does_not_apply():
+    assert not adam([torch.nn.Parameter(torch.zeros(3, device="meta"))]).defaults["fused"]
 
 
 def lookup(model, groups):

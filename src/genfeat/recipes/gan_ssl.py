@@ -51,6 +51,7 @@ from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
 from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.optim import adam
 from genfeat.train.record import write_record
 
 DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
@@ -343,7 +344,7 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
     xt, xs = data["train"][0] * 2 - 1, data["test"][0][:2000] * 2 - 1
     model = PixelCNN(1, cfg.filters, cfg.n_blocks, cfg.n_mix).to(info.device)
     tc = cfg.train
-    opt = torch.optim.Adam(model.parameters(), lr=tc.lr)
+    opt = adam(model.parameters(), decoupled=False, lr=tc.lr)
     batches = EpochBatches(xt, tc.batch_size, np.random.default_rng(cfg.seed), info.rank, info.world_size)
     t0 = time.perf_counter()
     budget = tc.max_steps if tc.max_steps is not None else tc.epochs * batches.per_epoch

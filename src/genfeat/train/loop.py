@@ -43,6 +43,7 @@ from genfeat.errors import DivergenceError, Interrupted
 from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
 from genfeat.train.logging import MetricsLogger, plot_loss_curve, read_metrics
+from genfeat.train.optim import adam
 from genfeat.train.step import LossFn, OneLoss, Step
 
 
@@ -127,9 +128,9 @@ def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig, fast: Iterable[nn.Parameter] = (),
                     fast_lr: float = 0.0) -> torch.optim.AdamW:
-    """AdamW; no weight decay on biases, norms and other 1-D parameters. With `fast_lr` > 0 the parameters in
-    `fast` train at `fast_lr` and the others at cfg.lr (new heads on a pretrained encoder); the schedule scales
-    both."""
+    """AdamW (fused: `train.optim.adam`); no weight decay on biases, norms and other 1-D parameters. With
+    `fast_lr` > 0 the parameters in `fast` train at `fast_lr` and the others at cfg.lr (new heads on a pretrained
+    encoder); the schedule scales both."""
     fast_ids = {id(p) for p in fast} if fast_lr > 0 else set()
     decay, no_decay, fast_decay, fast_no_decay = [], [], [], []
     for p in model.parameters():
@@ -141,7 +142,7 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fast: Iterable[nn.Parame
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     groups += [{"params": ps, "weight_decay": wd, "lr": fast_lr}
                for ps, wd in ((fast_decay, cfg.weight_decay), (fast_no_decay, 0.0)) if ps]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+    return adam(groups, lr=cfg.lr, betas=cfg.betas)
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:

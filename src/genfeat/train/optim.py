@@ -1,5 +1,6 @@
-"""Fine-tuning parameter groups: no weight decay on LayerNorm parameters and biases, and layer-wise learning-rate
-decay (the XLNet reference's `model_utils.get_train_op`; spec xlnet.md §3.2 and pitfall 16).
+"""Adam(W) on PyTorch's fused kernel, and fine-tuning parameter groups: no weight decay on LayerNorm parameters
+and biases, and layer-wise learning-rate decay (the XLNet reference's `model_utils.get_train_op`; spec xlnet.md
+§3.2 and pitfall 16).
 
 With N layers found by `layer_pattern` (a regex whose first group is the layer index), a parameter of layer l
 trains at lr * decay ** (N - 1 - l): the top layer at the full rate, each layer below `decay` times slower.
@@ -12,14 +13,31 @@ option's name promises and what later implementations (ELECTRA, HF examples) do.
 Weight decay is skipped for every parameter whose name contains "bias" or "layer_norm" / "LayerNorm" / "norm"
 (the reference's `exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"]`; XLNet's r_w/r_r/r_s biases
 included).
+
+`adam` builds every Adam / AdamW of the library with `fused=True` where the parameters allow it: one kernel
+updates all of them, where the default CPU implementation loops over parameters with several ops each. The update
+is the same up to rounding; on the CPU the step of MiniLM-L6's 22 M parameters is an order of magnitude faster,
+which halves a 100-example fine-tuning step (`benchmarks/fused_adam.py`, docs/results/fused_adam.md).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import torch
 from torch import nn
+
+
+def adam(params: Iterable, decoupled: bool = True, **kwargs) -> torch.optim.Optimizer:
+    """AdamW (or Adam with `decoupled=False`) over `params` (tensors or parameter groups), fused when every
+    parameter is a plain floating-point tensor on the CPU or a GPU; otherwise (sharded DTensors, sparse or integer
+    tensors, other devices) the default implementation."""
+    params = [dict(g, params=list(g["params"])) if isinstance(g, dict) else g for g in params]  # groups' iterators
+    tensors = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
+    fused = bool(tensors) and all(type(p) in (torch.Tensor, nn.Parameter) and p.is_floating_point()
+                                  and not p.is_sparse and p.device.type in ("cpu", "cuda") for p in tensors)
+    return (torch.optim.AdamW if decoupled else torch.optim.Adam)(params, fused=fused or None, **kwargs)
 
 
 def no_decay(name: str) -> bool:
@@ -49,4 +67,4 @@ def finetune_optimizer(model: nn.Module, lr: float, weight_decay: float, layer_d
     groups = finetune_param_groups(model, weight_decay, layer_decay)
     for g in groups:
         g["lr"] = lr * g["lr_scale"]
-    return torch.optim.AdamW(groups, lr=lr, eps=eps)
+    return adam(groups, lr=lr, eps=eps)

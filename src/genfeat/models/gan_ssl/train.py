@@ -54,6 +54,7 @@ from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
 from genfeat.train.logging import progress, read_metrics
 from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.optim import adam
 from genfeat.train.step import Step, Update
 
 
@@ -172,8 +173,8 @@ class ComplementGAN(Step):
         self.rank, self.world = D.current().rank, D.current().world_size
         self.pyrng = random.Random(cfg.seed)  # whether LD applies at an iteration
         self.step = 0
-        self.optimizers = {"discriminator": torch.optim.Adam(nets["discriminator"].parameters(), lr=cfg.lr_d,
-                                                             betas=tuple(map(float, cfg.betas_d)))}
+        self.optimizers = {"discriminator": adam(nets["discriminator"].parameters(), decoupled=False, lr=cfg.lr_d,
+                                                  betas=tuple(map(float, cfg.betas_d)))}
         schedule = self._lr_factor(iters_per_epoch)
         self.lr_lambdas = {"discriminator": schedule}
         if cfg.method == "supervised":
@@ -184,7 +185,8 @@ class ComplementGAN(Step):
             return
         g_params = list(nets["generator"].parameters()) + (list(nets["encoder"].parameters()) if "encoder" in nets
                                                              else [])
-        self.optimizers["generator"] = torch.optim.Adam(g_params, lr=cfg.lr_g, betas=tuple(map(float, cfg.betas_g)))
+        self.optimizers["generator"] = adam(g_params, decoupled=False, lr=cfg.lr_g,
+                                            betas=tuple(map(float, cfg.betas_g)))
         self.lr_lambdas["generator"] = schedule
         self._updates = (Update(self.discriminator_loss, "discriminator", name="loss_d"),
                          Update(self.generator_loss, "generator", data=None, name="loss_g",

@@ -49,6 +49,7 @@ from genfeat.models.planetoid.train import node_task
 from genfeat.nn.sparse_linear import SparseLinear, SparseRows
 from genfeat.train import checkpoint as C
 from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.optim import adam
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, A
     """Train on the labeled nodes with the full graph in every step (`train.fit`, a constant learning rate);
     keep the best-validation state. `logits_fn(training)` returns (N, C) logits for every node; `penalty(logits)`
     adds an unsupervised term over the graph (ManiReg, SemiEmb)."""
-    opt = (torch.optim.Adam(params, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr))
+    opt = (adam(params, decoupled=False, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr))
     train, y = torch.from_numpy(data.train_idx), torch.from_numpy(data.labels)
     net = nn.ModuleList(modules)
 
