@@ -185,6 +185,10 @@ def test_page_lists_every_rate_and_the_paired_difference():
     assert "| continued MTL, K = 1 | 3e-05 | 1 | 20.00 | 90.00 |" in page  # the unselected rate is listed too
     assert "| Multi-CLS, K = 5 | 0.0001 | 1 | 40.00 | 5.00 | 62.62 |" in page  # the selected rate's row
     assert "K = 5 - K = 1 = 10.00 points" in page and "K = 5 ahead in 1 of 1 pairs" in page
+    record["results"]["labels"] = 1000  # the thesis's column and footer follow the label count
+    page_1k = " ".join(B.markdown(record).split())
+    assert "thesis, GLUE 1k (Table 5.2)" in page_1k and "| 40.00 | 5.00 | 74.49 |" in page_1k
+    assert "GLUE 1k, Table 5.1): Pretrained 71.67" in page_1k and "61.80" not in page_1k
 
 
 def test_a_collect_without_the_options_of_the_recorded_sections_is_refused():
