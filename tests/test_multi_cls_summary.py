@@ -62,3 +62,13 @@ def test_render_only_reads_the_recorded_summary_and_a_mistyped_flag_is_refused(r
     assert (results / f"{S.NAME}.md").read_text() == written
     with pytest.raises(SystemExit):
         common.summary_main(S.NAME, fails, S.markdown, ["--render-onyl"])
+
+
+def test_the_thesis_rows_follow_the_label_counts_of_the_table(results):
+    page(results, "multi_cls_a", "a", {"released": [0.2], "k1": [0.3], "k5": [0.5]})
+    page(results, "multi_cls_a_1k", "a", {"released": [0.2], "k1": [0.3], "k5": [0.5]}, labels=1000)
+    common.summary_main(S.NAME, S.collect, S.markdown, [])
+    thesis = [line for line in (results / f"{S.NAME}.md").read_text().splitlines() if line.startswith("| thesis")]
+    assert thesis == [  # Table 5.1 (BERT-Base): Pretrained, Ours K = 1, Ours K = 5 λ 0.1; K = 5 - K = 1
+        "| thesis, GLUE 100 (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | 55.71 | 57.84 | 61.80 | +3.96 |",
+        "| thesis, GLUE 1k (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | 71.67 | 73.28 | 74.10 | +0.82 |"]
