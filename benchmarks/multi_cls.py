@@ -55,9 +55,9 @@ THESIS_TABLE_5_2 = {
                        "k5-sum": 58.87}),
     1000: ("GLUE 1k", {"released": 71.68, "k1": 73.30, "k5": 74.49, "k5-nohard": 74.18, "k5-noinsert": 73.35,
                        "k5-sum": 73.94})}
-THESIS_TABLE_5_1 = {100: ("GLUE 100", "55.71", "59.29", "57.84", "61.80"),  # Pretrained, MTL, K = 1, K = 5 (λ 0.1)
-                    1000: ("GLUE 1k", "71.67", "73.26", "73.28", "74.10"),
-                    0: ("GLUE Full", "82.05", "83.30", "83.40", "83.47")}
+THESIS_TABLE_5_1 = {100: ("GLUE 100", 55.71, 59.29, 57.84, 61.80),  # Pretrained, MTL, K = 1, K = 5 (λ 0.1)
+                    1000: ("GLUE 1k", 71.67, 73.26, 73.28, 74.10),
+                    0: ("GLUE Full", 82.05, 83.30, 83.40, 83.47)}
 
 
 def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
@@ -302,8 +302,8 @@ def markdown(record: dict[str, Any]) -> str:
             ref = f"{thesis[m]:.2f}" if m in thesis else "–"
             rows.append(f"| {label} | {lr:g} | {len(runs)} | {se(acc)} | {se(cal)} | {ref} |")
     t51 = THESIS_TABLE_5_1.get(r["labels"])
-    footer = (f"Thesis (BERT-Base, {t51[0]}, Table 5.1): Pretrained {t51[1]}, MTL {t51[2]}, Ours K=1 {t51[3]}, Ours "
-              f"K=5 λ=0.1 {t51[4]}; " if t51 else "")
+    footer = (f"Thesis (BERT-Base, {t51[0]}, Table 5.1): Pretrained {t51[1]:.2f}, MTL {t51[2]:.2f}, Ours K=1 "
+              f"{t51[3]:.2f}, Ours K=5 λ=0.1 {t51[4]:.2f}; " if t51 else "")
     uncertainty = uncertainty_md(r.get("uncertainty"))
     chosen = {m: selected_lr([x for x in r["runs"] if x["model"] == m])[1] for m in MODELS | ABLATIONS}
     grid = ""

@@ -69,8 +69,8 @@ def thesis_row(labels: int) -> str:
     """Table 5.1's row at a label count (BERT-Base, the GLUE average): Pretrained, Ours K = 1, Ours K = 5 (λ 0.1)
     in the models' columns (the MTL baseline has no column here), and K = 5 - K = 1."""
     glue, released, _mtl, k1, k5 = THESIS_TABLE_5_1[labels]
-    return (f"| thesis, {glue} (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | {released} | {k1} | {k5} | "
-            f"{float(k5) - float(k1):+.2f} |")
+    return (f"| thesis, {glue} (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | {released:.2f} | {k1:.2f} | "
+            f"{k5:.2f} | {k5 - k1:+.2f} |")
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -86,8 +86,8 @@ def markdown(record: dict[str, Any]) -> str:
                     + " | ".join(cells) + " |")
     macro = [f"| **macro average**: {', '.join(g['tasks'])} | {g['setting']} | "
              + " | ".join(f"**{100 * g['mean'][m]:.2f}**" for m in MODELS) + " | |" for g in r["macro"]]
-    thesis = [thesis_row(n) for n in sorted({t["setting"]["labels"] for t in r["tasks"]}, key=lambda n: n or 1e9)
-              if n in THESIS_TABLE_5_1]
+    counts = sorted({t["setting"]["labels"] for t in r["tasks"]}, key=lambda n: n or float("inf"))  # 0 (all) last
+    thesis = [thesis_row(n) for n in counts if n in THESIS_TABLE_5_1]
     return f"""# Multi-CLS BERT: Table 5.1's analogue across the real tasks
 
 {{header}}Collected from the recorded pages (each names its command); test accuracy (%) of the runs at the learning
