@@ -24,3 +24,15 @@ def test_conv32_networks():
     from genfeat.nn.weight_norm import _WeightNorm
 
     assert all(bool(m.initialized) for net in (d, g, e) for m in net.modules() if isinstance(m, _WeightNorm))
+
+
+def test_generator_and_encoder_widths():
+    """The default widths are the reference's (G 512-256-128 channels, E 128-256-512); `width` scales both."""
+    def channels(net):
+        return [m.num_features for m in net.modules() if isinstance(m, torch.nn.BatchNorm2d)]  # one per layer
+
+    g, e = Conv32Generator(d_z=10), Conv32Encoder(d_z=10)
+    assert g.fc[0].out_features == 4 * 4 * 512 and channels(g) == [256, 128] and channels(e) == [128, 256, 512]
+    g, e = Conv32Generator(d_z=10, width=8), Conv32Encoder(d_z=10, width=8)
+    assert g.fc[0].out_features == 4 * 4 * 32 and channels(g) == [16, 8] and channels(e) == [8, 16, 32]
+    assert g(torch.rand(2, 10)).shape == (2, 3, 32, 32) and e(torch.rand(2, 3, 32, 32) * 2 - 1)[0].shape == (2, 10)

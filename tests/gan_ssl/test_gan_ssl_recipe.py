@@ -87,7 +87,8 @@ def test_gan_ssl_on_32x32_colour_images(dataset, make, extra, tmp_path):
     make(root)
     out = tmp_path / "run"
     assert main(["run", "gan_ssl", "--preset", "tiny", "--data.dataset", dataset, "--data.root", str(root),
-                 "--model.conv_widths", "8,16", "--model.d_z", "16", *extra, "--out", str(out)]) == 0
+                 "--model.conv_widths", "8,16", "--model.conv_gen_width", "8", "--model.d_z", "16", *extra,
+                 "--out", str(out)]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["dataset"] == dataset and 0 <= s["test_errors"] <= 100 and {"r_real", "r_gen"} <= set(s)
     assert (out / "samples.png").exists()

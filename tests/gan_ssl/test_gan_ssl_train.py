@@ -69,6 +69,10 @@ def test_generator_steps_leave_the_discriminator_unchanged(tmp_path):
 def test_config_errors(tmp_path):
     with pytest.raises(ConfigError):
         GanSSLConfig(method="vat")
+    from genfeat.recipes.gan_ssl import GanNetConfig
+
+    with pytest.raises(ConfigError, match="conv_gen_width"):
+        GanNetConfig(conv_gen_width=0)
     x, y = _data(60)
     with pytest.raises(ConfigError, match="encoder"):
         fit_gan_ssl(_cfg(lambda_vi=0.1), MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32),

@@ -81,7 +81,12 @@ class GanNetConfig:
     disc_sizes: tuple[int, ...] = (1000, 500, 250, 250, 250)  # MNIST-shaped images: the MLP discriminator
     gen_hidden: int = 500
     conv_widths: tuple[int, ...] = ()  # 32x32 images: (n1, n2) of the conv discriminator; () = the dataset's
+    conv_gen_width: int = 128  # 32x32 images: w of the generator (4w-2w-w channels) and VI encoder; thesis 128
     sigma_max: float = 1.0  # VI encoder's σ bound
+
+    def __post_init__(self) -> None:
+        if self.conv_gen_width < 1:
+            raise ConfigError(f"model.conv_gen_width must be >= 1, got {self.conv_gen_width}")
 
 
 @dataclass(frozen=True)
@@ -228,8 +233,8 @@ def build_networks(cfg: GanSSLRunConfig) -> tuple[torch.nn.Module, torch.nn.Modu
         n1, n2 = m.conv_widths or CONV_WIDTHS[cfg.data.dataset]
         svhn = cfg.data.dataset == "svhn"
         disc = Conv32Discriminator(10, n1, n2, in_dropout=0.15 if svhn else 0.2, spatial_dropout=svhn)
-        gen = Conv32Generator(m.d_z) if t.method == "gan" else None
-        enc = Conv32Encoder(m.d_z, sigma_max=m.sigma_max) if t.lambda_vi else None
+        gen = Conv32Generator(m.d_z, width=m.conv_gen_width) if t.method == "gan" else None
+        enc = Conv32Encoder(m.d_z, sigma_max=m.sigma_max, width=m.conv_gen_width) if t.lambda_vi else None
         return disc, gen, enc
     disc = MNISTDiscriminator(10, 784, m.disc_sizes)
     gen = MNISTGenerator(m.d_z, m.gen_hidden) if t.method == "gan" else None

@@ -10,6 +10,9 @@ the authors' `model.py`, spec complement-gan.md §2.8). Inputs in [-1, 1]; (n1, 
     E   (VI) Conv5x5 s2 3->128 -> BN -> ReLU -> 128->256 -> 256->512 -> flatten -> WN-Linear(8192, 2·d_z),
         σ = σ_max·sigmoid(·)
 
+G's and E's channel widths are (4w, 2w, w) and (w, 2w, 4w) with `width` w = 128, the reference's; a smaller w is
+for quick runs and tests (not a thesis setting).
+
 Dropout is spatial (Dropout2d) for SVHN and element-wise for CIFAR-10 after the strided blocks, as the reference.
 """
 
@@ -46,32 +49,33 @@ class Conv32Discriminator(nn.Module):
 
 
 class Conv32Generator(nn.Module):
-    def __init__(self, d_z: int = 100, out_channels: int = 3):
+    def __init__(self, d_z: int = 100, out_channels: int = 3, width: int = 128):
         super().__init__()
-        self.d_z = d_z
-        self.fc = nn.Sequential(nn.Linear(d_z, 4 * 4 * 512, bias=False), nn.BatchNorm1d(4 * 4 * 512), nn.ReLU())
+        self.d_z, self.top = d_z, 4 * width
+        self.fc = nn.Sequential(nn.Linear(d_z, 4 * 4 * self.top, bias=False), nn.BatchNorm1d(4 * 4 * self.top),
+                                nn.ReLU())
 
         def up(c_in: int, c_out: int) -> list[nn.Module]:
             return [nn.ConvTranspose2d(c_in, c_out, 5, 2, 2, 1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU()]
 
-        self.net = nn.Sequential(*up(512, 256), *up(256, 128),
-                                 WNConvTranspose2d(128, out_channels, 5, 2, 2, 1, train_scale=True, init_stdv=0.1),
+        self.net = nn.Sequential(*up(4 * width, 2 * width), *up(2 * width, width),
+                                 WNConvTranspose2d(width, out_channels, 5, 2, 2, 1, train_scale=True, init_stdv=0.1),
                                  nn.Tanh())
 
     def forward(self, z: Tensor) -> Tensor:
-        return self.net(self.fc(z).view(-1, 512, 4, 4))
+        return self.net(self.fc(z).view(-1, self.top, 4, 4))  # (B, 4w, 4, 4) -> (B, C, 32, 32)
 
 
 class Conv32Encoder(nn.Module):
-    def __init__(self, d_z: int = 100, in_channels: int = 3, sigma_max: float = 1.0):
+    def __init__(self, d_z: int = 100, in_channels: int = 3, sigma_max: float = 1.0, width: int = 128):
         super().__init__()
         self.d_z, self.sigma_max = d_z, sigma_max
 
         def down(c_in: int, c_out: int) -> list[nn.Module]:
             return [nn.Conv2d(c_in, c_out, 5, 2, 2, bias=False), nn.BatchNorm2d(c_out), nn.ReLU()]
 
-        self.net = nn.Sequential(*down(in_channels, 128), *down(128, 256), *down(256, 512), nn.Flatten(),
-                                 WNLinear(512 * 4 * 4, 2 * d_z, train_scale=True, init_stdv=0.1))
+        self.net = nn.Sequential(*down(in_channels, width), *down(width, 2 * width), *down(2 * width, 4 * width),
+                                 nn.Flatten(), WNLinear(4 * width * 4 * 4, 2 * d_z, train_scale=True, init_stdv=0.1))
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         mu, raw = self.net(x).chunk(2, -1)
