@@ -87,15 +87,16 @@ def test_planetoid_resumes_bit_for_bit(method, tmp_path):
     from tests.resume_check import assert_resume_is_exact
 
     assert_resume_is_exact(["planetoid", "--preset", "tiny", "--method", method, "--train.t1", "1.5", "--train.n1",
-                            "30"], tmp_path, "test_acc")
+                            "30", "--train.warmup_steps", "400", "--train.rounds", "100"], tmp_path, "test_acc")
 
 
 def test_planetoid_honours_train_max_steps(tmp_path):
     """train.max_steps is the whole step budget (warm-up included), the spelling every recipe honours."""
     out = tmp_path / "run"
-    assert main(["run", "planetoid", "--preset", "tiny", "--train.max_steps", "1120", "--out", str(out)]) == 0
+    assert main(["run", "planetoid", "--preset", "tiny", "--train.warmup_steps", "400", "--train.max_steps", "520",
+                 "--out", str(out)]) == 0
     s = json.loads((out / "summary.json").read_text())
-    assert s["steps"] == 1120 and s["best_round"] <= 120
+    assert s["steps"] == 520 and s["best_round"] <= 120
 
 
 def _weights(run):
