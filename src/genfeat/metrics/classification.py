@@ -11,14 +11,17 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
-from sklearn import metrics as skm
+
+# scipy.stats and sklearn.metrics are imported where they are used: they take seconds to import, and the
+# registry imports this module for every genfeat command
 
 GLUE_EXTRA = {"CoLA": "mcc", "MRPC": "f1", "QQP": "f1"}  # reported beside accuracy, as GLUE does
 
 
 def correlation(pred, gold) -> dict[str, float]:
     """{"pearson", "spearman"} between two 1-d arrays of scores."""
+    from scipy import stats
+
     p, g = np.asarray(pred, dtype=np.float64), np.asarray(gold, dtype=np.float64)
     if p.shape != g.shape or p.ndim != 1 or len(p) < 2:
         raise ValueError(f"need two 1-d score arrays of the same length >= 2, got {p.shape} and {g.shape}")
@@ -28,6 +31,8 @@ def correlation(pred, gold) -> dict[str, float]:
 def classification_scores(logits, labels, task: str | None = None) -> dict[str, float]:
     """Accuracy and macro-F1 of logits (N, C) against labels (N,), plus GLUE's own metric for `task` (CoLA: MCC,
     MRPC / QQP: F1); for regression outputs (N,) the Pearson and Spearman correlations."""
+    from sklearn import metrics as skm
+
     logits, labels = np.asarray(logits), np.asarray(labels)
     if logits.ndim == 1:
         return correlation(logits, labels)

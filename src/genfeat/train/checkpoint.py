@@ -38,13 +38,6 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
-from torch.distributed.checkpoint.state_dict import (
-    StateDictOptions,
-    get_model_state_dict,
-    get_optimizer_state_dict,
-    set_model_state_dict,
-    set_optimizer_state_dict,
-)
 
 from genfeat.config import default_mode
 from genfeat.errors import CheckpointError
@@ -52,7 +45,14 @@ from genfeat.train import distributed as D
 
 WEIGHTS, STATE = "model.safetensors", "trainer_state.pt"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
-_FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+def _dcp(**options: bool):
+    """(torch.distributed.checkpoint.state_dict, StateDictOptions(**options)). Imported on first use: the module
+    takes seconds to import, which a command that never reads or writes a checkpoint should not pay."""
+    from torch.distributed.checkpoint import state_dict
+
+    return state_dict, state_dict.StateDictOptions(**options)
 
 
 # ---------------------------------------------------------------- weights
@@ -111,7 +111,8 @@ def load_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
     sd = load_weights(path)
     try:
         _check_keys(model, sd)
-        set_model_state_dict(model, sd, options=StateDictOptions(full_state_dict=True, strict=True))
+        dcp, strict = _dcp(full_state_dict=True, strict=True)
+        dcp.set_model_state_dict(model, sd, options=strict)
     except (RuntimeError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint file {path} does not match the model: {str(e).splitlines()[0]}") from None
 
@@ -143,7 +144,8 @@ def _check_optimizer_params(model: nn.Module, optimizer: torch.optim.Optimizer, 
 def save_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
     """Full weights of a plain, DDP or FSDP2 model to one safetensors file. Collective (every rank calls
     it, so FSDP shards can be gathered); rank 0 writes."""
-    msd = get_model_state_dict(model, options=_FULL)
+    dcp, full = _dcp(full_state_dict=True, cpu_offload=True)
+    msd = dcp.get_model_state_dict(model, options=full)
     if D.current().is_main:
         save_weights(msd, path)
 
@@ -202,8 +204,9 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module,
                     extra: dict[str, Any], keep_last: int = 2) -> Path:
     """Collective (all ranks call it); rank 0 writes. Returns the checkpoint directory. Optimizer states are
     keyed by parameter name (so a checkpoint loads into a differently wrapped model)."""
-    msd = get_model_state_dict(model, options=_FULL)
-    osds = {name: get_optimizer_state_dict(model, opt, options=_FULL) for name, opt in optimizers.items()}
+    dcp, full = _dcp(full_state_dict=True, cpu_offload=True)
+    msd = dcp.get_model_state_dict(model, options=full)
+    osds = {name: dcp.get_optimizer_state_dict(model, opt, options=full) for name, opt in optimizers.items()}
     rngs = D.gather_objects(rng_state())
     root = Path(run_dir) / "checkpoints"
     final = root / f"step_{step:08d}"
@@ -282,14 +285,14 @@ def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizers: Ma
         # strict=False: a parameter that never had a gradient (an input the loss does not use, such as
         # XLNet's query-stream vector under masked-LM) has no optimizer state yet, which is not a mismatch;
         # the weights and the optimizer's parameters were both compared by name just above
-        loose = StateDictOptions(full_state_dict=True, strict=False)
-        set_model_state_dict(model, sd, options=loose)
+        dcp, loose = _dcp(full_state_dict=True, strict=False)
+        dcp.set_model_state_dict(model, sd, options=loose)
         for name, opt in optimizers.items():
             osd = state["optimizers"][name]
             # an optimizer without tensor state (plain SGD) has nothing to shard; the full-state path cannot
             # tell its device from an empty state and refuses, so it loads as a local state dict
-            set_optimizer_state_dict(model, opt, osd, options=loose if osd["state"] else
-                                     StateDictOptions(full_state_dict=False, strict=False))
+            dcp.set_optimizer_state_dict(model, opt, osd, options=loose if osd["state"] else
+                                         dcp.StateDictOptions(full_state_dict=False, strict=False))
         if set(state["schedulers"]) != set(schedulers):
             raise RuntimeError(f"schedulers {sorted(state['schedulers'])} in the file, {sorted(schedulers)} here")
         for name, scheduler in schedulers.items():
