@@ -168,6 +168,15 @@ def test_console_script_and_exit_code(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_the_registry_leaves_the_slow_imports_to_their_users():
+    """Every command imports the registry; SciPy's statistics, scikit-learn and torch's distributed checkpointing
+    (seconds of import together) wait until a metric or a checkpoint needs them."""
+    code = ("import sys, genfeat.registry; print(' '.join(m for m in ('scipy.stats', 'sklearn', "
+            "'torch.distributed.checkpoint') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr[-2000:]
+
+
 def test_refused_resume_leaves_the_run_directory_untouched(capsys, trained, tmp_path):
     import shutil
 
