@@ -41,12 +41,15 @@ def test_walks_follow_edges_have_q_nodes_and_skip_isolated_starts():
 
 
 def test_transition_law_matches_edge_weights():
-    adj = _graph([(0, 1), (0, 2), (0, 3)], 4, weights=[1, 2, 7])
-    walks = _sampler(adj, q=11).random_walks(20000).numpy()
-    after_zero = walks[:, 1:][walks[:, :-1] == 0]
-    counts = np.bincount(after_zero, minlength=4)[1:]
-    assert counts.sum() > 50000
-    assert chisquare(counts, counts.sum() * np.array([0.1, 0.2, 0.7])).pvalue > 1e-3
+    """From two hubs: node 0 (its CSR row first) and node 4 (its row after those of nodes 0-3, so a wrong offset
+    into the cumulative weights shows)."""
+    adj = _graph([(0, 1), (0, 2), (0, 3), (4, 5), (4, 6), (4, 7)], 8, weights=[1, 2, 7, 6, 3, 1])
+    walks = _sampler(adj, q=11).random_walks(40000).numpy()
+    for hub, law in ((0, [0.1, 0.2, 0.7]), (4, [0.6, 0.3, 0.1])):
+        after = walks[:, 1:][walks[:, :-1] == hub]
+        counts = np.bincount(after, minlength=hub + 4)[hub + 1:hub + 4]
+        assert counts.sum() > 50000 and counts.sum() == len(after)
+        assert chisquare(counts, counts.sum() * np.array(law)).pvalue > 1e-3
 
 
 @pytest.mark.parametrize("self_pairs,inclusive", [(False, False), (True, False), (False, True)])
