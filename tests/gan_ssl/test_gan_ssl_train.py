@@ -141,9 +141,10 @@ def test_discriminator_learns_to_reject_generated_samples(tmp_path):
     assert p_fake_gen - p_fake_real > 0.3, (p_fake_gen, p_fake_real)
 
 
-def _interruptible_run(run_dir, interrupt_after=None, resume=False, seed=0):
+def _interruptible_run(run_dir, interrupt_after=None, resume=False, seed=0, density_rows=None):
     """Two epochs of FM + PT + LD (applied with probability 0.5: Python's random stream) with noisy D layers
-    (torch's stream); `interrupt_after` sends SIGINT to this process after that many generator calls."""
+    (torch's stream); `interrupt_after` sends SIGINT to this process after that many generator calls;
+    `density_rows` (a list) receives the row count of every density-model call."""
     import os
     import signal
 
@@ -163,6 +164,8 @@ def _interruptible_run(run_dir, interrupt_after=None, resume=False, seed=0):
     cfg = _cfg(lambda_pt=0.5, lambda_ld=1.0, ld_prob=0.5, ld_samples=10)
 
     def logp(img):
+        if density_rows is not None:
+            density_rows.append(len(img))
         return -((img.flatten(1) - 0.5) ** 2 / (2 * 0.09)).sum(-1)
 
     return fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], run_dir=run_dir, log_density=logp,
@@ -191,6 +194,29 @@ def test_interrupted_run_resumes_bit_for_bit(tmp_path):
         for k, st in sa["optimizers"][name]["state"].items():
             assert torch.equal(st["exp_avg_sq"], sb["optimizers"][name]["state"][k]["exp_avg_sq"]), (name, k)
     assert sa["method"] == sb["method"]
+
+
+def test_a_resumed_run_reads_the_ld_threshold_from_its_checkpoint(tmp_path):
+    """The LD threshold ε comes from a density pass over the training images (200 rows here; up to 10,000
+    PixelCNN evaluations in a real run): a resumed run takes it from the checkpoint and evaluates the density
+    model on generated batches (10 rows) only, with the same ε; a checkpoint taken at another quantile does not
+    count (the pass runs again)."""
+    from genfeat.errors import Interrupted
+
+    first = []
+    with pytest.raises(Interrupted):
+        _interruptible_run(tmp_path, interrupt_after=13, density_rows=first)
+    assert first[0] == 200 and set(first[1:]) <= {10}
+    again = []
+    res = _interruptible_run(tmp_path, resume=True, density_rows=again)
+    assert again and set(again) == {10}
+    fresh = _interruptible_run(tmp_path / "fresh")
+    assert res.epsilon == fresh.epsilon
+    from genfeat.models.gan_ssl.train import _saved_epsilon
+    from genfeat.train.checkpoint import latest_checkpoint
+
+    ckpt = latest_checkpoint(tmp_path)
+    assert _saved_epsilon(ckpt, 10.0, 0) == res.epsilon and _saved_epsilon(ckpt, 5.0, 0) is None
 
 
 @pytest.mark.dist

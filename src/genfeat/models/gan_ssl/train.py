@@ -13,8 +13,9 @@ iterations. Learning rates follow the reference schedule lr0·max(floor, min(3(1
 two thirds, then linear to the floor); Adam β=(0.5, ·) for D and (0, ·) for G. Weight-normalised layers get their
 data-dependent init from 500 unlabeled images (D) and a generated batch (G). The checkpoint kept is the one with
 the fewest validation errors (not the best test error, as the reference scripts report); the test errors are
-counted with it. Checkpoints hold both optimizers, the batch order and LD's random stream, so `--resume`
-continues bit for bit.
+counted with it. Checkpoints hold both optimizers, the batch order, LD's random stream and its threshold ε (the
+`ld_quantile`-th percentile of up to 10,000 training images' log-densities), so `--resume` continues bit for bit
+without the density pass.
 
 Under torchrun each rank takes its part of every global batch (labeled, unlabeled and noise: every rank draws
 the global noise batch and keeps its rows) and the ranks' gradients are averaged before each update (`fit`'s
@@ -250,11 +251,21 @@ class ComplementGAN(Step):
 
     def state_dict(self) -> dict[str, Any]:
         version, state, gauss = self.pyrng.getstate()
-        return {"pyrng": [version, list(state), gauss]}
+        return {"pyrng": [version, list(state), gauss], "epsilon": self.epsilon, "ld_quantile": self.cfg.ld_quantile}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         version, s, gauss = state["pyrng"]
         self.pyrng.setstate((version, tuple(s), gauss))
+
+
+def _saved_epsilon(ckpt: str | Path | None, ld_quantile: float, rank: int) -> float | None:
+    """The LD threshold ε that checkpoint `ckpt` of this run saved with its method state, if it was taken at the
+    same quantile: a resumed run then skips the density pass over up to 10,000 training images (minutes of
+    PixelCNN on a CPU). None (compute it) without a checkpoint or when the checkpoint holds none."""
+    if ckpt is None:
+        return None
+    saved = C.load_trainer_state(ckpt)["method"][rank]
+    return saved.get("epsilon") if saved.get("ld_quantile") == ld_quantile else None
 
 
 def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_train: Tensor, y_train: Tensor,
@@ -294,6 +305,8 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             nets["encoder"] = encoder.to(dev)
             init_all(encoder, x_train[:cfg.init_samples].to(dev))
         if log_density is not None:
+            epsilon = _saved_epsilon(resume_from, cfg.ld_quantile, info.rank)
+        if log_density is not None and epsilon is None:
             with torch.no_grad():
                 lp = torch.cat([log_density(x_train[a: a + 500].to(dev)).cpu() for a in
                                 progress(range(0, min(n_unl, 10_000), 500), "density of the training images (LD ε)")])
