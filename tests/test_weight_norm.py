@@ -28,6 +28,29 @@ def test_scale_invariance_and_data_dependent_init(make, x):
     torch.testing.assert_close(out.std(reduce, unbiased=False), torch.full((out.size(1),), 0.1), atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize("make,out_dim", [(lambda: WNLinear(6, 4, train_scale=True), 0),
+                                          (lambda: WNConv2d(3, 5, 3, train_scale=True), 0),
+                                          (lambda: WNConvTranspose2d(3, 5, 5, stride=2, train_scale=True), 1)])
+def test_weight_is_g_v_over_the_norm_of_each_output_unit(make, out_dim):
+    """W = g · v / ‖v‖ with the norm over every axis but the output units' (axis 1 of a transposed convolution's
+    weight), and the gradients of v and g are those of that formula."""
+    torch.manual_seed(0)
+    layer = make()
+    with torch.no_grad():
+        layer.g.uniform_(0.5, 2.0)
+    v, g = layer.v.detach().clone().requires_grad_(), layer.g.detach().clone().requires_grad_()
+    units = v.movedim(out_dim, 0)
+    norm = units.flatten(1).norm(dim=1)  # one norm per output unit
+    expected = (units * (g / norm).view(-1, *[1] * (v.dim() - 1))).movedim(0, out_dim)
+    w = layer.weight()
+    torch.testing.assert_close(w, expected, atol=1e-6, rtol=1e-5)
+    probe = torch.randn_like(w)
+    (w * probe).sum().backward()
+    (expected * probe).sum().backward()
+    torch.testing.assert_close(layer.v.grad, v.grad, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(layer.g.grad, g.grad, atol=1e-6, rtol=1e-5)
+
+
 def test_train_scale_and_init_all():
     torch.manual_seed(0)
     fixed, trained = WNLinear(4, 3), WNLinear(4, 3, train_scale=True)

@@ -29,11 +29,13 @@ class _WeightNorm(nn.Module):
         self.register_buffer("initialized", torch.tensor(False))
 
     def weight(self) -> Tensor:
-        dims = tuple(range(1, self.v.dim())) if self._out_dim == 0 else (0, *range(2, self.v.dim()))
-        norm = self.v.pow(2).sum(dims, keepdim=True).sqrt()
+        """g · v / ‖v‖, the norm over every axis but the output units' (`_out_dim`). `torch._weight_norm` is the
+        kernel behind `torch.nn.utils.parametrizations.weight_norm`: one fused pass forward and backward where the
+        output axis is the first or last (a composite of the same formula otherwise), 1.5x the speed of an MNIST
+        GAN iteration written with pow / sum / sqrt / div (`benchmarks/weight_norm_speed.py`)."""
         shape = [1] * self.v.dim()
         shape[self._out_dim] = -1
-        return self.g.view(shape) * self.v / norm
+        return torch._weight_norm(self.v, self.g.view(shape), self._out_dim)
 
     @torch.no_grad()
     def data_init(self, x: Tensor) -> Tensor:
