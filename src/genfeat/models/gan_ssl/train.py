@@ -306,11 +306,12 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             init_all(encoder, x_train[:cfg.init_samples].to(dev))
         if log_density is not None:
             epsilon = _saved_epsilon(resume_from, cfg.ld_quantile, info.rank)
-        if log_density is not None and epsilon is None:
-            with torch.no_grad():
-                lp = torch.cat([log_density(x_train[a: a + 500].to(dev)).cpu() for a in
-                                progress(range(0, min(n_unl, 10_000), 500), "density of the training images (LD ε)")])
-            epsilon = float(density_threshold(lp, cfg.ld_quantile))
+            if epsilon is None:
+                with torch.no_grad():
+                    lp = torch.cat([log_density(x_train[a: a + 500].to(dev)).cpu() for a in
+                                    progress(range(0, min(n_unl, 10_000), 500),
+                                             "density of the training images (LD ε)")])
+                epsilon = float(density_threshold(lp, cfg.ld_quantile))
     method = ComplementGAN(cfg, nets, iters, log_density, epsilon)
     batches = SSLBatches(x_train, x_train[lab], y_train[lab], cfg.batch_labeled, cfg.batch_unlabeled, rng,
                          info.rank, info.world_size)
