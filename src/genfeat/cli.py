@@ -152,6 +152,7 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         if info.is_main:
             atomic_write_text(run_dir / "config.yaml", dump_yaml(record))
 
+    finished = False
     try:
         if info.is_main:
             try:
@@ -168,6 +169,7 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         # a resumed run's config.yaml changes only once its checkpoint has been restored into the new config
         with C.on_restored(write_config) if resume_from is not None else contextlib.nullcontext():
             recipe.run(cfg, run_dir, resume_from=resume_from)
+        finished = True
     except BaseException as e:
         # nothing half-written: a run that failed before its first checkpoint leaves no directory, but an
         # interrupted one (Ctrl-C, SIGTERM) that has trained keeps what it logged
@@ -180,7 +182,7 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
                     parent.rmdir()
         raise
     finally:
-        D.teardown()
+        D.teardown(wait_for_peers=finished)  # a failed rank must not wait for peers that may never get there
     return 0
 
 

@@ -12,6 +12,7 @@ from torch import nn
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator
 from genfeat.models.gan_ssl.train import GanSSLConfig, fit_gan_ssl
 from genfeat.nn.weight_norm import WNLinear
+from genfeat.train import distributed as D
 
 
 class Generator(nn.Module):
@@ -35,6 +36,7 @@ def main(out: str) -> None:
                        lambda_pt=0.5, lambda_ent=0.3, lambda_ld=0.1, ld_samples=10, ld_quantile=50.0, device="cpu")
     fit_gan_ssl(cfg, disc, Generator(), x, y, x[:50], y[:50], x[50:100], y[50:100], out,
                 log_density=lambda im: -((im - 0.5) ** 2).flatten(1).sum(1))
+    D.teardown()  # as `genfeat run` does: the process group goes before the interpreter does
 
 
 if __name__ == "__main__":
