@@ -141,10 +141,11 @@ def test_discriminator_learns_to_reject_generated_samples(tmp_path):
     assert p_fake_gen - p_fake_real > 0.3, (p_fake_gen, p_fake_real)
 
 
-def _interruptible_run(run_dir, interrupt_after=None, resume=False, seed=0, density_rows=None):
+def _interruptible_run(run_dir, interrupt_after=None, resume=False, seed=0, density_rows=None, density_sd=0.3):
     """Two epochs of FM + PT + LD (applied with probability 0.5: Python's random stream) with noisy D layers
     (torch's stream); `interrupt_after` sends SIGINT to this process after that many generator calls;
-    `density_rows` (a list) receives the row count of every density-model call."""
+    `density_rows` (a list) receives the row count of every density-model call; `density_sd` is the density
+    model's (a Gaussian around grey)."""
     import os
     import signal
 
@@ -166,7 +167,7 @@ def _interruptible_run(run_dir, interrupt_after=None, resume=False, seed=0, dens
     def logp(img):
         if density_rows is not None:
             density_rows.append(len(img))
-        return -((img.flatten(1) - 0.5) ** 2 / (2 * 0.09)).sum(-1)
+        return -((img.flatten(1) - 0.5) ** 2 / (2 * density_sd**2)).sum(-1)
 
     return fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], run_dir=run_dir, log_density=logp,
                        resume_from=latest_checkpoint(run_dir) if resume else None)
@@ -198,25 +199,32 @@ def test_interrupted_run_resumes_bit_for_bit(tmp_path):
 
 def test_a_resumed_run_reads_the_ld_threshold_from_its_checkpoint(tmp_path):
     """The LD threshold ε comes from a density pass over the training images (200 rows here; up to 10,000
-    PixelCNN evaluations in a real run): a resumed run takes it from the checkpoint and evaluates the density
-    model on generated batches (10 rows) only, with the same ε; a checkpoint taken at another quantile does not
-    count (the pass runs again)."""
+    PixelCNN evaluations in a real run): a resumed run evaluates the density model on the four probe images and on
+    generated batches (10 rows) only, and takes ε from the checkpoint; a checkpoint taken at another quantile or
+    with another density model (other log-densities of the probe images) does not count (the pass runs again)."""
     from genfeat.errors import Interrupted
 
     first = []
     with pytest.raises(Interrupted):
         _interruptible_run(tmp_path, interrupt_after=13, density_rows=first)
-    assert first[0] == 200 and set(first[1:]) <= {10}
+    assert first[:2] == [4, 200] and set(first[2:]) <= {10}
     again = []
     res = _interruptible_run(tmp_path, resume=True, density_rows=again)
-    assert again and set(again) == {10}
+    assert again[0] == 4 and set(again[1:]) == {10}
     fresh = _interruptible_run(tmp_path / "fresh")
     assert res.epsilon == fresh.epsilon
     from genfeat.models.gan_ssl.train import _saved_epsilon
-    from genfeat.train.checkpoint import latest_checkpoint
+    from genfeat.train.checkpoint import latest_checkpoint, load_trainer_state
 
     ckpt = latest_checkpoint(tmp_path)
-    assert _saved_epsilon(ckpt, 10.0, 0) == res.epsilon and _saved_epsilon(ckpt, 5.0, 0) is None
+    probe = load_trainer_state(ckpt)["method"][0]["density_probe"]
+    assert _saved_epsilon(ckpt, 10.0, probe, 0) == res.epsilon and _saved_epsilon(ckpt, 5.0, probe, 0) is None
+    assert _saved_epsilon(ckpt, 10.0, [p * (1 + 1e-4) for p in probe], 0) is None
+    other = []  # the same checkpoint resumed with a broader density model: ε from that model's own pass
+    with pytest.raises(Interrupted):
+        _interruptible_run(tmp_path / "other", interrupt_after=13)
+    _interruptible_run(tmp_path / "other", resume=True, density_rows=other, density_sd=0.5)
+    assert other[:2] == [4, 200]
 
 
 @pytest.mark.dist

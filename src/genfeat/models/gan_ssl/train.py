@@ -14,8 +14,9 @@ two thirds, then linear to the floor); Adam β=(0.5, ·) for D and (0, ·) for G
 data-dependent init from 500 unlabeled images (D) and a generated batch (G). The checkpoint kept is the one with
 the fewest validation errors (not the best test error, as the reference scripts report); the test errors are
 counted with it. Checkpoints hold both optimizers, the batch order, LD's random stream and its threshold ε (the
-`ld_quantile`-th percentile of up to 10,000 training images' log-densities), so `--resume` continues bit for bit
-without the density pass.
+`ld_quantile`-th percentile of up to 10,000 training images' log-densities) with the log-densities of the first
+four training images, so `--resume` continues bit for bit without the density pass; a resume whose density model
+gives those four images other log-densities (another model) computes ε again.
 
 Under torchrun each rank takes its part of every global batch (labeled, unlabeled and noise: every rank draws
 the global noise batch and keeps its rows) and the ranks' gradients are averaged before each update (`fit`'s
@@ -168,8 +169,9 @@ class ComplementGAN(Step):
     each batch (`x_fake`: the 2-D case study's complement and perfect samplers)."""
 
     def __init__(self, cfg: GanSSLConfig, nets: nn.ModuleDict, iters_per_epoch: int,
-                 log_density: Callable[[Tensor], Tensor] | None = None, epsilon: float | None = None):
-        self.cfg, self.log_density, self.epsilon = cfg, log_density, epsilon
+                 log_density: Callable[[Tensor], Tensor] | None = None, epsilon: float | None = None,
+                 density_probe: list[float] | None = None):
+        self.cfg, self.log_density, self.epsilon, self.density_probe = cfg, log_density, epsilon, density_probe
         self.device = next(nets.parameters()).device
         self.rank, self.world = D.current().rank, D.current().world_size
         self.pyrng = random.Random(cfg.seed)  # whether LD applies at an iteration
@@ -251,21 +253,25 @@ class ComplementGAN(Step):
 
     def state_dict(self) -> dict[str, Any]:
         version, state, gauss = self.pyrng.getstate()
-        return {"pyrng": [version, list(state), gauss], "epsilon": self.epsilon, "ld_quantile": self.cfg.ld_quantile}
+        return {"pyrng": [version, list(state), gauss], "epsilon": self.epsilon, "ld_quantile": self.cfg.ld_quantile,
+                "density_probe": self.density_probe}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         version, s, gauss = state["pyrng"]
         self.pyrng.setstate((version, tuple(s), gauss))
 
 
-def _saved_epsilon(ckpt: str | Path | None, ld_quantile: float, rank: int) -> float | None:
+def _saved_epsilon(ckpt: str | Path | None, ld_quantile: float, density_probe: list[float], rank: int) -> float | None:
     """The LD threshold ε that checkpoint `ckpt` of this run saved with its method state, if it was taken at the
-    same quantile: a resumed run then skips the density pass over up to 10,000 training images (minutes of
-    PixelCNN on a CPU). None (compute it) without a checkpoint or when the checkpoint holds none."""
+    same quantile with the same density model (the same log-densities of the probe images, to 1e-5 relative): a
+    resumed run then skips the density pass over up to 10,000 training images (minutes of PixelCNN on a CPU). None
+    (compute it) without a checkpoint, when the checkpoint holds none, or when the quantile or model differ."""
     if ckpt is None:
         return None
     saved = C.load_trainer_state(ckpt)["method"][rank]
-    return saved.get("epsilon") if saved.get("ld_quantile") == ld_quantile else None
+    same_model = saved.get("density_probe") is not None and np.allclose(saved["density_probe"], density_probe,
+                                                                         rtol=1e-5, atol=0.0)
+    return saved.get("epsilon") if same_model and saved.get("ld_quantile") == ld_quantile else None
 
 
 def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_train: Tensor, y_train: Tensor,
@@ -297,7 +303,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
 
     nets = nn.ModuleDict({"discriminator": disc}).to(dev)
     init_all(disc, x_train[torch.from_numpy(rng.choice(n_unl, cfg.init_samples, replace=False))].to(dev))
-    epsilon = None
+    epsilon = probe = None
     if cfg.method == "gan":
         nets["generator"] = gen.to(dev)
         init_all(gen, uniform_noise(cfg.init_samples, gen.d_z).to(dev))
@@ -305,14 +311,16 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             nets["encoder"] = encoder.to(dev)
             init_all(encoder, x_train[:cfg.init_samples].to(dev))
         if log_density is not None:
-            epsilon = _saved_epsilon(resume_from, cfg.ld_quantile, info.rank)
+            with torch.no_grad():  # what identifies the density model in a checkpoint
+                probe = log_density(x_train[:4].to(dev)).cpu().tolist()
+            epsilon = _saved_epsilon(resume_from, cfg.ld_quantile, probe, info.rank)
             if epsilon is None:
                 with torch.no_grad():
                     lp = torch.cat([log_density(x_train[a: a + 500].to(dev)).cpu() for a in
                                     progress(range(0, min(n_unl, 10_000), 500),
                                              "density of the training images (LD ε)")])
                 epsilon = float(density_threshold(lp, cfg.ld_quantile))
-    method = ComplementGAN(cfg, nets, iters, log_density, epsilon)
+    method = ComplementGAN(cfg, nets, iters, log_density, epsilon, probe)
     batches = SSLBatches(x_train, x_train[lab], y_train[lab], cfg.batch_labeled, cfg.batch_unlabeled, rng,
                          info.rank, info.world_size)
 
