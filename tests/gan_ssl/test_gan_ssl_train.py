@@ -69,6 +69,12 @@ def test_generator_steps_leave_the_discriminator_unchanged(tmp_path):
 def test_config_errors(tmp_path):
     with pytest.raises(ConfigError):
         GanSSLConfig(method="vat")
+    for bad, field in [({"ld_form": "hindge"}, "ld_form"), ({"ld_quantile": 150.0}, "ld_quantile"),
+                       ({"ld_prob": 1.5}, "ld_prob"), ({"fm_distance": "l2"}, "fm_distance"),
+                       ({"ld_samples": 0}, "ld_samples"), ({"lambda_ld": -0.1}, "lambda_ld"),
+                       ({"lr_g": -1e-3}, "lr_g")]:
+        with pytest.raises(ConfigError, match=field):  # at construction, not at the first LD iteration
+            GanSSLConfig(**bad)
     from genfeat.recipes.gan_ssl import GanNetConfig
 
     with pytest.raises(ConfigError, match="conv_gen_width"):

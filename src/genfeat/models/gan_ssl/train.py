@@ -96,6 +96,23 @@ class GanSSLConfig:
             raise ConfigError(f"ent_over must be k or k+1, got {self.ent_over!r}")
         if self.epochs < 1 or self.labeled_per_class < 1 or (self.max_steps is not None and self.max_steps < 1):
             raise ConfigError("epochs, max_steps and labeled_per_class must be >= 1")
+        # checked here, not where they are first used: LD starts at iteration ld_start, hours into a run
+        if self.fm_distance not in ("l2sq_sum", "l2sq_mean", "l1_mean"):
+            raise ConfigError(f"fm_distance must be l2sq_sum, l2sq_mean or l1_mean, got {self.fm_distance!r}")
+        if self.ld_form not in ("hinge", "indicator"):
+            raise ConfigError(f"ld_form must be hinge or indicator, got {self.ld_form!r}")
+        if not 0 <= self.ld_quantile <= 100:
+            raise ConfigError(f"ld_quantile is a percentile in [0, 100], got {self.ld_quantile}")
+        if not 0 <= self.ld_prob <= 1:
+            raise ConfigError(f"ld_prob is a probability in [0, 1], got {self.ld_prob}")
+        if min(self.batch_labeled, self.batch_unlabeled, self.ld_samples, self.init_samples) < 1:
+            raise ConfigError("batch_labeled, batch_unlabeled, ld_samples and init_samples must be >= 1")
+        weights = {"lambda_u": self.lambda_u, "lambda_pt": self.lambda_pt, "lambda_vi": self.lambda_vi,
+                   "lambda_ent": self.lambda_ent, "lambda_ld": self.lambda_ld, "lr_d": self.lr_d, "lr_g": self.lr_g,
+                   "lr_floor": self.lr_floor, "ld_start": self.ld_start}
+        negative = [f"{k}={v}" for k, v in weights.items() if v < 0]
+        if negative:
+            raise ConfigError(f"{', '.join(negative)}: must be >= 0")
 
 
 @dataclass
