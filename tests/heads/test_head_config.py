@@ -39,6 +39,9 @@ def test_named_heads_on_both_backbones(name, backbone):
 def test_head_config_errors():
     with pytest.raises(ConfigError, match="head.kind"):
         HeadConfig(kind="nope")
+    for field in ("merge", "mixture", "pointer", "stage2_merge"):  # on a softmax head too, where they are unused
+        with pytest.raises(ConfigError, match=f"head.{field} must be"):
+            HeadConfig(**{field: "nope"})
     with pytest.raises(ConfigError, match="unknown head"):
         named_head("nope")
     with pytest.raises(ConfigError, match="reranker"):

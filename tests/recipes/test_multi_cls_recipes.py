@@ -106,6 +106,15 @@ def test_pretraining_resumes_exactly(bert_dir, bbc_articles, tmp_path):
                            "valid_loss")
 
 
+def test_classify_config_rejects_an_unknown_aggregation():
+    """Checked with the config: a plain-BERT run (K = 0) never builds the facet pooler that reads it."""
+    from genfeat.errors import ConfigError
+    from genfeat.recipes.multi_cls import MultiCLSClassifyConfig
+
+    with pytest.raises(ConfigError, match="aggregation"):
+        MultiCLSClassifyConfig(aggregation="mean")
+
+
 def test_each_seed_draws_its_own_subset():
     from genfeat.recipes.multi_cls import labeled_subset
 

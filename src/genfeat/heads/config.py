@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from genfeat.errors import ConfigError
+from genfeat.heads.pointer import MODES as POINTER_MODES
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,11 @@ class HeadConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("softmax", "multi_facet", "pointer"):
             raise ConfigError(f"head.kind must be softmax, multi_facet or pointer, got {self.kind!r}")
+        choices = {"merge": ("assign", "add"), "mixture": ("mos", "max_logits"), "pointer": POINTER_MODES,
+                   "stage2_merge": ("add", "assign")}  # checked for every kind: a typo is an error, not ignored
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"head.{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if self.input_dim < 0:
             raise ConfigError(f"head.input_dim must be >= 0 (0: the backbone's width), got {self.input_dim}")
         if self.input_dim and self.stage2_candidates:

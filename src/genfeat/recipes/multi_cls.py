@@ -209,6 +209,8 @@ class MultiCLSClassifyConfig:
     def __post_init__(self) -> None:
         if self.labels < 0 or self.batch_size < 1:
             raise ConfigError("labels must be >= 0 and batch_size >= 1")
+        if self.aggregation not in ("reparam", "sum"):  # here too: a plain-BERT run never builds the facet pooler
+            raise ConfigError(f"aggregation must be reparam or sum, got {self.aggregation!r}")
 
 
 def classify_bbc() -> MultiCLSClassifyConfig:
