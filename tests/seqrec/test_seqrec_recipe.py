@@ -50,6 +50,14 @@ def test_seqrec_bad_dataset(tmp_path):
     assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", "nope", "--out", str(tmp_path / "x")]) != 0
 
 
+@pytest.mark.parametrize("args", [["--eval.ties", "random"], ["--eval.ks", "0"]])
+def test_seqrec_bad_eval_settings_fail_before_training(tmp_path, args, capsys):
+    """A typo in the evaluation settings fails when the config is built, not at the first evaluation."""
+    assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", "nope", "--out", str(tmp_path / "x"),
+                 *args]) != 0
+    assert "eval." in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("args", [["--data.stride", "11"], ["--data.stride", "2", "--model.readout", "last_slot"]])
 def test_seqrec_bad_stride(inter_file, tmp_path, args):
     assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", f"atomic:{inter_file}",

@@ -70,7 +70,13 @@ class SeqRecDataConfig:
 class SeqRecEvalConfig:
     ks: tuple[int, ...] = (10,)
     mask_history: bool = False  # thesis: history items stay candidates
-    ties: str = "pessimistic"
+    ties: str = "pessimistic"  # | optimistic (`metrics.ranking`)
+
+    def __post_init__(self) -> None:  # here, not at the first evaluation an epoch later
+        if self.ties not in ("pessimistic", "optimistic"):
+            raise ConfigError(f"eval.ties must be pessimistic or optimistic, got {self.ties!r}")
+        if not self.ks or min(self.ks) < 1:
+            raise ConfigError(f"eval.ks must be cut-offs >= 1, got {self.ks}")
 
 
 def train_config(**kw: Any) -> TrainConfig:
