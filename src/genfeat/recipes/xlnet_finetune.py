@@ -78,6 +78,14 @@ class FinetuneConfig:
             raise ConfigError(f"train.layer_decay must be in (0, 1], got {self.layer_decay}")
 
 
+INITS = ("pretrained", "scratch", "body")  # what `build` loads: everything, nothing, all but the word embeddings
+
+
+def _check_init(init: str) -> None:
+    if init not in INITS:  # `build` treats anything but pretrained / body as scratch: a typo must not get there
+        raise ConfigError(f"init must be {', '.join(INITS)}, got {init!r}")
+
+
 @dataclass(frozen=True)
 class XLNetClassifyConfig:
     seed: int = 0
@@ -93,8 +101,7 @@ class XLNetClassifyConfig:
     train: FinetuneConfig = field(default_factory=FinetuneConfig)
 
     def __post_init__(self) -> None:
-        if self.init not in ("pretrained", "scratch", "body"):
-            raise ConfigError(f"init must be pretrained, scratch or body, got {self.init!r}")
+        _check_init(self.init)
         if self.pool not in ("last", "mean"):
             raise ConfigError(f"pool must be last or mean, got {self.pool!r}")
         if self.task != "bbc" and self.task not in GLUE_COLUMNS:
@@ -113,6 +120,9 @@ class XLNetRaceConfig:
                                                                          warmup_steps=1000, eval_every=1000,
                                                                          weight_decay=0.0, adam_eps=1e-6))
 
+    def __post_init__(self) -> None:
+        _check_init(self.init)
+
 
 @dataclass(frozen=True)
 class XLNetSquadConfig:
@@ -128,6 +138,9 @@ class XLNetSquadConfig:
     train: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(batch_size=48, lr=3e-5, max_steps=8000,
                                                                          warmup_steps=1000, eval_every=8000,
                                                                          layer_decay=0.75, adam_eps=1e-6))
+
+    def __post_init__(self) -> None:
+        _check_init(self.init)
 
 
 def bbc_100() -> XLNetClassifyConfig:
