@@ -111,6 +111,8 @@ class PixelCNNTrainConfig:
         budget = self.max_steps if self.max_steps is not None else 1
         if min(self.epochs, self.batch_size, self.ckpt_every, budget) < 1:
             raise ConfigError("train.epochs, max_steps, batch_size and ckpt_every must be >= 1")
+        if not self.lr > 0:
+            raise ConfigError(f"train.lr must be > 0, got {self.lr}")
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,10 @@ class FinetuneConfig:
             raise ConfigError("train.max_steps, batch_size and eval_every must be >= 1 and lr > 0")
         if not 0.0 < self.layer_decay <= 1.0:
             raise ConfigError(f"train.layer_decay must be in (0, 1], got {self.layer_decay}")
+        if self.warmup_steps < 0 or self.weight_decay < 0 or self.adam_eps <= 0:
+            raise ConfigError("train.warmup_steps and weight_decay must be >= 0 and adam_eps > 0")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"train.dropout must be in [0, 1), got {self.dropout}")
 
 
 INITS = ("pretrained", "scratch", "body")  # what `build` loads: everything, nothing, all but the word embeddings

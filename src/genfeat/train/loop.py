@@ -79,6 +79,13 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0")
         if not math.isfinite(self.lr) or self.lr <= 0:
             raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
+        if not 0.0 <= self.min_lr_ratio <= 1.0:  # below 0 the schedule's last steps would ascend the loss
+            raise ValueError(f"min_lr_ratio is a fraction of lr in [0, 1], got {self.min_lr_ratio}")
+        if self.weight_decay < 0 or self.clip_norm < 0:
+            raise ValueError(f"weight_decay and clip_norm must be >= 0 (clip_norm 0: no clipping), got "
+                             f"{self.weight_decay} and {self.clip_norm}")
+        if not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ValueError(f"betas must be in [0, 1), got {self.betas}")
 
 
 @dataclass
