@@ -76,6 +76,9 @@ class FacetDataConfig:
     def __post_init__(self) -> None:
         if self.unit not in ("sentence", "phrase"):
             raise ConfigError(f"data.unit must be sentence or phrase, got {self.unit!r}")
+        if min(self.min_count, self.max_len, self.max_targets, self.batch_size, self.window) < 1 or self.limit_docs < 0:
+            raise ConfigError("data.min_count, max_len, max_targets, batch_size and window must be >= 1 and "
+                              "limit_docs >= 0")
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,9 @@ class NNSCConfig:
     def __post_init__(self) -> None:
         if self.solver not in METHODS:
             raise ConfigError(f"loss.solver must be one of {', '.join(METHODS)}, got {self.solver!r}")
+        if self.lam < 0 or self.neg_weight < 0 or self.iters < 1:
+            raise ConfigError(f"loss.lam and neg_weight must be >= 0 and iters >= 1, got {self.lam}, "
+                              f"{self.neg_weight} and {self.iters}")
 
 
 @dataclass(frozen=True)
