@@ -97,7 +97,7 @@ def test_print_config_is_loadable(capsys):
     (["run", "lm", "--train.weight_decay", "-0.01"], "weight_decay and clip_norm must be >= 0"),
     (["run", "lm", "--train.clip_norm", "-1"], "weight_decay and clip_norm must be >= 0"),
     (["run", "lm", "--train.betas", "[0.9, 1.0]"], r"betas must be in \[0, 1\)"),
-    (["run", "gan_ssl", "--train.ld_form", "hindge"], "ld_form must be hinge or indicator"),
+    (["run", "gan_ssl", "--train.ld_form", "hindge"], "ld_form must be one of indicator, hinge"),
     (["run", "xlnet_race", "--init", "pretrianed"], "init must be pretrained, scratch, body"),
     (["run", "xlnet_classify", "--train.dropout", "1.5"], r"train.dropout must be in \[0, 1\)"),
     (["run", "facets", "--loss.lam", "-0.4"], "loss.lam and neg_weight must be >= 0"),

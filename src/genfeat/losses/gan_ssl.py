@@ -64,6 +64,10 @@ def discriminator_loss(logits_lab: Tensor, labels: Tensor, logits_unl: Tensor, l
     return loss, parts
 
 
+FM_DISTANCES = ("l2sq_sum", "l2sq_mean", "l1_mean")
+LD_FORMS = ("indicator", "hinge")
+
+
 def feature_matching(feat_gen: Tensor, feat_real: Tensor, distance: str = "l2sq_mean") -> Tensor:
     """Distance between the batch-mean features: l2sq_sum (Eq. 3.5), l2sq_mean (reference MNIST code),
     l1_mean (reference SVHN/CIFAR code)."""
@@ -74,7 +78,7 @@ def feature_matching(feat_gen: Tensor, feat_real: Tensor, distance: str = "l2sq_
         return diff.pow(2).mean()
     if distance == "l1_mean":
         return diff.abs().mean()
-    raise ValueError(f"distance must be l2sq_sum, l2sq_mean or l1_mean, got {distance!r}")
+    raise ValueError(f"distance must be one of {', '.join(FM_DISTANCES)}, got {distance!r}")
 
 
 def pull_away(feat: Tensor, eps: float = 1e-8) -> Tensor:
@@ -107,7 +111,7 @@ def low_density(logp: Tensor, epsilon: float | Tensor, form: str = "indicator") 
         return torch.where(above, logp, torch.zeros_like(logp)).mean()
     if form == "hinge":
         return (logp - epsilon).clamp_min(0).sum() / above.sum().clamp_min(1)
-    raise ValueError(f"form must be 'indicator' or 'hinge', got {form!r}")
+    raise ValueError(f"form must be one of {', '.join(LD_FORMS)}, got {form!r}")
 
 
 def density_threshold(logp_real: Tensor, q: float = 10.0) -> Tensor:

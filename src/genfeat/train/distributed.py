@@ -183,8 +183,8 @@ def barrier() -> None:
 def teardown(wait_for_peers: bool = True) -> None:
     """Destroy the process group, after a barrier unless `wait_for_peers` is False (a rank that failed: its peers
     may never reach the barrier). Without the barrier a rank that finishes first shuts its gloo pairs down while a
-    peer still has work in flight, and the fast rank can die in the shutdown with SIGABRT ("terminate called
-    without an active exception"; seen once in CI, in the FSDP2 test)."""
+    peer may still be sending; a rank has died in that shutdown with SIGABRT ("terminate called without an active
+    exception", the FSDP2 test under CI load)."""
     if dist.is_available() and dist.is_initialized():
         if wait_for_peers:
             dist.barrier()

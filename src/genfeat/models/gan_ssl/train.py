@@ -42,6 +42,8 @@ from torch import Tensor, nn
 from genfeat.data.batches import rank_share
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import (
+    FM_DISTANCES,
+    LD_FORMS,
     density_threshold,
     discriminator_loss,
     feature_matching,
@@ -97,10 +99,10 @@ class GanSSLConfig:
         if self.epochs < 1 or self.labeled_per_class < 1 or (self.max_steps is not None and self.max_steps < 1):
             raise ConfigError("epochs, max_steps and labeled_per_class must be >= 1")
         # checked here, not where they are first used: LD starts at iteration ld_start, hours into a run
-        if self.fm_distance not in ("l2sq_sum", "l2sq_mean", "l1_mean"):
-            raise ConfigError(f"fm_distance must be l2sq_sum, l2sq_mean or l1_mean, got {self.fm_distance!r}")
-        if self.ld_form not in ("hinge", "indicator"):
-            raise ConfigError(f"ld_form must be hinge or indicator, got {self.ld_form!r}")
+        if self.fm_distance not in FM_DISTANCES:
+            raise ConfigError(f"fm_distance must be one of {', '.join(FM_DISTANCES)}, got {self.fm_distance!r}")
+        if self.ld_form not in LD_FORMS:
+            raise ConfigError(f"ld_form must be one of {', '.join(LD_FORMS)}, got {self.ld_form!r}")
         if not 0 <= self.ld_quantile <= 100:
             raise ConfigError(f"ld_quantile is a percentile in [0, 100], got {self.ld_quantile}")
         if not 0 <= self.ld_prob <= 1:
