@@ -102,6 +102,7 @@ def test_print_config_is_loadable(capsys):
     (["run", "xlnet_classify", "--train.dropout", "1.5"], r"train.dropout must be in \[0, 1\)"),
     (["run", "facets", "--loss.lam", "-0.4"], "loss.lam and neg_weight must be >= 0"),
     (["run", "facets", "--data.window", "0"], "window must be >= 1"),
+    (["run", "planetoid", "--baseline.semiemb_lambda", "-0.1"], r"baseline.semiemb_lambda=-0.1: must be >= 0"),
     (["run", "lm", "--sample.temperature", "0"], "temperature must be a finite number > 0"),
     (["run", "lm", "--preset", "tiny", "--train.early_stop_metric", "valid_los"],
      "early_stop_metric='valid_los' is not an evaluation metric of this run: valid_loss, valid_ppl"),
