@@ -42,6 +42,12 @@ def test_head_config_errors():
     for field in ("merge", "mixture", "pointer", "stage2_merge"):  # on a softmax head too, where they are unused
         with pytest.raises(ConfigError, match=f"head.{field} must be"):
             HeadConfig(**{field: "nope"})
+    for field in ("num_softmax", "num_partitions", "window", "depth"):
+        with pytest.raises(ConfigError, match=f"head.{field}=0"):
+            HeadConfig(**{field: 0})
+    for bad in ({"stage2_candidates": -1}, {"reranker_sizes": (20, 0)}):
+        with pytest.raises(ConfigError, match="must be >= 1"):
+            HeadConfig(**bad)
     with pytest.raises(ConfigError, match="unknown head"):
         named_head("nope")
     with pytest.raises(ConfigError, match="reranker"):

@@ -55,6 +55,12 @@ class HeadConfig:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"head.{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        counts = {"num_softmax": self.num_softmax, "num_partitions": self.num_partitions, "window": self.window,
+                  "depth": self.depth}
+        small = [f"head.{k}={v}" for k, v in counts.items() if v < 1]
+        if small or self.stage2_candidates < 0 or any(r < 1 for r in self.reranker_sizes):
+            raise ConfigError(f"{', '.join(small) or 'head'}: num_softmax, num_partitions, window, depth and every "
+                              "reranker size must be >= 1, stage2_candidates >= 0")
         if self.input_dim < 0:
             raise ConfigError(f"head.input_dim must be >= 0 (0: the backbone's width), got {self.input_dim}")
         if self.input_dim and self.stage2_candidates:
