@@ -4,7 +4,7 @@ from typing import Literal
 
 import pytest
 
-from genfeat.config import ConfigError, coerce, dump_yaml, from_dict, load_yaml, override, to_dict
+from genfeat.config import ConfigError, coerce, dump_yaml, from_dict, load_yaml, override, require_at_least, to_dict
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,16 @@ def test_a_named_head_is_selected_the_same_way_on_every_backbone():
         assert a == b == dataclasses.replace(HEADS["mfs"], num_softmax=4)
         with pytest.raises(ConfigError, match="model.head: unknown head 'nope'"):
             override(cfg, {"model.head": "nope"})
+
+
+def test_require_at_least_names_every_low_field_and_skips_none():
+    @dataclass(frozen=True)
+    class C:
+        a: int = 0
+        b: float = -0.5
+        c: int | None = None
+        d: int = 3
+
+    with pytest.raises(ConfigError, match=r"^train.a=0, train.b=-0.5: must be >= 1$"):
+        require_at_least(C(), 1, "a", "b", "c", "d", prefix="train.")
+    require_at_least(C(), 0, "a", "c", "d")  # at the minimum, or None: accepted

@@ -26,6 +26,14 @@ _FALSE = {"false", "no", "off", "0"}
 _NONE = {"none", "null", "~"}
 
 
+def require_at_least(cfg: Any, minimum: float, *names: str, prefix: str = "") -> None:
+    """Raise one ConfigError naming every field of `cfg` among `names` that is below `minimum` (fields set to None
+    are left out), e.g. "train.lambda_ld=-0.1, train.lr_g=-1: must be >= 0"."""
+    low = [f"{prefix}{n}={v}" for n in names if (v := getattr(cfg, n)) is not None and v < minimum]
+    if low:
+        raise ConfigError(f"{', '.join(low)}: must be >= {minimum}")
+
+
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 

@@ -45,9 +45,10 @@ def test_head_config_errors():
     for field in ("num_softmax", "num_partitions", "window", "depth"):
         with pytest.raises(ConfigError, match=f"head.{field}=0"):
             HeadConfig(**{field: 0})
-    for bad in ({"stage2_candidates": -1}, {"reranker_sizes": (20, 0)}):
-        with pytest.raises(ConfigError, match="must be >= 1"):
-            HeadConfig(**bad)
+    with pytest.raises(ConfigError, match="head.stage2_candidates=-1: must be >= 0"):
+        HeadConfig(stage2_candidates=-1)
+    with pytest.raises(ConfigError, match=r"head.reranker_sizes must be >= 1, got \(20, 0\)"):
+        HeadConfig(reranker_sizes=(20, 0))
     with pytest.raises(ConfigError, match="unknown head"):
         named_head("nope")
     with pytest.raises(ConfigError, match="reranker"):

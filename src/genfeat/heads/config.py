@@ -19,7 +19,10 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from genfeat.config import require_at_least
 from genfeat.errors import ConfigError
+from genfeat.heads.dynamic import MERGES
+from genfeat.heads.multi_facet import MIXTURES
 from genfeat.heads.pointer import MODES as POINTER_MODES
 
 
@@ -50,17 +53,15 @@ class HeadConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("softmax", "multi_facet", "pointer"):
             raise ConfigError(f"head.kind must be softmax, multi_facet or pointer, got {self.kind!r}")
-        choices = {"merge": ("assign", "add"), "mixture": ("mos", "max_logits"), "pointer": POINTER_MODES,
-                   "stage2_merge": ("add", "assign")}  # checked for every kind: a typo is an error, not ignored
+        # every field for every kind, also those a kind does not read: a typo is an error, not ignored
+        choices = {"merge": MERGES, "mixture": MIXTURES, "pointer": POINTER_MODES, "stage2_merge": MERGES}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"head.{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        counts = {"num_softmax": self.num_softmax, "num_partitions": self.num_partitions, "window": self.window,
-                  "depth": self.depth}
-        small = [f"head.{k}={v}" for k, v in counts.items() if v < 1]
-        if small or self.stage2_candidates < 0 or any(r < 1 for r in self.reranker_sizes):
-            raise ConfigError(f"{', '.join(small) or 'head'}: num_softmax, num_partitions, window, depth and every "
-                              "reranker size must be >= 1, stage2_candidates >= 0")
+        require_at_least(self, 1, "num_softmax", "num_partitions", "window", "depth", prefix="head.")
+        require_at_least(self, 0, "stage2_candidates", prefix="head.")
+        if any(r < 1 for r in self.reranker_sizes):
+            raise ConfigError(f"head.reranker_sizes must be >= 1, got {self.reranker_sizes}")
         if self.input_dim < 0:
             raise ConfigError(f"head.input_dim must be >= 0 (0: the backbone's width), got {self.input_dim}")
         if self.input_dim and self.stage2_candidates:

@@ -36,6 +36,8 @@ from torch import Tensor, nn
 from genfeat.heads.base import embedding_rows, top_indices
 from genfeat.heads.facets import identity_facet
 
+MERGES = ("assign", "add")  # how a partition's logits enter the first softmax's (module docstring)
+
 
 @dataclass(frozen=True)
 class DynamicSpec:
@@ -50,8 +52,8 @@ class DynamicSpec:
     local_init: float = 1e-10  # scale of L^f_L, L^f_E (and of every non-base facet in "add" mode)
 
     def __post_init__(self) -> None:
-        if self.merge not in ("assign", "add"):
-            raise ValueError(f"merge must be 'assign' or 'add', got {self.merge!r}")
+        if self.merge not in MERGES:
+            raise ValueError(f"merge must be one of {', '.join(MERGES)}, got {self.merge!r}")
         if len(set(self.reranker_sizes)) != len(self.reranker_sizes) or any(n < 1 for n in self.reranker_sizes):
             raise ValueError(f"reranker sizes must be distinct and >= 1, got {self.reranker_sizes}")
 

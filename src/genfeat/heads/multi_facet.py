@@ -123,6 +123,9 @@ class MixtureHead(nn.Module):
         return torch.logsumexp(lp + log_prior.reshape(-1, self.K), -1).view(targets.shape)
 
 
+MIXTURES = ("mos", "max_logits")  # K > 1: Eq. 2.2's mixture of softmaxes | one softmax of max_k z_k (§2.5)
+
+
 class MultiFacetSoftmax(MixtureHead):
     """See the module docstring. `tied_embedding`: the output embedding W (|V|, d) is that Parameter;
     `dynamic`: the C / R / L partitions of the first softmax (None: none)."""
@@ -132,8 +135,8 @@ class MultiFacetSoftmax(MixtureHead):
                  depth: int = 3, sigsoftmax: bool = False, bias: bool = False, init_noise: float = 1e-4,
                  mixture: str = "mos", dynamic: DynamicSpec | None = None):
         super().__init__()
-        if mixture not in ("mos", "max_logits"):
-            raise ValueError(f"mixture must be 'mos' or 'max_logits', got {mixture!r}")
+        if mixture not in MIXTURES:
+            raise ValueError(f"mixture must be one of {', '.join(MIXTURES)}, got {mixture!r}")
         if mixture == "max_logits" and num_softmax == 1:
             raise ValueError("mixture='max_logits' pools K >= 2 facets' logits")
         if num_softmax < 1 or num_partitions < 1:

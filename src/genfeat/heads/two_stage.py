@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from genfeat.heads.base import HeadNeeds, HeadOutput, select_positions, top_indices
+from genfeat.heads.dynamic import MERGES
 from genfeat.heads.facets import identity_facet
 from genfeat.nn.dropout import dropout
 from genfeat.nn.outputs import BackboneOutput
@@ -43,8 +44,8 @@ class TwoStageReranker(nn.Module):
     def __init__(self, stage1: nn.Module, decoder: nn.Module, n: int = 100, merge: str = "add",
                  init_std: float = 2e-4):
         super().__init__()
-        if merge not in ("add", "assign"):
-            raise ValueError(f"merge must be 'add' or 'assign', got {merge!r}")
+        if merge not in MERGES:
+            raise ValueError(f"merge must be one of {', '.join(MERGES)}, got {merge!r}")
         d, V = decoder.tok_emb.weight.shape[1], decoder.tok_emb.weight.shape[0]
         if not 1 <= n <= V:
             raise ValueError(f"stage-2 candidates must be in [1, {V}], got {n}")

@@ -19,12 +19,14 @@ import math
 import torch
 from torch import Tensor
 
+TIES = ("pessimistic", "optimistic")
+
 
 def target_ranks(scores: Tensor, target: Tensor, exclude_ids: tuple[int, ...] = (0,), history: Tensor | None = None,
                  mask_history: bool = False, ties: str = "pessimistic") -> Tensor:
     """(B,) rank of each target among the candidates (1 = best), as float."""
-    if ties not in ("pessimistic", "optimistic"):
-        raise ValueError(f"ties must be 'pessimistic' or 'optimistic', got {ties!r}")
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     if scores.dim() != 2 or target.shape != scores.shape[:1]:
         raise ValueError(f"scores must be (B, n) and target (B,), got {tuple(scores.shape)} and {tuple(target.shape)}")
     s = scores if scores.dtype == torch.float64 else scores.float()  # no precision lost to ties

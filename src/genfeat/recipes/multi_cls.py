@@ -49,6 +49,7 @@ from genfeat.models.bert import BertModel, from_pretrained
 from genfeat.models.bert.hf import config_from_hf
 from genfeat.models.bert.tokenizer import encode, load_wordpiece
 from genfeat.models.multi_cls import MultiCLSClassifier, MultiCLSConfig, MultiCLSEncoder, MultiCLSPretrainer
+from genfeat.models.multi_cls.model import AGGREGATIONS
 from genfeat.models.multi_cls.pretrain import positive_first
 from genfeat.recipes.lm import seed_everything
 from genfeat.tasks.base import predict_rows
@@ -209,8 +210,8 @@ class MultiCLSClassifyConfig:
     def __post_init__(self) -> None:
         if self.labels < 0 or self.batch_size < 1:
             raise ConfigError("labels must be >= 0 and batch_size >= 1")
-        if self.aggregation not in ("reparam", "sum"):  # here too: a plain-BERT run never builds the facet pooler
-            raise ConfigError(f"aggregation must be reparam or sum, got {self.aggregation!r}")
+        if self.aggregation not in AGGREGATIONS:  # here too: a plain-BERT run never builds the facet pooler
+            raise ConfigError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
 
 
 def classify_bbc() -> MultiCLSClassifyConfig:

@@ -44,6 +44,7 @@ from genfeat.data.seqrec import (
 )
 from genfeat.errors import ConfigError
 from genfeat.heads.config import head_name
+from genfeat.metrics.ranking import TIES
 from genfeat.models.seqrec import SeqRecConfig, build_seqrec
 from genfeat.recipes.lm import seed_everything
 from genfeat.tasks.ranking import NextItemRanking
@@ -73,8 +74,8 @@ class SeqRecEvalConfig:
     ties: str = "pessimistic"  # | optimistic (`metrics.ranking`)
 
     def __post_init__(self) -> None:  # here, not at the first evaluation an epoch later
-        if self.ties not in ("pessimistic", "optimistic"):
-            raise ConfigError(f"eval.ties must be pessimistic or optimistic, got {self.ties!r}")
+        if self.ties not in TIES:
+            raise ConfigError(f"eval.ties must be one of {', '.join(TIES)}, got {self.ties!r}")
         if not self.ks or min(self.ks) < 1:
             raise ConfigError(f"eval.ks must be cut-offs >= 1, got {self.ks}")
 

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from genfeat.config import require_at_least
 from genfeat.data.batches import rank_share
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import (
@@ -107,14 +108,9 @@ class GanSSLConfig:
             raise ConfigError(f"ld_quantile is a percentile in [0, 100], got {self.ld_quantile}")
         if not 0 <= self.ld_prob <= 1:
             raise ConfigError(f"ld_prob is a probability in [0, 1], got {self.ld_prob}")
-        if min(self.batch_labeled, self.batch_unlabeled, self.ld_samples, self.init_samples) < 1:
-            raise ConfigError("batch_labeled, batch_unlabeled, ld_samples and init_samples must be >= 1")
-        weights = {"lambda_u": self.lambda_u, "lambda_pt": self.lambda_pt, "lambda_vi": self.lambda_vi,
-                   "lambda_ent": self.lambda_ent, "lambda_ld": self.lambda_ld, "lr_d": self.lr_d, "lr_g": self.lr_g,
-                   "lr_floor": self.lr_floor, "ld_start": self.ld_start}
-        negative = [f"{k}={v}" for k, v in weights.items() if v < 0]
-        if negative:
-            raise ConfigError(f"{', '.join(negative)}: must be >= 0")
+        require_at_least(self, 1, "batch_labeled", "batch_unlabeled", "ld_samples", "init_samples")
+        require_at_least(self, 0, "lambda_u", "lambda_pt", "lambda_vi", "lambda_ent", "lambda_ld", "lr_d", "lr_g",
+                         "lr_floor", "ld_start")
 
 
 @dataclass

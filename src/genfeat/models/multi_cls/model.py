@@ -41,6 +41,9 @@ def default_insert_after(n_layer: int) -> tuple[int, ...]:
     return tuple(sorted({max(1, round(n_layer / 3)), max(1, round(2 * n_layer / 3))}))
 
 
+AGGREGATIONS = ("reparam", "sum")  # the fine-tuning pooler: Eq. 5.4 | the Table 5.2 ablation
+
+
 @dataclass(frozen=True)
 class MultiCLSConfig:
     k: int = 5  # facet CLS tokens
@@ -57,8 +60,8 @@ class MultiCLSConfig:
             raise ConfigError(f"model.k must be >= 1, got {self.k}")
         if self.insert_init not in ("normal", "identity"):
             raise ConfigError(f"model.insert_init must be normal or identity, got {self.insert_init!r}")
-        if self.aggregation not in ("reparam", "sum"):
-            raise ConfigError(f"model.aggregation must be reparam or sum, got {self.aggregation!r}")
+        if self.aggregation not in AGGREGATIONS:
+            raise ConfigError(f"model.aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
         if not 0.0 <= self.lam <= 1.0:
             raise ConfigError(f"model.lam must be in [0, 1], got {self.lam}")
 

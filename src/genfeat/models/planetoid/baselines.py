@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from genfeat.config import require_at_least
 from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
 from genfeat.models.planetoid.train import node_task
@@ -71,16 +72,11 @@ class BaselineConfig:
     eval_every: int = 10
 
     def __post_init__(self) -> None:
-        if min(self.lr_steps, self.mlp_hidden, self.gcn_hidden, self.epochs, self.eval_every) < 1:
-            raise ConfigError("baseline.lr_steps, mlp_hidden, gcn_hidden, epochs and eval_every must be >= 1")
+        require_at_least(self, 1, "lr_steps", "mlp_hidden", "gcn_hidden", "epochs", "eval_every", prefix="baseline.")
         if not (self.lr_lr > 0 and self.adam_lr > 0):
             raise ConfigError(f"baseline.lr_lr and adam_lr must be > 0, got {self.lr_lr} and {self.adam_lr}")
-        weights = {"lr_l2": self.lr_l2, "adam_weight_decay": self.adam_weight_decay,
-                   "manireg_gamma": self.manireg_gamma, "semiemb_lambda": self.semiemb_lambda,
-                   "semiemb_margin": self.semiemb_margin}
-        negative = [f"baseline.{k}={v}" for k, v in weights.items() if v < 0]
-        if negative:
-            raise ConfigError(f"{', '.join(negative)}: must be >= 0")
+        require_at_least(self, 0, "lr_l2", "adam_weight_decay", "manireg_gamma", "semiemb_lambda", "semiemb_margin",
+                         prefix="baseline.")
         if not (0 <= self.mlp_dropout < 1 and 0 <= self.gcn_dropout < 1 and 0 < self.tsvm_threshold < 1):
             raise ConfigError("baseline.mlp_dropout and gcn_dropout must be in [0, 1), tsvm_threshold in (0, 1)")
 
