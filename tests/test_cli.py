@@ -106,6 +106,12 @@ def test_print_config_is_loadable(capsys):
     (["run", "lm", "--sample.temperature", "0"], "temperature must be a finite number > 0"),
     (["run", "lm", "--preset", "tiny", "--train.early_stop_metric", "valid_los"],
      "early_stop_metric='valid_los' is not an evaluation metric of this run: valid_loss, valid_ppl"),
+    (["run", "facets", "--train.early_stop_metric", "valid_acc"],
+     "early_stop_metric='valid_acc' is not an evaluation metric of this run: valid_loss, valid_er_pos, valid_er_neg"),
+    (["run", "multi_cls_pretrain", "--train.early_stop_metric", "valid_mcqt_loss"],
+     "this run: valid_loss, valid_mcqt, valid_so, valid_tfidf, valid_mlm, valid_positive_first"),
+    (["run", "xlnet_pretrain", "--train.early_stop_metric", "valid_ppl"],
+     "early_stop_metric='valid_ppl' is not an evaluation metric of this run: valid_loss$"),
     (["run", "--config", "/nonexistent/config.yaml"], "config file /nonexistent/config.yaml does not exist"),
 ])
 def test_bad_config_one_line_exit_2_nothing_written(capsys, tmp_path, args, message):

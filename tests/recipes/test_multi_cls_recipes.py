@@ -15,6 +15,7 @@ import torch
 
 from genfeat.cli import main
 from genfeat.models.bert import BertConfig, BertModel, save_pretrained
+from genfeat.recipes.multi_cls import PRETRAIN_METRICS
 from tests.xlnet.test_xlnet_recipes import TOPICS
 
 COMMON = "the a of and to in said it was for on that with by at".split()
@@ -53,6 +54,7 @@ def test_pretrain_then_classify(bert_dir, bbc_articles, tmp_path):
     s = json.loads((pre / "summary.json").read_text())
     parts = s["valid_mlm"] + s["valid_so"] + s["valid_tfidf"] + s["valid_mcqt"]
     assert s["k"] == 2 and s["valid_loss"] == pytest.approx(parts, rel=1e-4)  # the unweighted sum of the four
+    assert set(PRETRAIN_METRICS) <= set(s)  # the names a bad train.early_stop_metric is checked against
     assert s["valid_mcqt"] >= 2 * np.log1p(3 * np.exp(-2)) - 1e-4  # Eq. 5.3's floor with 2N = 4 candidates
     logged = [json.loads(r) for r in (pre / "metrics.jsonl").read_text().splitlines()]
     per_seq = [r for r in logged if "tokens" in r][-1]["tokens"] / (6 * 3 * 2)  # 6 steps of 2 triples

@@ -53,7 +53,7 @@ from genfeat.models.facets import FacetConfig, FacetModel
 from genfeat.recipes.lm import seed_everything
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
 from genfeat.train.record import write_record
 
 
@@ -224,7 +224,11 @@ def training_data(cfg: FacetRunConfig) -> tuple[list[str], list[str], np.ndarray
     return vocab, target_words, target_vecs, ex
 
 
+VALID_METRICS = ("valid_loss", "valid_er_pos", "valid_er_neg")  # what a run's evaluation reports
+
+
 def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    check_early_stop_metric(cfg.train, VALID_METRICS)
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
@@ -248,7 +252,7 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     @torch.no_grad()
     def evaluate(m: torch.nn.Module) -> dict[str, float]:
         check = NNSCObjective(table, cfg.loss, 12_345)  # fixed negatives
-        sums = {"valid_loss": 0.0, "valid_er_pos": 0.0, "valid_er_neg": 0.0}
+        sums = dict.fromkeys(VALID_METRICS, 0.0)
         for b in valid:
             loss, _, parts = check(D.unwrap(m), b, exact=True)
             sums["valid_loss"] += float(loss) / len(valid)

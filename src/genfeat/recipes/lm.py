@@ -40,7 +40,7 @@ from genfeat.tasks.language_modeling import LanguageModeling, lm_loss, lm_scores
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
 from genfeat.train.record import write_record
 
 
@@ -284,10 +284,7 @@ def load_for_generation(run_dir: Path, cfg: Any, device: torch.device, arch: Arc
 def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = GPT) -> dict[str, Any]:
     arch.check(cfg)  # fail fast, before any data is loaded
     per_char = cfg.data.tokenizer in CHAR_LEVEL
-    metrics = [f"valid_{k}" for k in lm_scores(1.0, 1, per_char)]  # the names evaluation will report
-    if cfg.train.early_stop_metric not in metrics:
-        raise ConfigError(f"train.early_stop_metric={cfg.train.early_stop_metric!r} is not an evaluation metric of "
-                          f"this run: {', '.join(metrics)}")
+    check_early_stop_metric(cfg.train, (f"valid_{k}" for k in lm_scores(1.0, 1, per_char)))
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)

@@ -57,7 +57,7 @@ from genfeat.tasks.classification import SequenceClassification
 from genfeat.tasks.heads import SequenceClassifier
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
-from genfeat.train.loop import TrainConfig, build_optimizer, fit
+from genfeat.train.loop import TrainConfig, build_optimizer, check_early_stop_metric, fit
 from genfeat.train.paradigms import fit_task
 from genfeat.train.record import write_record
 
@@ -115,6 +115,9 @@ def pretrain_tiny() -> MultiCLSPretrainConfig:
 PRETRAIN_PRESETS = {"minilm_bbc": minilm_bbc, "tiny": pretrain_tiny}
 
 
+PRETRAIN_METRICS = ("valid_loss", *(f"valid_{k}" for k in MultiCLSPretrainer.LOSSES), "valid_positive_first")
+
+
 @torch.no_grad()
 def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
     """Mean losses on fixed held-out batches, and the share of anchors whose positive ranks first (Eq. 5.2
@@ -143,6 +146,7 @@ def build_pretrainer(cfg: MultiCLSPretrainConfig, bert: BertModel) -> MultiCLSPr
 
 
 def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    check_early_stop_metric(cfg.train, PRETRAIN_METRICS)
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)

@@ -41,7 +41,7 @@ from genfeat.models.xlnet.hf import save_pretrained
 from genfeat.recipes.lm import seed_everything
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
 from genfeat.train.record import write_record
 
 
@@ -160,6 +160,7 @@ def evaluate_pretrain(model: torch.nn.Module, batches: list[dict[str, torch.Tens
 
 
 def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    check_early_stop_metric(cfg.train, ("valid_loss",))  # what evaluate_pretrain reports
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)

@@ -107,6 +107,16 @@ class FitResult:
         return self.tokens / max(self.train_time, 1e-9)
 
 
+def check_early_stop_metric(cfg: TrainConfig, metrics: Iterable[str]) -> None:
+    """Raise ConfigError unless `cfg.early_stop_metric` is one of `metrics`, the names the run's evaluation will
+    report. Recipes that know those names call it before loading data; `fit` checks the metric again at the first
+    evaluation, for callers that cannot list them."""
+    metrics = list(metrics)
+    if cfg.early_stop_metric not in metrics:
+        raise ConfigError(f"train.early_stop_metric={cfg.early_stop_metric!r} is not an evaluation metric of this "
+                          f"run: {', '.join(metrics)}")
+
+
 def effective_warmup(warmup: int, max_steps: int) -> int:
     """The warm-up actually used: `warmup` steps, but never more than a fifth of the run (at least one step when
     there is any), so `--train.max_steps` well below a preset's budget shortens the warm-up with it. Every preset's
@@ -292,9 +302,7 @@ def fit(
         model.train(was_training)
         logger.log(step, **metrics)
         result.evals.append({"step": step, **metrics})
-        if cfg.early_stop_metric not in metrics:
-            raise ConfigError(f"train.early_stop_metric={cfg.early_stop_metric!r} is not among the evaluation "
-                              f"metrics: {', '.join(metrics)}")
+        check_early_stop_metric(cfg, metrics)
         value = metrics[cfg.early_stop_metric]
         # a NaN metric (nothing to validate on) counts as better: the latest weights are kept
         better = best is None or math.isnan(value) or (value < best if cfg.early_stop_mode == "min" else value > best)

@@ -79,6 +79,8 @@ class MultiCLSPretrainer(nn.Module):
     BERT inputs without facet tokens (input_ids, token_type_ids, attention_mask (3N, T)), `mlm_labels` (3N, T)
     (-100: not predicted), `tfidf` (3N, T) targets, `so_labels` (3N,) and rows ordered [A; P; H]."""
 
+    LOSSES = ("mcqt", "so", "tfidf", "mlm")  # the keys of `losses`
+
     def __init__(self, encoder: MultiCLSEncoder, hard_negatives: bool = True):
         super().__init__()
         bert, K = encoder.bert, encoder.cfg.k
