@@ -120,11 +120,16 @@ def markdown(record: dict[str, Any]) -> str:
             continue
         ds, kind = variant.split("_", 1)
 
-        def ms(k, runs=runs):
-            return mean_std([r[k] for r in runs if k in r], 1)
+        def ms(k, digits=1, runs=runs):
+            return mean_std([r[k] for r in runs if k in r], digits)
         rows.append(f"| {'MNIST (100 labels)' if ds == 'mnist' else 'Fashion-MNIST (1,000 labels)'} | "
                     f"{LABELS[kind]} | {ms('test_errors')} | {THESIS.get(variant, '–')} | {ms('max_logp_generated')} | "
-                    f"{ms('r_real')} | {ms('r_gen')} | {ms('epoch_s')} | {len(runs)} |")
+                    f"{ms('r_real', 3)} | {ms('r_gen', 3)} | {ms('epoch_s')} | {len(runs)} |")
+    per_run = [f"| {LABELS[variant.split('_', 1)[1]]} | {r['seed']} | {r['test_errors']} | {r['valid_errors']} | "
+               + " | ".join(str(r.get(k, "–")) for k in ("best_epoch", "max_logp_generated", "share_above_epsilon"))
+               + " |" for variant in VARIANTS for r in sorted(res["runs"], key=lambda r: r["seed"])
+               if r["variant"] == variant]
+    eps = next((r["epsilon"] for r in res["runs"] if "epsilon" in r), "–")
     chk = res.get("ld_direction_check")
     check = (f"\nLD direction check (`ld_direction_check`: {chk['steps']} Adam steps, lr 1e-3, of the hinge LD on the "
              f"pixels of {chk['images']} real training images, PixelCNN frozen): mean log p {chk['mean_logp_start']} "
@@ -140,6 +145,13 @@ def markdown(record: dict[str, Any]) -> str:
 | data | method | test errors | thesis | max log-p (generated) | r_real | r_gen | s / epoch | seeds |
 |---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
+
+Per run (best epoch: the validation-selected one; share above ε: of the 1,000 generated samples, the share whose
+log-p is above the LD threshold ε = {eps}, the 10th percentile of the training images' log-p):
+
+| method | seed | test errors | valid errors | best epoch | max log-p (generated) | share above ε |
+|---|---|---|---|---|---|---|
+{chr(10).join(per_run)}
 {check}
 {reading(page_name(res['epochs']))}
 """

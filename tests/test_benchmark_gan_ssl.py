@@ -34,3 +34,13 @@ def test_parallel_workers_train_the_density_model_once(tmp_path, monkeypatch):
     for w in workers:
         w.join()
     assert trained == [2] and (tmp_path / "pixelcnn-mnist" / "summary.json").exists()
+
+
+def test_page_lists_each_run_with_its_best_epoch_and_samples():
+    runs = [{"variant": "mnist_fm_ld", "seed": 1, "test_errors": 170, "valid_errors": 177, "best_epoch": 97,
+             "max_logp_generated": -259.0, "share_above_epsilon": 0.325, "epsilon": -875.6},
+            {"variant": "mnist_fm", "seed": 0, "test_errors": 300, "valid_errors": 310}]  # a run without them
+    page = B.markdown({"seeds": [0, 1], "results": {"epochs": 100, "runs": runs}})
+    rows = [line for line in page.splitlines() if line.startswith("| FM")]
+    assert rows == ["| FM | 0 | 300 | 310 | – | – | – |", "| FM + LD | 1 | 170 | 177 | 97 | -259.0 | 0.325 |"]
+    assert "ε = -875.6" in page
