@@ -43,6 +43,7 @@ VARIANTS = {  # name: (dataset preset, overrides of train)
 }
 LABELS = {"supervised": "supervised only", "fm": "FM", "fm_ld": "FM + LD", "fm_pt_ent": "FM + PT + Ent",
           "fm_ldx100": "FM + LD ×100, every iteration (mechanism check)"}
+DATA = {"mnist": "MNIST (100 labels)", "fashion": "Fashion-MNIST (1,000 labels)"}
 THESIS = {"mnist_fm": "85.0 ± 11.7", "mnist_fm_ld": "79.5 ± 9.8", "mnist_fm_pt_ent": "–"}
 
 
@@ -122,13 +123,13 @@ def markdown(record: dict[str, Any]) -> str:
 
         def ms(k, digits=1, runs=runs):
             return mean_std([r[k] for r in runs if k in r], digits)
-        rows.append(f"| {'MNIST (100 labels)' if ds == 'mnist' else 'Fashion-MNIST (1,000 labels)'} | "
+        rows.append(f"| {DATA[ds]} | "
                     f"{LABELS[kind]} | {ms('test_errors')} | {THESIS.get(variant, '–')} | {ms('max_logp_generated')} | "
                     f"{ms('r_real', 3)} | {ms('r_gen', 3)} | {ms('epoch_s')} | {len(runs)} |")
-    per_run = [f"| {LABELS[variant.split('_', 1)[1]]} | {r['seed']} | {r['test_errors']} | {r['valid_errors']} | "
-               + " | ".join(str(r.get(k, "–")) for k in ("best_epoch", "max_logp_generated", "share_above_epsilon"))
-               + " |" for variant in VARIANTS for r in sorted(res["runs"], key=lambda r: r["seed"])
-               if r["variant"] == variant]
+    per_run = [" | ".join(["", DATA[variant.split("_", 1)[0]], LABELS[variant.split("_", 1)[1]], *(
+                   str(r.get(k, "–")) for k in ("seed", "test_errors", "valid_errors", "best_epoch",
+                                                "max_logp_generated", "share_above_epsilon")), ""]).strip()
+               for variant in VARIANTS for r in sorted(res["runs"], key=lambda r: r["seed"]) if r["variant"] == variant]
     eps = next((r["epsilon"] for r in res["runs"] if "epsilon" in r), "–")
     chk = res.get("ld_direction_check")
     check = (f"\nLD direction check (`ld_direction_check`: {chk['steps']} Adam steps, lr 1e-3, of the hinge LD on the "
@@ -149,8 +150,8 @@ def markdown(record: dict[str, Any]) -> str:
 Per run (best epoch: the validation-selected one; share above ε: of the 1,000 generated samples, the share whose
 log-p is above the LD threshold ε = {eps}, the 10th percentile of the training images' log-p):
 
-| method | seed | test errors | valid errors | best epoch | max log-p (generated) | share above ε |
-|---|---|---|---|---|---|---|
+| data | method | seed | test errors | valid errors | best epoch | max log-p (generated) | share above ε |
+|---|---|---|---|---|---|---|---|
 {chr(10).join(per_run)}
 {check}
 {reading(page_name(res['epochs']))}

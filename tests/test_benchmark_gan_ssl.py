@@ -41,6 +41,8 @@ def test_page_lists_each_run_with_its_best_epoch_and_samples():
              "max_logp_generated": -259.0, "share_above_epsilon": 0.325, "epsilon": -875.6},
             {"variant": "mnist_fm", "seed": 0, "test_errors": 300, "valid_errors": 310}]  # a run without them
     page = B.markdown({"seeds": [0, 1], "results": {"epochs": 100, "runs": runs}})
-    rows = [line for line in page.splitlines() if line.startswith("| FM")]
-    assert rows == ["| FM | 0 | 300 | 310 | – | – | – |", "| FM + LD | 1 | 170 | 177 | 97 | -259.0 | 0.325 |"]
+    rows = [line for line in page.splitlines() if line.startswith("| MNIST (100 labels) | FM |")
+            or line.startswith("| MNIST (100 labels) | FM + LD |")][-2:]
+    assert rows == ["| MNIST (100 labels) | FM | 0 | 300 | 310 | – | – | – |",
+                    "| MNIST (100 labels) | FM + LD | 1 | 170 | 177 | 97 | -259.0 | 0.325 |"]
     assert "ε = -875.6" in page
