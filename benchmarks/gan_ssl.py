@@ -82,6 +82,25 @@ def job(variant: str, seed: int, args) -> Job:
     return Job(name, {"variant": variant, "seed": seed}, launch)
 
 
+COURSE_EPOCHS = (10, 25, 50, 75, 100)
+TAKEOVER = 0.01  # an epoch's mean discriminator loss below this: it separates real from generated almost perfectly
+
+
+def training_course(run_dir: Path) -> dict[str, Any]:
+    """A finished run's course, from its metrics.jsonl (one training row an epoch, the means over its iterations,
+    and one evaluation row): the validation errors at COURSE_EPOCHS, the epochs in which the discriminator took
+    over (mean loss_d below TAKEOVER; the feature-matching loss jumps by two orders of magnitude there) and the
+    mean feature-matching loss of the last 10 epochs."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    train = sorted({r["step"]: r for r in rows if "loss_d" in r}.values(), key=lambda r: r["step"])
+    iters = train[0]["step"]  # the loop logs once an epoch
+    evals = {r["step"] // iters: r["valid_errors"] for r in rows if "valid_errors" in r}
+    g_fm = [r["g_fm"] for r in train[-10:] if "g_fm" in r]
+    return {"valid_errors": {str(e): int(evals[e]) for e in COURSE_EPOCHS if e in evals},
+            "takeover_epochs": [r["step"] // iters for r in train if r["loss_d"] < TAKEOVER],
+            "g_fm_last10": round(sum(g_fm) / len(g_fm), 2) if g_fm else None}
+
+
 def ld_direction_check(pixelcnn_run: Path, epsilon: float, steps: int = 40, n: int = 30) -> dict[str, float]:
     """Does descending the hinge LD lower log p? Adam (lr 1e-3) on the pixels of n real training images, the
     PixelCNN frozen, no generator in the way: mean log p before / after, mean pixel change, steps until every
@@ -130,6 +149,20 @@ def markdown(record: dict[str, Any]) -> str:
                    str(r.get(k, "–")) for k in ("seed", "test_errors", "valid_errors", "best_epoch",
                                                 "max_logp_generated", "share_above_epsilon")), ""]).strip()
                for variant in VARIANTS for r in sorted(res["runs"], key=lambda r: r["seed"]) if r["variant"] == variant]
+    course = [" | ".join(["", DATA[variant.split("_", 1)[0]], LABELS[variant.split("_", 1)[1]], str(seed),
+                          *(str(c["valid_errors"].get(str(e), "–")) for e in COURSE_EPOCHS),
+                          ", ".join(map(str, c["takeover_epochs"])) or "none", str(c["g_fm_last10"]), ""]).strip()
+              for variant in VARIANTS for seed in record["seeds"]
+              if (c := res.get("courses", {}).get(f"{variant}-seed{seed}"))]
+    course_table = f"""
+Course of each GAN run (from its metrics.jsonl, `training_course`): validation errors at epochs
+{", ".join(map(str, COURSE_EPOCHS))}; the epochs in which the discriminator took over (its mean loss over the epoch
+below {TAKEOVER}); the generator's mean feature-matching loss over the last 10 epochs:
+
+| data | method | seed | {" | ".join(f"valid @ {e}" for e in COURSE_EPOCHS)} | D takeover (epochs) | g_fm, last 10 |
+|---|---|---|{"---|" * len(COURSE_EPOCHS)}---|---|
+{chr(10).join(course)}
+""" if course else ""
     eps = next((r["epsilon"] for r in res["runs"] if "epsilon" in r), "–")
     chk = res.get("ld_direction_check")
     check = (f"\nLD direction check (`ld_direction_check`: {chk['steps']} Adam steps, lr 1e-3, of the hinge LD on the "
@@ -153,7 +186,7 @@ log-p is above the LD threshold ε = {eps}, the 10th percentile of the training 
 | data | method | seed | test errors | valid errors | best epoch | max log-p (generated) | share above ε |
 |---|---|---|---|---|---|---|---|
 {chr(10).join(per_run)}
-{check}
+{course_table}{check}
 {reading(page_name(res['epochs']))}
 """
 
@@ -182,8 +215,12 @@ def main() -> None:
                 f"{pix['test_bits_per_dim']} bits/dim, 10th percentile of training log-p "
                 f"{pix['train_logp_percentiles']['10']}") if pix else "none trained"
     check = ld_direction_check(dens.parent, float(pix["train_logp_percentiles"]["10"])) if pix else None
+    dirs = {f"{r['variant']}-seed{r['seed']}": Path(args.runs) / job(r["variant"], r["seed"], args).name
+            for r in runs if not r["variant"].endswith("supervised")}  # a supervised run's loss_d is its NLL
+    courses = {k: training_course(d) for k, d in dirs.items() if (d / "metrics.jsonl").exists()}
     print(write_results(page_name(args.epochs), {"epochs": args.epochs, "runs": runs, "pixelcnn": pix_desc,
-                               "ld_direction_check": check}, markdown, seeds=args.seeds, machine=sweep.machine()))
+                                                 "ld_direction_check": check, "courses": courses},
+                        markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

@@ -46,3 +46,16 @@ def test_page_lists_each_run_with_its_best_epoch_and_samples():
     assert rows == ["| MNIST (100 labels) | FM | 0 | 300 | 310 | – | – | – |",
                     "| MNIST (100 labels) | FM + LD | 1 | 170 | 177 | 97 | -259.0 | 0.325 |"]
     assert "ε = -875.6" in page
+
+
+def test_training_course_reads_epochs_takeovers_and_the_late_feature_matching_loss(tmp_path):
+    rows = []
+    for epoch in range(1, 13):
+        rows.append({"step": 500 * epoch, "loss_d": 0.005 if epoch in (3, 4) else 0.4, "g_fm": 100.0 if epoch < 3 else
+                     float(epoch)})
+        rows.append({"step": 500 * epoch, "valid_errors": 1000.0 - epoch, "test_errors": 1.0})
+    rows.insert(5, rows[4])  # a training row written twice (a resumed run) counts once
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    course = B.training_course(tmp_path)
+    assert course == {"valid_errors": {"10": 990}, "takeover_epochs": [3, 4],
+                      "g_fm_last10": sum(range(3, 13)) / 10}
