@@ -95,10 +95,10 @@ def training_course(run_dir: Path) -> dict[str, Any]:
     train = sorted({r["step"]: r for r in rows if "loss_d" in r}.values(), key=lambda r: r["step"])
     iters = train[0]["step"]  # the loop logs once an epoch
     evals = {r["step"] // iters: r["valid_errors"] for r in rows if "valid_errors" in r}
-    g_fm = [r["g_fm"] for r in train[-10:] if "g_fm" in r]
+    late = {k: [r[k] for r in train[-10:] if k in r] for k in ("g_fm", "g_ld")}
     return {"valid_errors": {str(e): int(evals[e]) for e in COURSE_EPOCHS if e in evals},
             "takeover_epochs": [r["step"] // iters for r in train if r["loss_d"] < TAKEOVER],
-            "g_fm_last10": round(sum(g_fm) / len(g_fm), 2) if g_fm else None}
+            **{f"{k}_last10": round(sum(v) / len(v), 2) if v else None for k, v in late.items()}}
 
 
 def ld_direction_check(pixelcnn_run: Path, epsilon: float, steps: int = 40, n: int = 30) -> dict[str, float]:
@@ -151,16 +151,18 @@ def markdown(record: dict[str, Any]) -> str:
                for variant in VARIANTS for r in sorted(res["runs"], key=lambda r: r["seed"]) if r["variant"] == variant]
     course = [" | ".join(["", DATA[variant.split("_", 1)[0]], LABELS[variant.split("_", 1)[1]], str(seed),
                           *(str(c["valid_errors"].get(str(e), "–")) for e in COURSE_EPOCHS),
-                          ", ".join(map(str, c["takeover_epochs"])) or "none", str(c["g_fm_last10"]), ""]).strip()
+                          ", ".join(map(str, c["takeover_epochs"])) or "none",
+                          *(str(c.get(f"{k}_last10") or "–") for k in ("g_fm", "g_ld")), ""]).strip()
               for variant in VARIANTS for seed in record["seeds"]
               if (c := res.get("courses", {}).get(f"{variant}-seed{seed}"))]
     course_table = f"""
 Course of each GAN run (from its metrics.jsonl, `training_course`): validation errors at epochs
 {", ".join(map(str, COURSE_EPOCHS))}; the epochs in which the discriminator took over (its mean loss over the epoch
-below {TAKEOVER}); the generator's mean feature-matching loss over the last 10 epochs:
+below {TAKEOVER}); the generator's feature-matching loss and LD hinge (nats above ε, on the iterations that apply
+it), means over the last 10 epochs:
 
-| data | method | seed | {" | ".join(f"valid @ {e}" for e in COURSE_EPOCHS)} | D takeover (epochs) | g_fm, last 10 |
-|---|---|---|{"---|" * len(COURSE_EPOCHS)}---|---|
+| data | method | seed | {" | ".join(f"valid @ {e}" for e in COURSE_EPOCHS)} | D takeover (epochs) | g_fm | g_ld |
+|---|---|---|{"---|" * len(COURSE_EPOCHS)}---|---|---|
 {chr(10).join(course)}
 """ if course else ""
     eps = next((r["epsilon"] for r in res["runs"] if "epsilon" in r), "–")

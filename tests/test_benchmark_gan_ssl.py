@@ -58,4 +58,4 @@ def test_training_course_reads_epochs_takeovers_and_the_late_feature_matching_lo
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     course = B.training_course(tmp_path)
     assert course == {"valid_errors": {"10": 990}, "takeover_epochs": [3, 4],
-                      "g_fm_last10": sum(range(3, 13)) / 10}
+                      "g_fm_last10": sum(range(3, 13)) / 10, "g_ld_last10": None}  # an FM run logs no g_ld
