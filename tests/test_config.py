@@ -38,7 +38,9 @@ def test_coerce_types():
 
 
 @pytest.mark.parametrize(("value", "tp"), [("abc", int), ("1.5", int), ("maybe", bool), ("c", Literal["a", "b"]),
-                                           ("1,2,3", tuple[float, float]), (True, int)])
+                                           ("1,2,3", tuple[float, float]), (True, int), (True, float),
+                                           ("nan", float), (float("inf"), float), ("0.9,-inf", tuple[float, float]),
+                                           (float("nan"), float | None)])  # a YAML .nan / .inf too
 def test_coerce_rejects(value, tp):
     with pytest.raises(ConfigError, match="field"):
         coerce(value, tp, "field")

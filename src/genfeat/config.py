@@ -7,8 +7,10 @@ wrong type fails at once with a message naming the field.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
+import math
 import os
 import tempfile
 import types
@@ -102,17 +104,16 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
                 if f is not None and f.is_integer():
                     return int(f)
         raise ConfigError(f"{name}: expected an integer, got {value!r}")
-    if tp is float:
-        if isinstance(value, bool):
-            raise ConfigError(f"{name}: expected a number, got {value!r}")
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"{name}: expected a number, got {value!r}")
+    if tp is float:  # no setting means anything by nan or inf: they are refused here, for every field
+        f = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            f = float(value)
+        elif isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                f = float(value)
+        if f is None or not math.isfinite(f):
+            raise ConfigError(f"{name}: expected a {'finite ' if f is not None else ''}number, got {value!r}")
+        return f
     if tp is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
