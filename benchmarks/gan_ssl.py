@@ -89,8 +89,8 @@ TAKEOVER = 0.01  # an epoch's mean discriminator loss below this: it separates r
 def training_course(run_dir: Path) -> dict[str, Any]:
     """A finished run's course, from its metrics.jsonl (one training row an epoch, the means over its iterations,
     and one evaluation row): the validation errors at COURSE_EPOCHS, the epochs in which the discriminator took
-    over (mean loss_d below TAKEOVER; the feature-matching loss jumps by two orders of magnitude there) and the
-    mean feature-matching loss of the last 10 epochs."""
+    over (mean loss_d below TAKEOVER; the feature-matching loss jumps by two orders of magnitude there), and the
+    means of the feature-matching loss and the LD hinge over the last 10 epochs (None where the run has none)."""
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     train = sorted({r["step"]: r for r in rows if "loss_d" in r}.values(), key=lambda r: r["step"])
     iters = train[0]["step"]  # the loop logs once an epoch
@@ -152,7 +152,8 @@ def markdown(record: dict[str, Any]) -> str:
     course = [" | ".join(["", DATA[variant.split("_", 1)[0]], LABELS[variant.split("_", 1)[1]], str(seed),
                           *(str(c["valid_errors"].get(str(e), "–")) for e in COURSE_EPOCHS),
                           ", ".join(map(str, c["takeover_epochs"])) or "none",
-                          *(str(c.get(f"{k}_last10") or "–") for k in ("g_fm", "g_ld")), ""]).strip()
+                          *("–" if c[f"{k}_last10"] is None else str(c[f"{k}_last10"]) for k in ("g_fm", "g_ld")),
+                          ""]).strip()
               for variant in VARIANTS for seed in record["seeds"]
               if (c := res.get("courses", {}).get(f"{variant}-seed{seed}"))]
     course_table = f"""
