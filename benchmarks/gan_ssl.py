@@ -24,6 +24,7 @@ from typing import Any
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
+from genfeat.models.gan_ssl.train import EPSILON_IMAGES
 from genfeat.recipes import gan_ssl as R
 from genfeat.train.checkpoint import latest_checkpoint
 
@@ -184,7 +185,8 @@ it), means over the last 10 epochs:
 {chr(10).join(rows)}
 
 Per run (best epoch: the validation-selected one; share above ε: of the 1,000 generated samples, the share whose
-log-p is above the LD threshold ε = {eps}, the 10th percentile of the training images' log-p):
+log-p is above the runs' LD threshold ε = {eps}, their `ld_quantile`-th percentile of the first {EPSILON_IMAGES:,}
+training images' log-p):
 
 | data | method | seed | test errors | valid errors | best epoch | max log-p (generated) | share above ε |
 |---|---|---|---|---|---|---|---|
@@ -215,8 +217,8 @@ def main() -> None:
     dens = Path(args.runs) / "pixelcnn-mnist" / "summary.json"
     pix = json.loads(dens.read_text()) if dens.exists() else {}
     pix_desc = (f"{pix['epochs']} epoch(s), {pix.get('n_blocks', '?')} gated blocks per stream, test "
-                f"{pix['test_bits_per_dim']} bits/dim, 10th percentile of training log-p "
-                f"{pix['train_logp_percentiles']['10']}") if pix else "none trained"
+                f"{pix['test_bits_per_dim']} bits/dim, 10th percentile of the first {R.PERCENTILE_IMAGES:,} training "
+                f"images' log-p {pix['train_logp_percentiles']['10']}") if pix else "none trained"
     check = ld_direction_check(dens.parent, float(pix["train_logp_percentiles"]["10"])) if pix else None
     dirs = {f"{r['variant']}-seed{r['seed']}": Path(args.runs) / job(r["variant"], r["seed"], args).name
             for r in runs if not r["variant"].endswith("supervised")}  # a supervised run's loss_d is its NLL

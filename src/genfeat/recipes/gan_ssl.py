@@ -341,6 +341,9 @@ def bits_per_dim_loss(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Te
     return -logp.mean() / (x[0].numel() * math.log(2)), len(x)
 
 
+PERCENTILE_IMAGES = 5000  # the density model's summary: log-p percentiles of the first this-many training images
+
+
 def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     """Train the density model on the training images (in [-1, 1]) with Adam on bits/dim, checkpointing every
     `train.ckpt_every` steps; report test bits/dim and the training images' log-p percentiles (the LD threshold
@@ -365,7 +368,7 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
         test_bpd = float(torch.stack([model.bits_per_dim(xs[a: a + 250].to(dev)).cpu() for a in
                                       progress(range(0, len(xs), 250), "test bits/dim")]).mean())
         lp = torch.cat([model.log_prob(xt[a: a + 250].to(dev)).cpu() for a in
-                        progress(range(0, min(len(xt), 5000), 250), "training log-p percentiles")])
+                        progress(range(0, min(len(xt), PERCENTILE_IMAGES), 250), "training log-p percentiles")])
     if info.is_main and not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it
         atomic_write_text(run_dir / "config.yaml", dump_yaml({"recipe": "pixelcnn", "config": to_dict(cfg)}))
     percentiles = {q: round(float(torch.quantile(lp, q / 100)), 1) for q in (2, 10, 20, 50)}

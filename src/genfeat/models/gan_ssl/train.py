@@ -14,9 +14,9 @@ two thirds, then linear to the floor); Adam β=(0.5, ·) for D and (0, ·) for G
 data-dependent init from 500 unlabeled images (D) and a generated batch (G). The checkpoint kept is the one with
 the fewest validation errors (not the best test error, as the reference scripts report); the test errors are
 counted with it. Checkpoints hold both optimizers, the batch order, LD's random stream and its threshold ε (the
-`ld_quantile`-th percentile of up to 10,000 training images' log-densities) with the log-densities of the first
-four training images, so `--resume` continues bit for bit without the density pass; a resume whose density model
-gives those four images other log-densities (another model) computes ε again.
+`ld_quantile`-th percentile of the first `EPSILON_IMAGES` training images' log-densities) with the log-densities
+of the first four training images, so `--resume` continues bit for bit without the density pass; a resume whose
+density model gives those four images other log-densities (another model) computes ε again.
 
 Under torchrun each rank takes its part of every global batch (labeled, unlabeled and noise: every rank draws
 the global noise batch and keeps its rows) and the ranks' gradients are averaged before each update (`fit`'s
@@ -61,6 +61,8 @@ from genfeat.train.logging import progress, read_metrics
 from genfeat.train.loop import TrainConfig, fit
 from genfeat.train.optim import adam
 from genfeat.train.step import Step, Update
+
+EPSILON_IMAGES = 10_000  # LD's ε is a percentile of the log-densities of the first this-many training images
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,7 @@ class ComplementGAN(Step):
 def _saved_epsilon(ckpt: str | Path | None, ld_quantile: float, density_probe: list[float], rank: int) -> float | None:
     """The LD threshold ε that checkpoint `ckpt` of this run saved with its method state, if it was taken at the
     same quantile with the same density model (the same log-densities of the probe images, to 1e-5 relative): a
-    resumed run then skips the density pass over up to 10,000 training images (minutes of PixelCNN on a CPU). None
+    resumed run then skips the density pass over `EPSILON_IMAGES` training images (minutes of PixelCNN on a CPU). None
     (compute it) without a checkpoint, when the checkpoint holds none, or when the quantile or model differ."""
     if ckpt is None:
         return None
@@ -332,7 +334,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             if epsilon is None:
                 with torch.no_grad():
                     lp = torch.cat([log_density(x_train[a: a + 500].to(dev)).cpu() for a in
-                                    progress(range(0, min(n_unl, 10_000), 500),
+                                    progress(range(0, min(n_unl, EPSILON_IMAGES), 500),
                                              "density of the training images (LD ε)")])
                 epsilon = float(density_threshold(lp, cfg.ld_quantile))
     method = ComplementGAN(cfg, nets, iters, log_density, epsilon, probe)
