@@ -44,6 +44,10 @@ from genfeat.recipes import multi_cls as R
 
 NAME = "multi_cls"
 PRETRAIN_STEPS = 150  # the default --pretrain-steps; run and page names spell out any other budget
+# The CPU pages fine-tune for 200-500 updates (each page states its budget); a longer budget gets its own page
+# (`page_name`). Validation runs three times a run, and at least every 500 updates as in the thesis (App. D.1.2).
+SHORT_FINETUNE_STEPS = 500
+EVAL_EVERY_MAX = 500
 MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K = 1", "k5": "Multi-CLS, K = 5"}
 # Table 5.2's ablations of the K = 5 model (--ablations): two change the pretraining, one the fine-tuning pooler.
 ABLATIONS = {"k5-nohard": "K = 5, no hard negatives", "k5-noinsert": "K = 5, no inserted layers",
@@ -88,15 +92,18 @@ def batch_size(args) -> int:
     return 4 if 0 < args.labels <= 100 else 8 if 0 < args.labels <= 1000 else 16
 
 
-def page_name(task: str, labels: int, lrs: list[float] = (DEFAULT_LR,), pretrain_steps: int = PRETRAIN_STEPS) -> str:
+def page_name(task: str, labels: int, lrs: list[float] = (DEFAULT_LR,), pretrain_steps: int = PRETRAIN_STEPS,
+              finetune_steps: int = SHORT_FINETUNE_STEPS) -> str:
     """multi_cls (BBC) or multi_cls_<task>; with a label count other than 100, _1k / _full / _<n> after it; with
-    another pretraining budget than the default, _pre<steps>; with one fine-tuning rate other than the preset's,
-    _lr<rate>; with more than one (selected on dev), _lr-selected. Two sweeps that differ in any of these write
-    two pages."""
+    another pretraining budget than the default, _pre<steps>; with a fine-tuning budget above
+    SHORT_FINETUNE_STEPS, _ft<steps>; with one fine-tuning rate other than the preset's, _lr<rate>; with more than
+    one (selected on dev), _lr-selected. Two sweeps that differ in any of these write two pages (and two that
+    differ only in a short budget are kept apart by `page_setting`)."""
     size = {100: "", 1000: "_1k", 0: "_full"}.get(labels, f"_{labels}")
     budget = "" if pretrain_steps == PRETRAIN_STEPS else f"_pre{pretrain_steps}"
+    ft = "" if finetune_steps <= SHORT_FINETUNE_STEPS else f"_ft{finetune_steps}"
     rate = "_lr-selected" if len(lrs) > 1 else "" if lrs[0] == DEFAULT_LR else f"_lr{lrs[0]:g}"
-    return NAME + ("" if task == "bbc" else f"_{task}") + size + budget + rate
+    return NAME + ("" if task == "bbc" else f"_{task}") + size + budget + ft + rate
 
 
 def source_tag(k: int, pretrain_seed: int, args, variant: str = "") -> str:
@@ -122,13 +129,18 @@ def paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any] |
     return {"diffs": d, "wins": sum(v > 0 for v in d)} if d else None
 
 
+def eval_every(finetune_steps: int) -> int:
+    """Validation interval of a fine-tuning run: a third of the run, at most EVAL_EVERY_MAX updates."""
+    return max(1, min(finetune_steps // 3, EVAL_EVERY_MAX))
+
+
 def finetune_cfg(source: str, seed: int, args, aggregation: str = "reparam", lr: float = DEFAULT_LR
                  ) -> R.MultiCLSClassifyConfig:
     cfg = R.classify_bbc()
     return dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels, task=args.task,
                                max_len=args.max_len, aggregation=aggregation, batch_size=batch_size(args),
                                train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps, lr=lr,
-                                                         eval_every=max(1, args.finetune_steps // 3)))
+                                                         eval_every=eval_every(args.finetune_steps)))
 
 
 def finetune(model: str, source: str, seed: int, tag: str, args, aggregation: str = "reparam",
@@ -339,10 +351,12 @@ def markdown(record: dict[str, Any]) -> str:
     hlr = (f", new parameters (inserted maps, the four heads) at learning rate {r['heads_lr']:g} (`heads_lr`)"
            if r.get("heads_lr") else "")
     n = f"{r['labels']}" if r["labels"] else "all"
+    epochs = (f" ({r['finetune_steps'] * r.get('batch_size', DEFAULT_BATCH) / r['labels']:g} epochs; the thesis: 20, "
+              "App. D.1.2)" if r["labels"] else "")
     return f"""# Multi-CLS BERT on {what} with {n} training examples (Table 5.1's protocol, small scale)
 
 {{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch \
-{r.get('batch_size', DEFAULT_BATCH)},
+{r.get('batch_size', DEFAULT_BATCH)}{epochs},
 inputs of {r.get('max_len', 128)} tokens, selection on the validation split (the checkpoint, and the learning rate
 among {', '.join(f'{v:g}' for v in r.get('lrs', [DEFAULT_LR]))} by mean validation accuracy); each fine-tuning seed its
 own {n} training examples (shared by the three models). Continued pretraining: `multi_cls_pretrain --preset
@@ -410,7 +424,7 @@ def main() -> None:
                     "(predicts the test split again with every fine-tuned model)")
     result_args(ap, [0, 1, 2], runs="runs/bench_multi_cls")
     args = ap.parse_args()
-    name = page_name(args.task, args.labels, args.lrs, args.pretrain_steps)
+    name = page_name(args.task, args.labels, args.lrs, args.pretrain_steps, args.finetune_steps)
     if args.render_only:
         print(render(name, markdown))
         return

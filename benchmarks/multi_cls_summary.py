@@ -4,7 +4,8 @@ pages (`multi_cls.json`, `multi_cls_<task>.json`, written by `benchmarks.multi_c
     python -m benchmarks.multi_cls_summary
 
 One row per task and model (test accuracy of the dev-selected runs, mean ± standard error), and the macro average
-over the tasks that share one continued-pretraining setting (steps, heads_lr) and label count, as the thesis
+over the tasks that share one continued-pretraining setting (steps, heads_lr), label count, rate grid and fine-tuning
+budget (a budget above `benchmarks.multi_cls.SHORT_FINETUNE_STEPS` is its own setting), as the thesis
 averages its GLUE tasks; tasks recorded with another setting are listed but not averaged with them, and two pages
 of one task at one setting are refused (the average takes one page per task).
 """
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import RESULTS, load_result, mean_std, reading, result_sources, summary_main
-from benchmarks.multi_cls import DEFAULT_LR, MODELS, THESIS_TABLE_5_1, paired, selected_lr
+from benchmarks.multi_cls import DEFAULT_LR, MODELS, SHORT_FINETUNE_STEPS, THESIS_TABLE_5_1, paired, selected_lr
 
 NAME = "multi_cls_summary"
 
@@ -28,8 +29,9 @@ def collect() -> dict[str, Any]:
     names = list(pages)
     tasks = []
     for name, r in pages.items():
+        long_ft = r["finetune_steps"] if r["finetune_steps"] > SHORT_FINETUNE_STEPS else None  # as page_name
         setting = {"pretrain_steps": r["pretrain_steps"], "heads_lr": r.get("heads_lr", 0.0), "labels": r["labels"],
-                   "lrs": r.get("lrs", [DEFAULT_LR])}
+                   "lrs": r.get("lrs", [DEFAULT_LR]), "long_finetune_steps": long_ft}
         models, chosen = {}, {}
         for m in MODELS:
             lr, chosen[m] = selected_lr([x for x in r["runs"] if x["model"] == m])
@@ -62,7 +64,8 @@ def key(setting: dict[str, Any]) -> str:
     lrs = setting.get("lrs", [DEFAULT_LR])
     lr = f"lr {lrs[0]:g}" if len(lrs) == 1 else f"lr selected from {' / '.join(f'{v:g}' for v in lrs)}"
     labels = setting["labels"] or "all"
-    return f"{labels} labels, {setting['pretrain_steps']} pretraining steps{hlr}, {lr}"
+    ft = f", {n} fine-tuning updates" if (n := setting.get("long_finetune_steps")) else ""
+    return f"{labels} labels, {setting['pretrain_steps']} pretraining steps{hlr}, {lr}{ft}"
 
 
 def thesis_row(labels: int) -> str:
@@ -92,7 +95,8 @@ def markdown(record: dict[str, Any]) -> str:
 
 {{header}}Collected from the recorded pages (each names its command); test accuracy (%) of the runs at the learning
 rate selected on validation, mean ± standard error over pretraining x fine-tuning seeds. The macro average is the
-mean of the task means, over tasks that share one pretraining setting, label count and rate grid. The last column
+mean of the task means, over tasks that share one pretraining setting, label count, rate grid and long fine-tuning
+budget (the setting column). The last column
 is K = 5 minus K = 1 over the runs that share pretraining and fine-tuning seeds (points; pairs K = 5 wins / pairs).
 
 | task | setting | {' | '.join(MODELS.values())} | K = 5 - K = 1, paired |

@@ -154,6 +154,20 @@ def test_a_sweep_at_one_other_rate_writes_its_own_page():
     assert B.page_name("debian-sections", 100, [3e-5]) == "multi_cls_debian-sections"
 
 
+def test_a_long_fine_tuning_budget_writes_its_own_page_and_validates_every_500_updates():
+    """2,500 updates at 1k labels (the thesis's 20 epochs at batch 8) must not replace the 500-update page; the
+    short budgets of the recorded pages keep their names and their validation interval (a third of the run)."""
+    assert B.page_name("wordnet-lexnames", 1000, [1e-4], B.PRETRAIN_STEPS, 2500) == \
+        "multi_cls_wordnet-lexnames_1k_ft2500_lr0.0001"
+    assert B.page_name("wordnet-lexnames", 1000, [1e-4], B.PRETRAIN_STEPS, 500) == \
+        "multi_cls_wordnet-lexnames_1k_lr0.0001"
+    assert B.page_name("bbc", 100, [3e-5], B.PRETRAIN_STEPS, 250) == "multi_cls"
+    args = argparse.Namespace(task="wordnet-lexnames", max_len=64, labels=1000, batch_size=0)
+    for steps, every in ((200, 66), (500, 166), (1500, 500), (2500, 500), (2, 1)):
+        args.finetune_steps = steps
+        assert B.finetune_cfg("x", 0, args).train.eval_every == every
+
+
 def test_paired_differences_match_pretraining_and_fine_tuning_seeds():
     def run(k, p, seed, acc):
         return {"model": f"k{k}", "seed": seed, "test_accuracy": acc,

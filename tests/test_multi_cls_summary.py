@@ -8,7 +8,7 @@ import pytest
 from benchmarks import common
 from benchmarks import multi_cls_summary as S
 
-SETTING = {"pretrain_steps": 150, "heads_lr": 1e-3, "labels": 100, "lrs": [1e-4]}
+SETTING = {"pretrain_steps": 150, "heads_lr": 1e-3, "labels": 100, "lrs": [1e-4], "finetune_steps": 200}
 
 
 def page(tmp_path, name: str, task: str, acc: dict[str, list[float]], **setting) -> None:
@@ -37,6 +37,19 @@ def test_the_macro_average_is_the_mean_of_the_task_means_of_one_setting(results)
     assert macro["mean"] == pytest.approx({"released": (0.3 + 0.6) / 2, "k1": (0.3 + 0.5) / 2, "k5": (0.6 + 0.9) / 2})
     assert [t["task"] for t in out["tasks"]] == ["a", "b", "c"]
     assert out["tasks"][0]["k5_minus_k1"]["diffs"] == pytest.approx([20.0, 40.0])
+
+
+def test_a_long_fine_tuning_budget_is_a_setting_of_its_own(results):
+    """A task's page at 2,500 fine-tuning updates beside its 500-update page is another setting, not a second page
+    of one setting (which collect refuses); budgets up to SHORT_FINETUNE_STEPS average together."""
+    page(results, "multi_cls_a", "a", {"released": [0.2], "k1": [0.3], "k5": [0.5]}, finetune_steps=250)
+    page(results, "multi_cls_b", "b", {"released": [0.6], "k1": [0.5], "k5": [0.9]})
+    page(results, "multi_cls_b_ft2500", "b", {"released": [0.7], "k1": [0.7], "k5": [0.7]}, finetune_steps=2500)
+    out = S.collect()
+    [macro] = out["macro"]  # b alone at 2,500 updates: listed, not averaged
+    assert macro["tasks"] == ["a", "b"] and macro["mean"]["k5"] == pytest.approx(0.7)
+    assert S.key(out["tasks"][2]["setting"]).endswith(", lr 0.0001, 2500 fine-tuning updates")
+    assert S.key(out["tasks"][0]["setting"]).endswith(", lr 0.0001")
 
 
 def test_a_task_recorded_twice_at_one_setting_is_not_averaged_twice(results):
