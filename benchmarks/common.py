@@ -40,6 +40,7 @@ def ran_on() -> str:
 
     args = sys.argv[1:]
     chosen = args[args.index("--device") + 1] if "--device" in args[:-1] else "auto"
+    chosen = next((a.split("=", 1)[1] for a in args if a.startswith("--device=")), chosen)  # argparse's other form
     return str(resolve_device(chosen))
 
 
@@ -150,6 +151,18 @@ def result_args(ap: argparse.ArgumentParser, seeds: list[int], runs: str | None 
         ap.add_argument("--train-only", action="store_true", help="train this worker's share, record nothing")
         ap.add_argument("--collect", action="store_true", help="record from the kept runs, train nothing")
         ap.add_argument("--only", nargs="*", default=[], help="this worker's share: the jobs of these groups")
+
+
+def timing_args(ap: argparse.ArgumentParser, repeats: int, threads: int | None = None, device: bool = False) -> None:
+    """The options the speed benchmarks share: --repeats (rounds of `interleaved_median_seconds`), --render-only
+    and, where the benchmark sets them, --threads (torch threads; its default is what the timed runs use) and
+    --device (read by `ran_on`)."""
+    ap.add_argument("--repeats", type=int, default=repeats, help="interleaved rounds; the median is reported")
+    if threads is not None:
+        ap.add_argument("--threads", type=int, default=threads, help="torch threads")
+    if device:
+        ap.add_argument("--device", default="auto")
+    ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
 
 
 def claim_run_dir(run_dir: Path, resume: bool = False, stale_s: float = 1800.0) -> bool:

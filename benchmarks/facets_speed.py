@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import interleaved_median_seconds, reading, render, write_results
+from benchmarks.common import interleaved_median_seconds, reading, render, timing_args, write_results
 from genfeat.data.facets import build_vocab, collate, sentence_examples
 from genfeat.data.sentences import documents
 from genfeat.losses.nnsc import nnsc_coefficients
@@ -54,9 +54,8 @@ def e_step(repeats: int) -> list[dict[str, Any]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=5)
+    timing_args(ap, repeats=5)
     ap.add_argument("--sentences", type=int, default=1024)
-    ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from benchmarks.common import interleaved_median_seconds, ran_on, reading, render, write_results
+from benchmarks.common import interleaved_median_seconds, ran_on, reading, render, timing_args, write_results
 from genfeat.models.bert import BertConfig, BertModel
 from genfeat.recipes import gan_ssl as G
 from genfeat.train.optim import adam
@@ -124,11 +124,8 @@ step; {r['repeats']} rounds).
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=15)
+    timing_args(ap, repeats=15, threads=1, device=True)  # one thread: the sweeps run one per worker
     ap.add_argument("--pretrain-repeats", type=int, default=5, help="rounds of the (slow) pretraining-shaped step")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (the sweeps run one per worker)")
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

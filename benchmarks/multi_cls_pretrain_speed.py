@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from benchmarks.bert_speed import high_water_mib
-from benchmarks.common import interleaved_median_seconds, reading, render, write_results
+from benchmarks.common import interleaved_median_seconds, reading, render, timing_args, write_results
 
 NAME = "multi_cls_pretrain_speed"
 
@@ -66,10 +66,8 @@ def stepper(pre, opt, data):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=2)
+    timing_args(ap, repeats=5, threads=2)
     ap.add_argument("--worker", type=int, help="(internal) one step with K facets in this process; print the peak")
-    ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import torch
 
-from benchmarks.common import interleaved_median_seconds, ran_on, reading, render, write_results
+from benchmarks.common import interleaved_median_seconds, ran_on, reading, render, timing_args, write_results
 from benchmarks.fused_adam import gan_workload
 from genfeat.nn.weight_norm import _WeightNorm
 from genfeat.recipes import gan_ssl as G
@@ -91,11 +91,8 @@ before); fused: `torch._weight_norm` (what `genfeat.nn.weight_norm` uses). Ratio
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=15)
+    timing_args(ap, repeats=15, threads=1, device=True)  # one thread: the GAN runs take one per worker
     ap.add_argument("--conv-batch", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (the GAN runs take one per worker)")
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))

@@ -55,6 +55,23 @@ def test_results_record_the_device_that_ran(monkeypatch):
 
     monkeypatch.setattr(sys, "argv", ["benchmarks/x.py", "--steps", "3", "--device", "cpu"])
     assert common.ran_on() == "cpu"
-    monkeypatch.setattr(sys, "argv", ["benchmarks/x.py", "--steps", "3"])
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(sys, "argv", ["benchmarks/x.py", "--device=cpu", "--steps", "3"])
+    assert common.ran_on() == "cpu"
+    monkeypatch.setattr(sys, "argv", ["benchmarks/x.py", "--steps", "3"])
     assert common.ran_on() == "cuda:0"
+
+
+def test_speed_benchmarks_share_their_timing_options():
+    import argparse
+
+    from benchmarks import common
+
+    ap = argparse.ArgumentParser()
+    common.timing_args(ap, repeats=15, threads=1, device=True)
+    args = ap.parse_args([])
+    assert (args.repeats, args.threads, args.device, args.render_only) == (15, 1, "auto", False)
+    assert ap.parse_args(["--device=cpu", "--render-only"]).device == "cpu"
+    ap = argparse.ArgumentParser()
+    common.timing_args(ap, repeats=5)
+    assert vars(ap.parse_args([])) == {"repeats": 5, "render_only": False}  # no --threads / --device to ignore
