@@ -114,6 +114,29 @@ def source_tag(k: int, pretrain_seed: int, args, variant: str = "") -> str:
     return f"k{k}{var}-pre{pretrain_seed}{budget}"
 
 
+def validation_course(run_dir: Path) -> dict[str, float]:
+    """A fine-tuning run's validation accuracy at each evaluation, {update: accuracy}, from its metrics.jsonl (a
+    row logged again after a resume counts once)."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    return {str(r["step"]): r["valid_accuracy"] for r in rows if "valid_accuracy" in r}
+
+
+def course_md(chosen: dict[str, list[dict[str, Any]]]) -> str:
+    """The mean validation accuracy of each model's selected runs at every evaluation its runs share (the runs
+    recorded with `valid_course`); "" when none has one."""
+    labels = MODELS | ABLATIONS
+    courses = {m: [x["valid_course"] for x in runs if x.get("valid_course")] for m, runs in chosen.items()}
+    steps = sorted({int(s) for cs in courses.values() for c in cs for s in c})
+    if not steps:
+        return ""
+    lines = [f"| {labels[m]} | " + " | ".join(
+        f"{100 * np.mean([c[str(s)] for c in cs]):.2f}" if all(str(s) in c for c in cs) else "–" for s in steps) + " |"
+        for m, cs in courses.items() if cs]
+    return ("Validation accuracy (%) at each evaluation, mean over the runs of each row above (`validation_course`):"
+            "\n\n| model | " + " | ".join(f"@ {s}" for s in steps) + " |\n|---|" + "---|" * len(steps) + "\n"
+            + "\n".join(lines) + "\n\n")
+
+
 def pretrain_seed(run: dict[str, Any]) -> int | None:
     """The pretraining seed of a fine-tuning record, read from its `pretrained` run's name (`pretrain` names it
     ...-seed<P>-...); None for the released encoder."""
@@ -367,7 +390,7 @@ tokens){hlr}. Mean ± standard error over the runs.
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-{pairs}{grid}Pretraining runs (validation, held-out articles):
+{pairs}{course_md(chosen)}{grid}Pretraining runs (validation, held-out articles):
 
 | model | pretraining seed | steps | MCQT (chance {2 * math.log(20):.2f}) | positive first (chance {1 / 20:.3f}) | MLM |
 |---|---|---|---|---|---|
@@ -431,7 +454,7 @@ def main() -> None:
     sweep = Sweep.from_args(args)
     pre_jobs, ft_jobs = jobs(sweep, args)
     pretraining = sweep.results(pre_jobs)
-    runs = sweep.results(ft_jobs)
+    runs = [r | {"valid_course": validation_course(sweep.path(j))} for j in ft_jobs if (r := sweep.result(j))]
     pre_jobs = [j for j in pre_jobs if not j.tags["variant"]]
     if not args.train_only:
         setting = page_setting(args)
@@ -441,7 +464,7 @@ def main() -> None:
                              "too, or the page would lose them")
         lrs = {m: selected_lr([r for r in runs if r["model"] == m])[0] for m in ("k1", "k5")}
         keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained",
-                "steps", "best_step", "train_s", "device")
+                "steps", "best_step", "train_s", "device", "valid_course")
         pre_keys = ("k", "variant", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
         print(write_results(name, {**setting,
                                    "data_sha256": runs[0].get("data_sha256") if runs else None,

@@ -238,3 +238,43 @@ def test_main_refuses_another_setting_before_the_uncertainty_passes(tmp_path, mo
     monkeypatch.setattr(sys, "argv", ["multi_cls", "--collect", "--uncertainty", "--runs", str(tmp_path / "runs")])
     with pytest.raises(ValueError, match=r"records another setting \(max_len 64 recorded, 128 now\)"):
         B.main()
+
+
+def test_a_collect_records_each_runs_validation_course(tmp_path, monkeypatch):
+    """main --collect on finished runs (summary.json + metrics.jsonl): every run's record carries its validation
+    accuracy at each evaluation (a row logged again after a resume counts once) and the page shows the mean
+    course of each model."""
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    argv = ["multi_cls", "--collect", "--runs", str(tmp_path / "runs"), "--task", "wordnet-lexnames", "--labels",
+            "1000", "--finetune-steps", "1000", "--lrs", "1e-4", "--seeds", "0", "1", "--max-len", "64"]
+    args = argparse.Namespace(task="wordnet-lexnames", max_len=64, pretrain_steps=B.PRETRAIN_STEPS, heads_lr=0.0,
+                              labels=1000, batch_size=0, finetune_steps=1000, seeds=[0, 1], pretrain_seeds=[0],
+                              lrs=[1e-4], ablations=False, ablation_pretrain_seeds=1)
+    sweep = Sweep(tmp_path / "runs")
+    pre, fts = B.jobs(sweep, args)
+    for j in pre:
+        sweep.path(j).mkdir(parents=True)
+        (sweep.path(j) / "summary.json").write_text(json.dumps(
+            {"steps": 150, "valid_mcqt": 4.0, "valid_positive_first": 0.3, "valid_mlm": 7.0}))
+    for i, j in enumerate(fts):  # released, K = 1, K = 5; seeds 0, 1 each
+        sweep.path(j).mkdir(parents=True)
+        (sweep.path(j) / "summary.json").write_text(json.dumps(
+            {"test_accuracy": 0.5, "test_ece": 5.0, "valid_accuracy": 0.4, "pretrained": j.name,
+             "data_sha256": "ab" * 32}))
+        rows = [{"step": 10, "loss": 1.0}, {"step": 333, "valid_accuracy": 0.2 + i / 10},
+                {"step": 666, "valid_accuracy": 0.3}, {"step": 666, "valid_accuracy": 0.3},  # re-logged on resume
+                {"step": 999, "valid_accuracy": 0.4 + i / 10}]
+        (sweep.path(j) / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(sys, "argv", argv)
+    B.main()
+    name = B.page_name("wordnet-lexnames", 1000, [1e-4], B.PRETRAIN_STEPS, 1000)
+    assert name == "multi_cls_wordnet-lexnames_1k_ft1000_lr0.0001"
+    runs = json.loads((tmp_path / "results" / f"{name}.json").read_text())["results"]["runs"]
+    assert [r["valid_course"] for r in runs] == [{"333": 0.2 + i / 10, "666": 0.3, "999": 0.4 + i / 10}
+                                                 for i in range(6)]
+    page = (tmp_path / "results" / f"{name}.md").read_text()
+    assert "| model | @ 333 | @ 666 | @ 999 |" in page
+    assert "| Multi-CLS, K = 5 | 65.00 | 30.00 | 85.00 |" in page  # the mean of its two runs (i = 4, 5)
+    assert "1000 updates of batch 8 (8 epochs; the thesis: 20" in page
