@@ -18,11 +18,13 @@ Each run is a `genfeat run` recipe call kept in --runs by the sweep harness (res
 Every fine-tuning seed draws its own labeled subset; all models share it for the same seed. Reported: test
 accuracy and ECE of the validation-selected weights, mean ± standard error over (pretraining x fine-tuning) seeds.
 Writes docs/results/multi_cls.{md,json} (BBC) or multi_cls_<task>.{md,json}, with _1k / _full / _<n> for another
-label count, _pre<S> for a continued-pretraining budget other than 150 steps, _lr<rate> for one rate other than the
-preset's and _lr-selected for more than one (`page_name`); each page shows K = 5 - K = 1 over the runs that share
-pretraining and fine-tuning seeds. A recorded page is replaced only by a collect at its setting (`page_setting`)
-that writes its sections again (--uncertainty, --ablations where it has them). --uncertainty keeps each run's
-test predictions in its run directory, so a re-collect predicts only new runs.
+label count, _pre<S> for a continued-pretraining budget other than 150 steps, _ft<S> for a fine-tuning budget above
+500 updates, _lr<rate> for one rate other than the preset's and _lr-selected for more than one (`page_name`); each
+page shows K = 5 - K = 1 over the runs that share pretraining and fine-tuning seeds and the mean validation course
+of each model, and an _ft page its runs against the same runs of its setting's short-budget page. A recorded page
+is replaced only by a collect at its setting (`page_setting`) that writes its sections again (--uncertainty,
+--ablations where it has them). --uncertainty keeps each run's test predictions in its run directory, so a
+re-collect predicts only new runs.
 """
 
 from __future__ import annotations
@@ -135,6 +137,60 @@ def course_md(chosen: dict[str, list[dict[str, Any]]]) -> str:
     return ("Validation accuracy (%) at each evaluation, mean over the runs of each row above (`validation_course`):"
             "\n\n| model | " + " | ".join(f"@ {s}" for s in steps) + " |\n|---|" + "---|" * len(steps) + "\n"
             + "\n".join(lines) + "\n\n")
+
+
+def shorter_budget(runs: list[dict[str, Any]], args) -> dict[str, Any] | None:
+    """For a page above SHORT_FINETUNE_STEPS: the recorded page of the same setting at its short budget (the page
+    name without _ft) and those of its runs that share a model, rate, pretraining and fine-tuning seed with `runs`;
+    None for a short budget or when that page is not recorded."""
+    if args.finetune_steps <= SHORT_FINETUNE_STEPS:
+        return None
+    name = page_name(args.task, args.labels, args.lrs, args.pretrain_steps)
+    if not (short := load_result(name)):
+        return None
+    ours = {(r["model"], r.get("lr") or DEFAULT_LR, pretrain_seed(r), r["seed"]) for r in runs}
+    keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "pretrained")
+    return {"page": name, "finetune_steps": short["results"]["finetune_steps"],
+            "runs": [{k: r.get(k) for k in keep} for r in short["results"]["runs"]
+                     if (r["model"], r.get("lr") or DEFAULT_LR, pretrain_seed(r), r["seed"]) in ours]}
+
+
+def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, Any] | None, steps: int) -> str:
+    """Each model's selected runs (`here`) against the same runs (model, rate, seeds) at the shorter budget: test
+    accuracy there and here over the pairs, the paired difference, and K = 5 - K = 1 at each budget over the seeds
+    that all four runs share."""
+    if not short:
+        return ""
+    def seeds(runs):
+        return {(pretrain_seed(x), x["seed"]) for x in runs}
+
+    def at(runs, keys):
+        return [x for x in runs if (pretrain_seed(x), x["seed"]) in keys]
+
+    there = {m: [x for x in short["runs"] if x["model"] == m and (x.get("lr") or DEFAULT_LR) ==
+                 (runs[0].get("lr") or DEFAULT_LR)] for m, runs in here.items() if runs}
+    lines = []
+    for m, runs in there.items():
+        if d := paired(at(here[m], seeds(runs)), runs):
+            lines.append(f"| {(MODELS | ABLATIONS)[m]} | {len(d['diffs'])} | "
+                         f"{se([x['test_accuracy'] for x in at(runs, seeds(here[m]))])} | "
+                         f"{se([x['test_accuracy'] for x in at(here[m], seeds(runs))])} | "
+                         f"{'+' if np.mean(d['diffs']) > 0 else ''}{mean_std(d['diffs'], 2, spread='se')} | "
+                         f"{d['wins']} of {len(d['diffs'])} |")
+    if not lines:
+        return ""
+    gap = ""
+    if all(m in there for m in ("k1", "k5")):
+        keys = seeds(there["k5"]) & seeds(there["k1"]) & seeds(here["k5"]) & seeds(here["k1"])
+        gaps = [(short["finetune_steps"], paired(at(there["k5"], keys), at(there["k1"], keys))),
+                (steps, paired(at(here["k5"], keys), at(here["k1"], keys)))]
+        gap = "; ".join(f"at {b} updates {mean_std(g['diffs'], 2, spread='se')} points, K = 5 ahead in {g['wins']} "
+                        f"of {len(g['diffs'])}" for b, g in gaps if g)
+    return (f"Against the same runs at {short['finetune_steps']} updates ([page]({short['page']}.md): the same models, "
+            "rates, pretraining and fine-tuning seeds; test accuracy, %):\n\n"
+            f"| model | pairs | {short['finetune_steps']} updates | {steps} updates | difference (points) | longer "
+            "ahead |\n|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n\n"
+            + (f"K = 5 - K = 1 over the seeds of those pairs: {gap}.\n\n" if gap else ""))
 
 
 def pretrain_seed(run: dict[str, Any]) -> int | None:
@@ -390,7 +446,9 @@ tokens){hlr}. Mean ± standard error over the runs.
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-{pairs}{course_md(chosen)}{grid}Pretraining runs (validation, held-out articles):
+{pairs}{course_md(chosen)}\
+{shorter_budget_md({m: v for m, v in chosen.items() if v}, r.get("shorter_budget"), r["finetune_steps"])}\
+{grid}Pretraining runs (validation, held-out articles):
 
 | model | pretraining seed | steps | MCQT (chance {2 * math.log(20):.2f}) | positive first (chance {1 / 20:.3f}) | MLM |
 |---|---|---|---|---|---|
@@ -470,6 +528,7 @@ def main() -> None:
                                    "data_sha256": runs[0].get("data_sha256") if runs else None,
                                    "pretraining": [{k: p[k] for k in pre_keys} for p in pretraining],
                                    "runs": [{k: r.get(k) for k in keep} for r in runs],
+                                   "shorter_budget": shorter_budget(runs, args),
                                    "uncertainty": uncertainty(sweep, pre_jobs, args, lrs) if args.uncertainty
                                    else None},
                             markdown, seeds=args.seeds, machine=sweep.machine(), setting=tuple(setting)))

@@ -261,12 +261,18 @@ def test_a_collect_records_each_runs_validation_course(tmp_path, monkeypatch):
     for i, j in enumerate(fts):  # released, K = 1, K = 5; seeds 0, 1 each
         sweep.path(j).mkdir(parents=True)
         (sweep.path(j) / "summary.json").write_text(json.dumps(
-            {"test_accuracy": 0.5, "test_ece": 5.0, "valid_accuracy": 0.4, "pretrained": j.name,
-             "data_sha256": "ab" * 32}))
+            {"test_accuracy": 0.5 + i / 100, "test_ece": 5.0, "valid_accuracy": 0.4, "data_sha256": "ab" * 32,
+             "pretrained": str(j.needs[0]) if j.needs else "minilm-l6"}))
         rows = [{"step": 10, "loss": 1.0}, {"step": 333, "valid_accuracy": 0.2 + i / 10},
                 {"step": 666, "valid_accuracy": 0.3}, {"step": 666, "valid_accuracy": 0.3},  # re-logged on resume
                 {"step": 999, "valid_accuracy": 0.4 + i / 10}]
         (sweep.path(j) / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    def short(m, seed, acc, lr=1e-4):
+        pre = "minilm-l6" if m == "released" else f"/r/pretrain-{m}-seed0-steps150-hlr0.001"
+        return {"model": m, "seed": seed, "lr": lr, "test_accuracy": acc, "test_ece": 1.0, "pretrained": pre}
+    common.write_results(B.page_name("wordnet-lexnames", 1000, [1e-4]), {"finetune_steps": 500, "runs": [
+        short("released", 0, 0.40), short("released", 1, 0.45), short("k1", 0, 0.50), short("k5", 0, 0.50),
+        short("k5", 1, 0.60), short("k5", 0, 0.99, lr=3e-5), short("k5", 2, 0.10)]}, "{header}")
     monkeypatch.setattr(sys, "argv", argv)
     B.main()
     name = B.page_name("wordnet-lexnames", 1000, [1e-4], B.PRETRAIN_STEPS, 1000)
@@ -278,3 +284,9 @@ def test_a_collect_records_each_runs_validation_course(tmp_path, monkeypatch):
     assert "| model | @ 333 | @ 666 | @ 999 |" in page
     assert "| Multi-CLS, K = 5 | 65.00 | 30.00 | 85.00 |" in page  # the mean of its two runs (i = 4, 5)
     assert "1000 updates of batch 8 (8 epochs; the thesis: 20" in page
+    # against the 500-update page: the pairs of the same model, rate and seeds (not its other rate nor seed 2)
+    assert "| MiniLM as released (plain BERT) | 2 | 42.50 ± 2.50 | 50.50 ± 0.50 | +8.00 ± 2.00 | 2 of 2 |" in page
+    assert "| continued MTL, K = 1 | 1 | 50.00 | 52.00 | +2.00 | 1 of 1 |" in page
+    assert "| Multi-CLS, K = 5 | 2 | 55.00 ± 5.00 | 54.50 ± 0.50 | -0.50 ± 4.50 | 1 of 2 |" in page
+    assert ("at 500 updates 0.00 points, K = 5 ahead in 0 of 1; at 1000 updates 2.00 points, K = 5 ahead in 1 of 1"
+            in page)  # over seed 0 alone: the 500-update page has no K = 1 run of seed 1
