@@ -157,8 +157,8 @@ def shorter_budget(runs: list[dict[str, Any]], args) -> dict[str, Any] | None:
 
 def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, Any] | None, steps: int) -> str:
     """Each model's selected runs (`here`) against the same runs (model, rate, seeds) at the shorter budget: test
-    accuracy there and here over the pairs, the paired difference, and K = 5 - K = 1 at each budget over the seeds
-    that all four runs share."""
+    accuracy there and here over the pairs, the paired difference, test ECE there and here, and K = 5 - K = 1 at
+    each budget over the seeds that all four runs share."""
     if not short:
         return ""
     def seeds(runs):
@@ -172,11 +172,13 @@ def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, An
     lines = []
     for m, runs in there.items():
         if d := paired(at(here[m], seeds(runs)), runs):
+            short_runs, long_runs = at(runs, seeds(here[m])), at(here[m], seeds(runs))
             lines.append(f"| {(MODELS | ABLATIONS)[m]} | {len(d['diffs'])} | "
-                         f"{se([x['test_accuracy'] for x in at(runs, seeds(here[m]))])} | "
-                         f"{se([x['test_accuracy'] for x in at(here[m], seeds(runs))])} | "
+                         f"{se([x['test_accuracy'] for x in short_runs])} | "
+                         f"{se([x['test_accuracy'] for x in long_runs])} | "
                          f"{'+' if np.mean(d['diffs']) > 0 else ''}{mean_std(d['diffs'], 2, spread='se')} | "
-                         f"{d['wins']} of {len(d['diffs'])} |")
+                         f"{d['wins']} of {len(d['diffs'])} | {se([x['test_ece'] / 100 for x in short_runs])} | "
+                         f"{se([x['test_ece'] / 100 for x in long_runs])} |")
     if not lines:
         return ""
     gap = ""
@@ -189,7 +191,8 @@ def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, An
     return (f"Against the same runs at {short['finetune_steps']} updates ([page]({short['page']}.md): the same models, "
             "rates, pretraining and fine-tuning seeds; test accuracy, %):\n\n"
             f"| model | pairs | {short['finetune_steps']} updates | {steps} updates | difference (points) | longer "
-            "ahead |\n|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n\n"
+            f"ahead | test ECE (%), {short['finetune_steps']} | test ECE (%), {steps} |\n"
+            "|---|---|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n\n"
             + (f"K = 5 - K = 1 over the seeds of those pairs: {gap}.\n\n" if gap else ""))
 
 
