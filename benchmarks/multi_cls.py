@@ -124,8 +124,8 @@ def validation_course(run_dir: Path) -> dict[str, float]:
 
 
 def course_md(chosen: dict[str, list[dict[str, Any]]]) -> str:
-    """The mean validation accuracy of each model's selected runs at every evaluation its runs share (the runs
-    recorded with `valid_course`); "" when none has one."""
+    """The mean validation accuracy of each model's selected runs at every evaluation any run recorded (the runs
+    with `valid_course`; "–" where one of a model's runs has no evaluation at that update); "" when none has one."""
     labels = MODELS | ABLATIONS
     courses = {m: [x["valid_course"] for x in runs if x.get("valid_course")] for m, runs in chosen.items()}
     steps = sorted({int(s) for cs in courses.values() for c in cs for s in c})
@@ -148,11 +148,11 @@ def shorter_budget(runs: list[dict[str, Any]], args) -> dict[str, Any] | None:
     name = page_name(args.task, args.labels, args.lrs, args.pretrain_steps)
     if not (short := load_result(name)):
         return None
-    ours = {(r["model"], r.get("lr") or DEFAULT_LR, pretrain_seed(r), r["seed"]) for r in runs}
+    ours = {(r["model"], r.get("lr") or DEFAULT_LR, *seed_key(r)) for r in runs}
     keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "pretrained")
     return {"page": name, "finetune_steps": short["results"]["finetune_steps"],
             "runs": [{k: r.get(k) for k in keep} for r in short["results"]["runs"]
-                     if (r["model"], r.get("lr") or DEFAULT_LR, pretrain_seed(r), r["seed"]) in ours]}
+                     if (r["model"], r.get("lr") or DEFAULT_LR, *seed_key(r)) in ours]}
 
 
 def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, Any] | None, steps: int) -> str:
@@ -162,10 +162,10 @@ def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, An
     if not short:
         return ""
     def seeds(runs):
-        return {(pretrain_seed(x), x["seed"]) for x in runs}
+        return {seed_key(x) for x in runs}
 
     def at(runs, keys):
-        return [x for x in runs if (pretrain_seed(x), x["seed"]) in keys]
+        return [x for x in runs if seed_key(x) in keys]
 
     there = {m: [x for x in short["runs"] if x["model"] == m and (x.get("lr") or DEFAULT_LR) ==
                  (runs[0].get("lr") or DEFAULT_LR)] for m, runs in here.items() if runs}
@@ -203,11 +203,16 @@ def pretrain_seed(run: dict[str, Any]) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def seed_key(run: dict[str, Any]) -> tuple[int | None, int]:
+    """(pretraining seed, fine-tuning seed): what pairs two models' runs."""
+    return pretrain_seed(run), run["seed"]
+
+
 def paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Test accuracy of runs `a` minus runs `b` over the pairs that share pretraining and fine-tuning seeds: the
     differences (points), and how many pairs `a` wins."""
-    by = {(pretrain_seed(x), x["seed"]): x["test_accuracy"] for x in b}
-    d = [100 * (x["test_accuracy"] - by[key]) for x in a if (key := (pretrain_seed(x), x["seed"])) in by]
+    by = {seed_key(x): x["test_accuracy"] for x in b}
+    d = [100 * (x["test_accuracy"] - by[key]) for x in a if (key := seed_key(x)) in by]
     return {"diffs": d, "wins": sum(v > 0 for v in d)} if d else None
 
 
@@ -515,9 +520,11 @@ def main() -> None:
     sweep = Sweep.from_args(args)
     pre_jobs, ft_jobs = jobs(sweep, args)
     pretraining = sweep.results(pre_jobs)
-    runs = [r | {"valid_course": validation_course(sweep.path(j))} for j in ft_jobs if (r := sweep.result(j))]
+    finished = [(j, r) for j in ft_jobs if (r := sweep.result(j))]
+    runs = [r for _, r in finished]
     pre_jobs = [j for j in pre_jobs if not j.tags["variant"]]
     if not args.train_only:
+        runs = [r | {"valid_course": validation_course(sweep.path(j))} for j, r in finished]  # a collect's reads only
         setting = page_setting(args)
         check_setting(name, setting, tuple(setting))  # before the uncertainty passes, not after
         if lost := dropped_sections(load_result(name), args):
