@@ -28,8 +28,9 @@ def command() -> str:
 
 def header(record: dict[str, Any]) -> str:
     m = record["machine"]
+    threads = f"{m['torch_threads']} torch thread" + ("" if str(m["torch_threads"]) == "1" else "s")
     return (f"Command: `{record['command']}`  \nDate: {record['date']}  \n"
-            f"Machine: {m['cpu']} ({m['cpu_count']} cores, {m['torch_threads']} torch threads), "
+            f"Machine: {m['cpu']} ({m['cpu_count']} cores, {threads}), "
             f"device {m.get('gpu', m['device'])}, torch {m['torch']}, Python {m['python']}\n\n")
 
 

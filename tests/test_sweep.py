@@ -72,6 +72,8 @@ def test_machine_is_what_the_runs_report(tmp_path, monkeypatch):
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     page = common.write_results("t", {}, "{header}", machine=gpu.machine()).read_text()
     assert "Machine: x (16 cores, 3 torch threads), device NVIDIA H200, torch 2.11, Python 3.12" in page
+    page = common.write_results("t", {}, "{header}", machine=gpu.machine() | {"torch_threads": 1}).read_text()
+    assert "(16 cores, 1 torch thread)" in page
 
 
 def test_a_page_recorded_with_another_setting_is_not_overwritten(tmp_path, monkeypatch):
