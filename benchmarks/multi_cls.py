@@ -148,11 +148,11 @@ def shorter_budget(runs: list[dict[str, Any]], args) -> dict[str, Any] | None:
     name = page_name(args.task, args.labels, args.lrs, args.pretrain_steps)
     if not (short := load_result(name)):
         return None
-    ours = {(r["model"], r.get("lr") or DEFAULT_LR, *seed_key(r)) for r in runs}
+    ours = {(r["model"], run_lr(r), *seed_key(r)) for r in runs}
     keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "pretrained")
     return {"page": name, "finetune_steps": short["results"]["finetune_steps"],
             "runs": [{k: r.get(k) for k in keep} for r in short["results"]["runs"]
-                     if (r["model"], r.get("lr") or DEFAULT_LR, *seed_key(r)) in ours]}
+                     if (r["model"], run_lr(r), *seed_key(r)) in ours]}
 
 
 def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, Any] | None, steps: int) -> str:
@@ -167,8 +167,8 @@ def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, An
     def at(runs, keys):
         return [x for x in runs if seed_key(x) in keys]
 
-    there = {m: [x for x in short["runs"] if x["model"] == m and (x.get("lr") or DEFAULT_LR) ==
-                 (runs[0].get("lr") or DEFAULT_LR)] for m, runs in here.items() if runs}
+    there = {m: [x for x in short["runs"] if x["model"] == m and run_lr(x) ==
+                 run_lr(runs[0])] for m, runs in here.items() if runs}
     lines = []
     for m, runs in there.items():
         if d := paired(at(here[m], seeds(runs)), runs):
@@ -201,6 +201,12 @@ def pretrain_seed(run: dict[str, Any]) -> int | None:
     ...-seed<P>-...); None for the released encoder."""
     m = re.search(r"pretrain-k\d+[a-z-]*-seed(\d+)-", str(run.get("pretrained") or ""))
     return int(m.group(1)) if m else None
+
+
+def run_lr(run: dict[str, Any]) -> float:
+    """A run's fine-tuning learning rate; the runs of the first pages were recorded without one and used the
+    preset's."""
+    return run.get("lr") or DEFAULT_LR
 
 
 def seed_key(run: dict[str, Any]) -> tuple[int | None, int]:
@@ -383,7 +389,7 @@ def selected_lr(runs: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]
     it on dev per task), and that rate's runs; runs recorded without a rate used the preset's."""
     by_lr: dict[float, list[dict[str, Any]]] = {}
     for x in runs:
-        by_lr.setdefault(x.get("lr") or DEFAULT_LR, []).append(x)
+        by_lr.setdefault(run_lr(x), []).append(x)
     if not by_lr:
         return DEFAULT_LR, []
     lr = max(by_lr, key=lambda v: (np.mean([x["valid_accuracy"] for x in by_lr[v]]), -v))
@@ -410,7 +416,7 @@ def markdown(record: dict[str, Any]) -> str:
         lines = [f"| {label} | {lr:g} | {len(runs)} | {se([x['valid_accuracy'] for x in runs])} | "
                  f"{se([x['test_accuracy'] for x in runs])} |"
                  for m, label in (MODELS | ABLATIONS).items() for lr in r["lrs"]
-                 if (runs := [x for x in r["runs"] if x["model"] == m and (x.get("lr") or DEFAULT_LR) == lr])]
+                 if (runs := [x for x in r["runs"] if x["model"] == m and run_lr(x) == lr])]
         grid = ("Every rate (the row above takes each model's rate with the best mean validation accuracy):\n\n"
                 "| model | learning rate | runs | validation accuracy (%) | test accuracy (%) |\n"
                 "|---|---|---|---|---|\n" + "\n".join(lines) + "\n\n")
@@ -521,27 +527,27 @@ def main() -> None:
     pre_jobs, ft_jobs = jobs(sweep, args)
     pretraining = sweep.results(pre_jobs)
     finished = [(j, r) for j in ft_jobs if (r := sweep.result(j))]
-    runs = [r for _, r in finished]
+    if args.train_only:
+        return
+    runs = [r | {"valid_course": validation_course(sweep.path(j))} for j, r in finished]
     pre_jobs = [j for j in pre_jobs if not j.tags["variant"]]
-    if not args.train_only:
-        runs = [r | {"valid_course": validation_course(sweep.path(j))} for j, r in finished]  # a collect's reads only
-        setting = page_setting(args)
-        check_setting(name, setting, tuple(setting))  # before the uncertainty passes, not after
-        if lost := dropped_sections(load_result(name), args):
-            raise SystemExit(f"docs/results/{name}.json records {' and '.join(lost)}: collect with those options "
-                             "too, or the page would lose them")
-        lrs = {m: selected_lr([r for r in runs if r["model"] == m])[0] for m in ("k1", "k5")}
-        keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained",
-                "steps", "best_step", "train_s", "device", "valid_course")
-        pre_keys = ("k", "variant", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
-        print(write_results(name, {**setting,
-                                   "data_sha256": runs[0].get("data_sha256") if runs else None,
-                                   "pretraining": [{k: p[k] for k in pre_keys} for p in pretraining],
-                                   "runs": [{k: r.get(k) for k in keep} for r in runs],
-                                   "shorter_budget": shorter_budget(runs, args),
-                                   "uncertainty": uncertainty(sweep, pre_jobs, args, lrs) if args.uncertainty
-                                   else None},
-                            markdown, seeds=args.seeds, machine=sweep.machine(), setting=tuple(setting)))
+    setting = page_setting(args)
+    check_setting(name, setting, tuple(setting))  # before the uncertainty passes, not after
+    if lost := dropped_sections(load_result(name), args):
+        raise SystemExit(f"docs/results/{name}.json records {' and '.join(lost)}: collect with those options "
+                         "too, or the page would lose them")
+    lrs = {m: selected_lr([r for r in runs if r["model"] == m])[0] for m in ("k1", "k5")}
+    keep = ("model", "seed", "lr", "test_accuracy", "test_ece", "test_macro_f1", "valid_accuracy", "pretrained",
+            "steps", "best_step", "train_s", "device", "valid_course")
+    pre_keys = ("k", "variant", "pretrain_seed", "steps", "valid_mcqt", "valid_positive_first", "valid_mlm")
+    print(write_results(name, {**setting,
+                               "data_sha256": runs[0].get("data_sha256") if runs else None,
+                               "pretraining": [{k: p[k] for k in pre_keys} for p in pretraining],
+                               "runs": [{k: r.get(k) for k in keep} for r in runs],
+                               "shorter_budget": shorter_budget(runs, args),
+                               "uncertainty": uncertainty(sweep, pre_jobs, args, lrs) if args.uncertainty
+                               else None},
+                        markdown, seeds=args.seeds, machine=sweep.machine(), setting=tuple(setting)))
 
 
 if __name__ == "__main__":
