@@ -1,0 +1,54 @@
+"""Every relative link in README.md and docs/ points at a file of the repository, and every #anchor at a heading of
+its target (GitHub's slug: lower case, punctuation other than '-' and '_' dropped, spaces to '-')."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINK = re.compile(r"\]\(([^)\s]*?)(?:#([^)\s]+))?\)")  # [text](target#anchor), inline links only
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.M)
+
+
+def slug(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def markdown_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def broken_links(path: Path) -> list[str]:
+    """The links of one markdown file that do not resolve, as 'target#anchor' strings."""
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold no links
+    bad = []
+    for target, anchor in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        dest = (path.parent / target).resolve() if target else path
+        if not dest.exists():
+            bad.append(target + (f"#{anchor}" if anchor else ""))
+        elif anchor and dest.suffix == ".md":
+            if anchor not in {slug(h) for h in HEADING.findall(dest.read_text(encoding="utf-8"))}:
+                bad.append(f"{target}#{anchor}")
+    return bad
+
+
+def test_slug_follows_github() -> None:
+    assert slug("Multi-CLS BERT on real tasks") == "multi-cls-bert-on-real-tasks"
+    assert slug("Table 5.2: ablations (K = 5)") == "table-52-ablations-k--5"
+
+
+def test_a_missing_file_and_a_missing_anchor_are_reported(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Top\n\n## Some part\n", encoding="utf-8")
+    page = tmp_path / "b.md"
+    page.write_text("[ok](a.md) [ok](a.md#some-part) [no](a.md#other) [no](c.md) [web](https://x.org/c.md)\n"
+                    "```\n[in code](d.md)\n```\n[self](#here)\n\n## Here\n", encoding="utf-8")
+    assert broken_links(page) == ["a.md#other", "c.md"]
+
+
+def test_links_resolve() -> None:
+    bad = {str(p.relative_to(ROOT)): b for p in markdown_files() if (b := broken_links(p))}
+    assert bad == {}, f"links to what does not exist: {bad}"
