@@ -3,6 +3,7 @@ its target (GitHub's slug: lower case, punctuation other than '-' and '_' droppe
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -19,20 +20,28 @@ def markdown_files() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
+@functools.cache
+def prose(path: Path) -> str:
+    """A markdown file's text without its fenced code blocks (no links or headings there)."""
+    return re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+
+
+@functools.cache
+def anchors(path: Path) -> frozenset[str]:
+    return frozenset(slug(h) for h in HEADING.findall(prose(path)))
+
+
 def broken_links(path: Path) -> list[str]:
     """The links of one markdown file that do not resolve, as 'target#anchor' strings."""
-    text = path.read_text(encoding="utf-8")
-    text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold no links
     bad = []
-    for target, anchor in LINK.findall(text):
+    for target, anchor in LINK.findall(prose(path)):
         if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
             continue
         dest = (path.parent / target).resolve() if target else path
         if not dest.exists():
             bad.append(target + (f"#{anchor}" if anchor else ""))
-        elif anchor and dest.suffix == ".md":
-            if anchor not in {slug(h) for h in HEADING.findall(dest.read_text(encoding="utf-8"))}:
-                bad.append(f"{target}#{anchor}")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            bad.append(f"{target}#{anchor}")
     return bad
 
 
@@ -45,8 +54,9 @@ def test_a_missing_file_and_a_missing_anchor_are_reported(tmp_path: Path) -> Non
     (tmp_path / "a.md").write_text("# Top\n\n## Some part\n", encoding="utf-8")
     page = tmp_path / "b.md"
     page.write_text("[ok](a.md) [ok](a.md#some-part) [no](a.md#other) [no](c.md) [web](https://x.org/c.md)\n"
-                    "```\n[in code](d.md)\n```\n[self](#here)\n\n## Here\n", encoding="utf-8")
-    assert broken_links(page) == ["a.md#other", "c.md"]
+                    "```\n[in code](d.md)\n## Not a heading\n```\n"
+                    "[self](#here) [no](#not-a-heading)\n\n## Here\n", encoding="utf-8")
+    assert broken_links(page) == ["a.md#other", "c.md", "#not-a-heading"]
 
 
 def test_links_resolve() -> None:
