@@ -3,11 +3,11 @@ pages (`multi_cls.json`, `multi_cls_<task>.json`, written by `benchmarks.multi_c
 
     python -m benchmarks.multi_cls_summary
 
-One row per task and model (test accuracy of the dev-selected runs, mean ± standard error), and the macro average
-over the tasks that share one continued-pretraining setting (steps, heads_lr), label count, rate grid and fine-tuning
-budget (a budget above `benchmarks.multi_cls.SHORT_FINETUNE_STEPS` is its own setting), as the thesis
-averages its GLUE tasks; tasks recorded with another setting are listed but not averaged with them, and two pages
-of one task at one setting are refused (the average takes one page per task).
+One row per task and setting, each task's label counts in turn (test accuracy of the dev-selected runs, mean ±
+standard error), and the macro average over the tasks that share one continued-pretraining setting (steps,
+heads_lr), label count, rate grid and fine-tuning budget (a budget above `benchmarks.multi_cls.SHORT_FINETUNE_STEPS`
+is its own setting), as the thesis averages its GLUE tasks; tasks recorded with another setting are listed but not
+averaged with them, and two pages of one task at one setting are refused (the average takes one page per task).
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ def collect() -> dict[str, Any]:
         tasks.append({"page": name, "task": r.get("task", "bbc"), "setting": setting, "models": models,
                       "device": machine.get("gpu") or f"CPU ({machine['cpu']})",
                       "k5_minus_k1": paired(chosen["k5"], chosen["k1"])})
+    tasks.sort(key=lambda t: (t["task"], *order(t["setting"])))  # each task's 100 / 1k / all labels in turn
     groups: dict[str, list[dict[str, Any]]] = {}
-    for t in tasks:
+    for t in sorted(tasks, key=lambda t: order(t["setting"])):
         groups.setdefault(key(t["setting"]), []).append(t)
     macro = []
     for k, ts in groups.items():
@@ -57,6 +58,12 @@ def collect() -> dict[str, Any]:
                       "mean": {m: float(np.mean([np.mean(t["models"][m]["test_accuracy"]) for t in ts]))
                                for m in MODELS}})
     return {"sources": result_sources(names), "tasks": tasks, "macro": macro}
+
+
+def order(setting: dict[str, Any]) -> tuple:
+    """Where a setting's rows stand: by label count (all last), pretraining budget, fine-tuning budget, rate grid."""
+    return (setting["labels"] or float("inf"), setting["pretrain_steps"], setting["heads_lr"],
+            setting.get("long_finetune_steps") or 0, len(setting["lrs"]), setting["lrs"])
 
 
 def key(setting: dict[str, Any]) -> str:

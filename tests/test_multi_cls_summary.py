@@ -85,3 +85,22 @@ def test_the_thesis_rows_follow_the_label_counts_of_the_table(results):
     assert thesis == [  # Table 5.1 (BERT-Base): Pretrained, Ours K = 1, Ours K = 5 λ 0.1; K = 5 - K = 1
         "| thesis, GLUE 100 (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | 55.71 | 57.84 | 61.80 | +3.96 |",
         "| thesis, GLUE 1k (Table 5.1, BERT-Base) | 2 x 10^9 pretraining tokens | 71.67 | 73.28 | 74.10 | +0.82 |"]
+
+
+def test_rows_follow_each_task_through_its_label_counts_and_the_averages_follow_the_label_counts(results):
+    """Page names sort a task's 1k and full pages before its 100-label page at a rate suffix, and BBC News's pages
+    (no task in the name) around the others; the table follows each task from 100 labels to all, and the macro
+    averages go by label count even where the first task has no 100-label page."""
+    for size, labels in (("", 100), ("_1k", 1000), ("_full", 0)):
+        page(results, f"multi_cls{size}_lr0.0001", "bbc", {"released": [0.6], "k1": [0.5], "k5": [0.9]},
+             labels=labels)
+        if labels != 100:
+            page(results, f"multi_cls_a{size}_lr0.0001", "a", {"released": [0.2], "k1": [0.3], "k5": [0.5]},
+                 labels=labels)
+    page(results, "multi_cls_c_lr0.0001", "c", {"released": [0.2], "k1": [0.3], "k5": [0.5]})
+    out = S.collect()
+    assert [t["page"] for t in out["tasks"]] == [
+        "multi_cls_a_1k_lr0.0001", "multi_cls_a_full_lr0.0001",
+        "multi_cls_lr0.0001", "multi_cls_1k_lr0.0001", "multi_cls_full_lr0.0001", "multi_cls_c_lr0.0001"]
+    assert [(m["setting"].split(" labels")[0], m["tasks"]) for m in out["macro"]] == [
+        ("100", ["bbc", "c"]), ("1000", ["a", "bbc"]), ("all", ["a", "bbc"])]
