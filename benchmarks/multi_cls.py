@@ -55,7 +55,7 @@ MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K
 ABLATIONS = {"k5-nohard": "K = 5, no hard negatives", "k5-noinsert": "K = 5, no inserted layers",
              "k5-sum": "K = 5, sum aggregation"}
 # Table 5.2 (BERT-Base, dev) at the page's label count: Pretrained, Default K = 1 / 5, the ablations; Table 5.1's
-# macro averages for the footer. Table 5.2 has no Full column.
+# macro averages for the footer. Table 5.2 has no Full column: a Full page shows Table 5.1's there.
 THESIS_TABLE_5_2 = {
     100: ("GLUE 100", {"released": 56.85, "k1": 57.76, "k5": 62.62, "k5-nohard": 61.77, "k5-noinsert": 60.12,
                        "k5-sum": 58.87}),
@@ -399,6 +399,9 @@ def selected_lr(runs: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]
 def markdown(record: dict[str, Any]) -> str:
     r = record["results"]
     glue, thesis = THESIS_TABLE_5_2.get(r["labels"], ("", {}))
+    table = "5.2"
+    if not thesis and (t51 := THESIS_TABLE_5_1.get(r["labels"])):  # Full: Table 5.1's, which has no ablations
+        glue, thesis, table = t51[0], {"released": t51[1], "k1": t51[3], "k5": t51[4]}, "5.1"
     rows = []
     for m, label in (MODELS | ABLATIONS).items():
         lr, runs = selected_lr([x for x in r["runs"] if x["model"] == m])
@@ -446,17 +449,18 @@ def markdown(record: dict[str, Any]) -> str:
     n = f"{r['labels']}" if r["labels"] else "all"
     epochs = (f" ({r['finetune_steps'] * r.get('batch_size', DEFAULT_BATCH) / r['labels']:g} epochs; the thesis: 20, "
               "App. D.1.2)" if r["labels"] else "")
+    sample = (f"each fine-tuning seed its own {n} training examples (shared by the three models)" if r["labels"] else
+              "every run the whole training split, the fine-tuning seed setting its batch order")
     return f"""# Multi-CLS BERT on {what} with {n} training examples (Table 5.1's protocol, small scale)
 
 {{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch \
 {r.get('batch_size', DEFAULT_BATCH)}{epochs},
 inputs of {r.get('max_len', 128)} tokens, selection on the validation split (the checkpoint, and the learning rate
-among {', '.join(f'{v:g}' for v in r.get('lrs', [DEFAULT_LR]))} by mean validation accuracy); each fine-tuning seed its
-own {n} training examples (shared by the three models). Continued pretraining: `multi_cls_pretrain --preset
+among {', '.join(f'{v:g}' for v in r.get('lrs', [DEFAULT_LR]))} by mean validation accuracy); {sample}. Continued pretraining: `multi_cls_pretrain --preset
 minilm_bbc`, {r['pretrain_steps']} steps of 10 triples on the BBC training articles (the thesis: 2 x 10^9
 tokens){hlr}. Mean ± standard error over the runs.
 
-| model | learning rate | runs | test accuracy (%) | test ECE (%) | thesis, {glue or 'no column'} (Table 5.2) |
+| model | learning rate | runs | test accuracy (%) | test ECE (%) | thesis, {glue or 'no column'} (Table {table}) |
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 

@@ -203,6 +203,11 @@ def test_page_lists_every_rate_and_the_paired_difference():
     page_1k = " ".join(B.markdown(record).split())
     assert "thesis, GLUE 1k (Table 5.2)" in page_1k and "| 40.00 | 5.00 | 74.49 |" in page_1k
     assert "GLUE 1k, Table 5.1): Pretrained 71.67" in page_1k and "61.80" not in page_1k
+    record["results"]["labels"] = 0  # all labels: every run trains on the whole split, no subset to draw
+    page_full = " ".join(B.markdown(record).split())
+    assert "with all training examples" in page_full and "every run the whole training split" in page_full
+    assert "own all training examples" not in page_full
+    assert "thesis, GLUE Full (Table 5.1)" in page_full and "| 40.00 | 5.00 | 83.47 |" in page_full  # no Full in 5.2
 
 
 def test_a_collect_without_the_options_of_the_recorded_sections_is_refused():
