@@ -457,8 +457,8 @@ def markdown(record: dict[str, Any]) -> str:
 {r.get('batch_size', DEFAULT_BATCH)}{epochs},
 inputs of {r.get('max_len', 128)} tokens, selection on the validation split (the checkpoint, and the learning rate
 among {', '.join(f'{v:g}' for v in r.get('lrs', [DEFAULT_LR]))} by mean validation accuracy); {sample}.
-Continued pretraining: `multi_cls_pretrain --preset minilm_bbc`, {r['pretrain_steps']} steps of 10 triples on the BBC training articles (the thesis: 2 x 10^9
-tokens){hlr}. Mean ± standard error over the runs.
+Continued pretraining: `multi_cls_pretrain --preset minilm_bbc`, {r['pretrain_steps']} steps of 10 triples on the BBC
+training articles (the thesis: 2 x 10^9 tokens){hlr}. Mean ± standard error over the runs.
 
 | model | learning rate | runs | test accuracy (%) | test ECE (%) | thesis, {glue or 'no column'} (Table {table}) |
 |---|---|---|---|---|---|
