@@ -450,7 +450,7 @@ def markdown(record: dict[str, Any]) -> str:
     epochs = (f" ({r['finetune_steps'] * r.get('batch_size', DEFAULT_BATCH) / r['labels']:g} epochs; the thesis: 20, "
               "App. D.1.2)" if r["labels"] else "")
     sample = (f"each fine-tuning seed its own {n} training examples (shared by the three models)" if r["labels"] else
-              "every run the whole training split, the fine-tuning seed setting its batch order")
+              "every run the whole training split, the fine-tuning seed setting its initialisation and batch order")
     return f"""# Multi-CLS BERT on {what} with {n} training examples (Table 5.1's protocol, small scale)
 
 {{header}}Fine-tuning: `multi_cls_classify --preset bbc --task {task}`, {r['finetune_steps']} updates of batch \
