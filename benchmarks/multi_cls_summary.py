@@ -61,7 +61,8 @@ def collect() -> dict[str, Any]:
 
 
 def order(setting: dict[str, Any]) -> tuple:
-    """Where a setting's rows stand: by label count (all last), pretraining budget, fine-tuning budget, rate grid."""
+    """Where a setting's rows stand: by label count (all last), pretraining steps and heads_lr, fine-tuning budget,
+    rate grid."""
     return (setting["labels"] or float("inf"), setting["pretrain_steps"], setting["heads_lr"],
             setting.get("long_finetune_steps") or 0, len(setting["lrs"]), setting["lrs"])
 
