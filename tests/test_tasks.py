@@ -3,6 +3,8 @@ on genfeat's XLNet (whose fine-tuning models are these task models; tests/xlnet 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -167,6 +169,12 @@ def test_fit_task_keeps_the_best_weights_and_evaluates_every_split(tmp_path):
     best = max(res.evals, key=lambda e: e["valid_accuracy"])  # first of the ties, as fit keeps it
     assert res.best_step == best["step"] and scores["valid_accuracy"] == pytest.approx(best["valid_accuracy"])
     assert scores["test_accuracy"] > 0.8  # the toy task is learnable
+    # a classifier's loss counts examples, and the logs say so: 30 steps of 16 rows
+    assert res.unit == "examples" and res.count == 30 * 16
+    logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    trained = [r for r in logged if "examples" in r]
+    assert trained[-1]["examples"] == 30 * 16 and all("tokens" not in r for r in logged)
+    assert all(r["examples_per_s"] > 0 for r in trained)
 
 
 def test_node_classification_predicts_once_for_every_split():

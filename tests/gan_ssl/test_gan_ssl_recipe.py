@@ -161,7 +161,7 @@ def test_torchrun_pixelcnn_matches_one_process(mnist_pickle, tmp_path):
         torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5)
     losses = [[r["loss"] for r in read_metrics(tmp_path / run) if "loss" in r] for run in ("one", "two")]
     assert losses[1] == pytest.approx(losses[0], rel=1e-4)
-    seen = [load_trainer_state(tmp_path / run / last)["tokens"] for run in ("one", "two")]
+    seen = [load_trainer_state(tmp_path / run / last)["count"] for run in ("one", "two")]
     assert seen[0] == seen[1] == 8 * 50
     assert json.loads((tmp_path / "two/summary.json").read_text())["world_size"] == 2
 

@@ -108,6 +108,6 @@ def test_torchrun_seqrec_matches_one_process(inter_file, tmp_path, extra):
         torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5)
     losses = [[r["loss"] for r in read_metrics(tmp_path / run) if "loss" in r] for run in ("one", "two")]
     assert len(losses[0]) > 2 and losses[1] == pytest.approx(losses[0], rel=1e-4)
-    seen = [load_trainer_state(d)["tokens"] for d in last]  # the ranks split the targets: one process's count
+    seen = [load_trainer_state(d)["count"] for d in last]  # the ranks split the targets: one process's count
     assert seen[0] == seen[1]
     assert json.loads((tmp_path / "two/summary.json").read_text())["world_size"] == 2

@@ -52,7 +52,7 @@ def test_two_ranks_match_single_process(tmp_path, single, strategy):
         torch.testing.assert_close(w0[k], v, rtol=1e-4, atol=1e-5)
     assert (tmp_path / "run/checkpoints/step_00000006/model.safetensors").is_file()  # rank 0 wrote it
     state = torch.load(tmp_path / "run/checkpoints/step_00000006/trainer_state.pt", weights_only=True)
-    assert len(state["rng"]) == 2 and state["tokens"] == 6 * 4 * 16
+    assert len(state["rng"]) == 2 and state["count"] == 6 * 4 * 16
     resumed = torch.load(tmp_path / "resumed_rank0.pt", weights_only=True)  # steps 4-6 again from step 3
     for k in w0:
         assert torch.equal(resumed[k], w0[k]), f"resumed run differs at {k}"

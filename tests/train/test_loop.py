@@ -74,7 +74,7 @@ def test_logs_metrics_and_stops_early(tmp_path):
     assert {"step", "loss", "lr", "tokens_per_s"} <= set(rows[0])
     assert [r["step"] for r in rows if "valid_loss" in r] == [2, 4, 6]
     assert (tmp_path / "loss_curve.png").read_bytes()[:4] == b"\x89PNG"
-    assert res.tokens == 6 * 4 * 16
+    assert res.count == 6 * 4 * 16
 
 
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):

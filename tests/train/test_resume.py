@@ -30,7 +30,7 @@ def test_resume_is_bitwise_exact(tmp_path, iterator):
         assert torch.equal(pa, pb), name
     a = C.load_trainer_state(tmp_path / "a/checkpoints/step_00000012")
     b = C.load_trainer_state(tmp_path / "b/checkpoints/step_00000012")
-    assert a["data"] == b["data"] and a["tokens"] == b["tokens"] and a["best_step"] == b["best_step"]
+    assert a["data"] == b["data"] and a["count"] == b["count"] and a["best_step"] == b["best_step"]
     assert len(a["data"]["train"]) == 1 and a["data"]["train"][0]["epoch"] >= 0  # one entry per rank
 
 
@@ -99,5 +99,5 @@ def test_throughput_covers_the_whole_run_across_a_resume(tmp_path):
     torch.save({**state, "train_time": 1000.0}, ckpt / C.STATE)  # as if the first part had taken 1,000 s
     lm, data = make()
     res = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate, resume_from=ckpt)
-    assert res.tokens == 2 * first.tokens and 1000.0 < res.train_time < 1100.0
-    assert res.tokens_per_s == res.tokens / res.train_time
+    assert res.count == 2 * first.count and 1000.0 < res.train_time < 1100.0
+    assert res.count_per_s == res.count / res.train_time

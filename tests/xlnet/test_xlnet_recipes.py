@@ -283,5 +283,5 @@ def test_torchrun_fine_tuning_matches_one_process(bbc_corpus, tmp_path):
     assert json.loads((tmp_path / "two/summary.json").read_text())["world_size"] == 2
     from genfeat.train.checkpoint import load_trainer_state
 
-    rows = [load_trainer_state(tmp_path / run / "checkpoints/step_00000006")["tokens"] for run in ("one", "two")]
+    rows = [load_trainer_state(tmp_path / run / "checkpoints/step_00000006")["count"] for run in ("one", "two")]
     assert rows[0] == rows[1] == 6 * 4  # each rank took half of every batch: the same rows as one process

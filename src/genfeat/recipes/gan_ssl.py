@@ -361,7 +361,7 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
     loop = TrainConfig(max_steps=budget, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
                        log_every=50, eval_every=0, ckpt_every=tc.ckpt_every)
     res = fit(D.wrap(model, info), bits_per_dim_loss, batches, loop, run_dir, resume_from=resume_from, optimizer=opt,
-              desc="pixelcnn")
+              desc="pixelcnn", unit="images")
     model.eval()
     dev = info.device
     with torch.no_grad():

@@ -331,8 +331,8 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
         # or `init=RUN/hf` to fine-tune them with another head
         save_pretrained(lm, run_dir / "hf")
         save_tokenizer(tok, run_dir / "hf")
-    details = {"arch": arch.name, "vocab_size": tok.vocab_size, "train_tokens": result.tokens,
-               "train_tokens_per_s": round(result.tokens_per_s, 1), "train_wall_s": round(result.wall_time, 1),
+    details = {"arch": arch.name, "vocab_size": tok.vocab_size, "train_tokens": result.count,
+               "train_tokens_per_s": round(result.count_per_s, 1), "train_wall_s": round(result.wall_time, 1),
                "train_step_s": round(result.train_time, 1), "stopped_early": result.stopped_early}
     samples = generate_text(lm, tok, cfg.sample, seed=cfg.seed) if info.is_main else []
     m, d = cfg.model, cfg.data

@@ -237,7 +237,7 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
     batches = StreamBatches(train, ft.batch_size, np.random.default_rng(seed), info.rank, info.world_size)
     res = fit(D.wrap(model, info), method, batches, loop, run_dir,
               evaluate=(lambda m: {metric: evaluate(m)}) if evaluate is not None else None, resume_from=resume_from,
-              desc=desc)
+              desc=desc, unit="examples")
     load_model_weights(model, run_dir / WEIGHTS)  # the best-validation (or last) weights
     return res
 

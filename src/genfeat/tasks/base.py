@@ -4,8 +4,9 @@ target loss l_t and its evaluation; the generative loss l_g of a one-phase model
     task.metric, task.mode      the primary metric and its direction: model selection reads `valid_{metric}`
     task.train_rows             the training examples as rows (a dict of tensors, first dimension = examples), or
                                 None for a task that is only evaluated (similarity of an unsupervised model)
-    task.loss(model, batch)     -> (mean loss, examples): l_t on a batch of rows, through the model's forward
-                                (so DDP sees it); `train.fit`'s loss function
+    task.loss(model, batch)     -> (mean loss, items): l_t on a batch of rows, through the model's forward
+                                (so DDP sees it); `train.fit`'s loss function; `task.unit` names the items
+                                (examples; tokens for a language model, targets for next-item ranking)
     task.predict(model, split)  -> the model's predictions for an evaluation split, on the CPU
     task.score(pred, split)     -> {metric: value} against the split's gold answers
     task.evaluate(model, split) -> {f"{split}_{metric}": value}: predict + score, the names `write_record` wants
@@ -33,6 +34,7 @@ class Task:
 
     metric: str = "accuracy"
     mode: str = "max"
+    unit: str = "examples"  # what `loss`'s count counts (`train.fit`'s unit)
     train_rows: Rows | None = None
     splits: tuple[str, ...] = ()
 

@@ -47,6 +47,7 @@ def lm_scores(total_nll: float, count: int, per_char: bool) -> dict[str, float]:
 class LanguageModeling(Task):
     metric = "loss"
     mode = "min"
+    unit = "tokens"
 
     def __init__(self, streams: Mapping[str, np.ndarray], nll_pass: NLLPass, per_char: bool = False,
                  loss: Callable[[nn.Module, tuple[Tensor, Tensor]], tuple[Tensor, int]] = lm_loss):

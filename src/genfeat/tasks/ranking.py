@@ -72,6 +72,8 @@ def ranking_metrics(model: torch.nn.Module, ex: Examples, ks: tuple[int, ...] = 
 class NextItemRanking(Task):
     """Rows: training examples or windows (`train_rows`, batches drawn by the recipe); splits valid / test."""
 
+    unit = "targets"  # next_item_loss counts the scored positions
+
     def __init__(self, valid: Examples, test: Examples, ks: tuple[int, ...] = (10,), mask_history: bool = False,
                  ties: str = "pessimistic", batch_size: int = 1024):
         self.data = {"valid": valid, "test": test}

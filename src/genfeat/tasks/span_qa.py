@@ -42,6 +42,7 @@ def feature_rows(features: Sequence[SquadFeature], targets: bool = False) -> dic
 class SpanQA(Task):
     metric = "f1"
     mode = "max"
+    unit = "features"  # the loss counts windows of the contexts, not questions
 
     def __init__(self, examples: Mapping[str, list[SquadExample]], features: Mapping[str, list[SquadFeature]],
                  max_answer: int = 64, batch: int = 32):

@@ -14,8 +14,10 @@
         log every `log_every` (tqdm on rank 0, metrics.jsonl, TensorBoard), evaluate + checkpoint
         every `eval_every`, stop early after `patience` evaluations without improvement
 
-`loss_fn(model, batch) -> (mean loss tensor, number of target tokens)` (under torchrun: the rank's count, or the
-global count / W where the ranks' shares differ; the loop counts W × it); `evaluate(model) -> {name:
+`loss_fn(model, batch) -> (mean loss tensor, how many items it averaged over)`: target tokens for a language
+model, examples for a classifier, named by `fit(..., unit=)` in the logs (`{unit}`, `{unit}_per_s`) and the
+progress bar (`{unit}_s`); under torchrun the rank's count, or the global count / W where the ranks' shares differ
+(the loop counts W × it); `evaluate(model) -> {name:
 value}` (e.g. valid_loss, valid_ppl). The data iterators and the method (`Step.state_dict`: a loss's memory, a
 schedule's random stream) are checkpointed with the weights, every optimizer and scheduler and every RNG, so
 `fit(..., resume_from=ckpt)` continues exactly: on CPU the weights after k steps + resume + (N - k) steps are
@@ -91,9 +93,10 @@ class TrainConfig:
 @dataclass
 class FitResult:
     step: int
-    tokens: int
+    count: int  # the loss functions' items over the whole run (resumes included), in `unit`
     wall_time: float  # everything, including evaluation and checkpoints
-    train_time: float = 0.0  # inside training steps, over the whole run (resumes included): tokens/s's denominator
+    unit: str = "tokens"  # what `count` counts: `fit`'s unit
+    train_time: float = 0.0  # inside training steps, over the whole run (resumes included): count_per_s's denominator
     start_step: int = 0  # the step this call started from (a resumed run's checkpoint)
     best_metric: float | None = None
     best_step: int | None = None
@@ -103,8 +106,8 @@ class FitResult:
     evals: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / max(self.train_time, 1e-9)
+    def count_per_s(self) -> float:
+        return self.count / max(self.train_time, 1e-9)
 
 
 def check_early_stop_metric(cfg: TrainConfig, metrics: Iterable[str]) -> None:
@@ -232,6 +235,7 @@ def fit(
     resume_from: str | Path | None = None,
     optimizer: torch.optim.Optimizer | None = None,
     desc: str = "train",
+    unit: str = "tokens",
 ) -> FitResult:
     """Train `model` (already on its device, maybe wrapped for DDP/FSDP) for cfg.max_steps steps.
 
@@ -239,7 +243,8 @@ def fit(
     of `cfg`), or a `Step` giving each step's updates, optimizers and schedules (`train/step.py`; cfg's lr, betas,
     weight decay, warmup and schedule are then unused). `train_data` is
     one batch iterator, or several by name for a Step's updates. `model` holds every trained network (an
-    `nn.ModuleDict` names them in the weights files).
+    `nn.ModuleDict` names them in the weights files). `unit` names what `loss_fn`'s count counts (tokens,
+    examples, images) in the logs, the progress bar and the result.
 
     On CPU this turns on flush-to-zero for subnormal floats (`torch.set_flush_denormal`, process-wide): once an
     LM's distributions sharpen, the softmax backward's exp(log p) underflows into subnormals for most of the
@@ -264,15 +269,15 @@ def fit(
     optimizers = method.optimizers
     schedulers = {k: torch.optim.lr_scheduler.LambdaLR(optimizers[k], f) for k, f in method.lr_lambdas.items()}
     data = dict(train_data) if isinstance(train_data, Mapping) else {"train": train_data}
-    step, tokens, best, best_step, bad_evals, best_eval, train_time = 0, 0, None, None, 0, {}, 0.0
+    step, count, best, best_step, bad_evals, best_eval, train_time = 0, 0, None, None, 0, {}, 0.0
     if resume_from is not None:
         done = int(Path(resume_from).name[len("step_"):])
         if done >= cfg.max_steps:  # checked before the restore, so a refused resume changes nothing
             raise ConfigError(f"{resume_from} is at step {done} and the run's budget is {cfg.max_steps} steps: "
                               "nothing to train; give a larger budget (train.max_steps, or the recipe's epochs)")
         state = C.restore_checkpoint(resume_from, model, optimizers, schedulers)
-        step, tokens, best, best_step, bad_evals, best_eval, train_time = (
-            state["step"], state["tokens"], state["best"], state["best_step"], state["bad_evals"], state["best_eval"],
+        step, count, best, best_step, bad_evals, best_eval, train_time = (
+            state["step"], state["count"], state["best"], state["best_step"], state["bad_evals"], state["best_eval"],
             state["train_time"])
         for name, it in data.items():  # each rank's own data position
             if hasattr(it, "load_state_dict"):
@@ -282,11 +287,11 @@ def fit(
             rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
             atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     logger = MetricsLogger(run_dir, enabled=info.is_main)
-    result = FitResult(step=step, tokens=tokens, wall_time=0.0, best_metric=best, best_step=best_step,
+    result = FitResult(step=step, count=count, wall_time=0.0, unit=unit, best_metric=best, best_step=best_step,
                        start_step=step, train_time=train_time)
 
     def checkpoint() -> Path:
-        extra = {"tokens": tokens, "train_time": result.train_time, "best": best, "best_step": best_step,
+        extra = {"count": count, "train_time": result.train_time, "best": best, "best_step": best_step,
                  "best_eval": best_eval, "bad_evals": bad_evals,
                  "data": {k: D.gather_objects(it.state_dict()) for k, it in data.items() if hasattr(it, "state_dict")},
                  "method": D.gather_objects(method.state_dict())}
@@ -332,7 +337,7 @@ def fit(
     t_start = t_log = time.perf_counter()
     sums: dict[str, list] = {}  # logged name -> [sum over the log window, count]
     losses: dict[str, None] = {}  # the updates' names, shown on the progress bar
-    tok_log = 0
+    count_log = 0
     last_eval = last_ckpt = step
     try:
         with _StopFlag() as stop:
@@ -359,8 +364,8 @@ def fit(
                         total += loss.detach().float()
                         if update.data is not None:
                             n_all = round(n_tok * info.world_size)  # the count of every rank together
-                            tokens += n_all
-                            tok_log += n_all
+                            count += n_all
+                            count_log += n_all
                         for k, v in (parts[0] if parts else {}).items():
                             entry = sums.setdefault(k, [0.0, 0])
                             entry[0] += v / cfg.grad_accum
@@ -386,12 +391,12 @@ def fit(
                     means = {k: D.all_reduce_mean(torch.as_tensor(v / n, device=device)).item()
                              for k, (v, n) in sums.items() if n}
                     lr = next(iter(optimizers.values())).param_groups[0]["lr"]
-                    tok_s = tok_log / max(now - t_log, 1e-9)
-                    logger.log(step, **means, lr=lr, tokens_per_s=tok_s, tokens=tokens)
+                    rate = count_log / max(now - t_log, 1e-9)
+                    logger.log(step, **means, lr=lr, **{f"{unit}_per_s": rate, unit: count})
                     shown = {k: f"{means[k]:.3f}" for k in losses if k in means}
-                    bar.set_postfix(**shown, lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}", refresh=False)
+                    bar.set_postfix(**shown, lr=f"{lr:.2e}", **{f"{unit}_s": f"{rate:,.0f}"}, refresh=False)
                     sums.clear()
-                    tok_log, t_log = 0, now
+                    count_log, t_log = 0, now
                 t_pause = time.perf_counter()
                 result.train_time += t_pause - t_step
                 stopping = False
@@ -402,7 +407,7 @@ def fit(
                 if (cfg.ckpt_every and step % cfg.ckpt_every == 0) or (not cfg.ckpt_every and last_eval == step):
                     checkpoint()
                     last_ckpt = step
-                t_log += time.perf_counter() - t_pause  # evaluation and checkpoints do not count in tokens/s
+                t_log += time.perf_counter() - t_pause  # evaluation and checkpoints do not count in the rate
                 synced = not info.enabled or step % cfg.log_every == 0
                 if info.enabled and synced:  # rank 0 decides, so every rank stops at the same step
                     stop.set = D.broadcast_object(stop.set)
@@ -418,7 +423,7 @@ def fit(
     finally:
         bar.close()
         logger.close()
-    result.step, result.tokens = step, tokens
+    result.step, result.count = step, count
     result.wall_time = time.perf_counter() - t_start
     result.best_metric, result.best_step, result.best_eval = best, best_step, best_eval
     if info.is_main:

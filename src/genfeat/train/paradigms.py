@@ -43,7 +43,7 @@ def fit_task(model: nn.Module, task: Task, batches: Iterator, cfg: TrainConfig, 
     split = selection_split(task)
     cfg = dataclasses.replace(cfg, early_stop_metric=f"{split}_{task.metric}", early_stop_mode=task.mode)
     res = fit(model, method or task.loss, batches, cfg, run_dir, evaluate=lambda m: task.evaluate(m, split),
-              resume_from=resume_from, optimizer=optimizer, desc=desc)
+              resume_from=resume_from, optimizer=optimizer, desc=desc, unit=task.unit)
     net = D.unwrap(model)
     load_model_weights(net, Path(run_dir) / WEIGHTS)  # the best weights by the selection metric
     return res, task.evaluate_all(net)

@@ -114,7 +114,7 @@ def train_toy(data: Toy2D, generator: str, sampler: Callable[[int], np.ndarray] 
     fakes = sampler if generator in ("complement", "perfect") else None
     batches = ToyBatches(data, batch, np.random.default_rng(seed), fakes, "generator" in nets)
     fit(nets, method, batches, TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=100,
-                                           eval_every=0), run_dir, desc=f"2-D {generator}")
+                                           eval_every=0), run_dir, desc=f"2-D {generator}", unit="points")
     nets.eval()
     return ToyResult(nets["discriminator"], nets["generator"] if "generator" in nets else None, sampler)
 

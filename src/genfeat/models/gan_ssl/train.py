@@ -351,7 +351,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     loop = TrainConfig(max_steps=budget, clip_norm=0.0, precision="fp32", log_every=iters, eval_every=iters,
                        keep_last=2, early_stop_metric="valid_errors", early_stop_mode="min")
     res = fit(nets, method, batches, loop, run_dir, evaluate=evaluate, resume_from=resume_from,
-              desc=f"gan_ssl {cfg.method}")
+              desc=f"gan_ssl {cfg.method}", unit="images")  # the unlabeled images of each step
     C.load_model_weights(nets, Path(run_dir) / C.WEIGHTS)  # the best-validation networks
     nets.eval()
     by_step: dict[int, dict[str, float]] = {}

@@ -103,7 +103,7 @@ def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, A
                        log_every=eval_every, eval_every=eval_every, early_stop_metric="valid_acc",
                        early_stop_mode="max")
     res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=task.evaluate_all, optimizer=opt,
-              desc="full batch")
+              desc="full batch", unit="nodes")
     C.load_model_weights(net, Path(run_dir) / C.WEIGHTS)  # the best-validation state
     accuracies = {k: res.best_eval[k] for k in ("train_acc", "valid_acc", "test_acc")}
     return {**accuracies, "best_step": res.best_step, "steps": res.step, "train_seconds": res.wall_time,

@@ -209,7 +209,8 @@ def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cf
                        eval_every=cfg.eval_every, eval_from=warmup, ckpt_every=cfg.eval_every if context_only else 0,
                        early_stop_metric="valid_acc", early_stop_mode="max", patience=cfg.patience)
     res = fit(model, method, batches, loop, run_dir, evaluate=None if context_only else task.evaluate_all,
-              resume_from=resume_from, desc="Planetoid" + (" (context only)" if context_only else ""))
+              resume_from=resume_from, desc="Planetoid" + (" (context only)" if context_only else ""),
+              unit="nodes")  # the labeled nodes of the supervised updates
     run = {"params": sum(p.numel() for p in model.parameters()), "steps": res.step, "train_seconds": res.wall_time}
     if context_only:
         return run
