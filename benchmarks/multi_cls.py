@@ -36,7 +36,7 @@ import math
 import re
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -61,9 +61,18 @@ THESIS_TABLE_5_2 = {
                        "k5-sum": 58.87}),
     1000: ("GLUE 1k", {"released": 71.68, "k1": 73.30, "k5": 74.49, "k5-nohard": 74.18, "k5-noinsert": 73.35,
                        "k5-sum": 73.94})}
-THESIS_TABLE_5_1 = {100: ("GLUE 100", 55.71, 59.29, 57.84, 61.80),  # Pretrained, MTL, K = 1, K = 5 (λ 0.1)
-                    1000: ("GLUE 1k", 71.67, 73.26, 73.28, 74.10),
-                    0: ("GLUE Full", 82.05, 83.30, 83.40, 83.47)}
+class ThesisRow(NamedTuple):
+    """A GLUE average of thesis C Table 5.1 (BERT-Base): pretrained, MTL, Ours K = 1, Ours K = 5 (λ 0.1)."""
+    glue: str
+    pretrained: float
+    mtl: float
+    k1: float
+    k5: float
+
+
+THESIS_TABLE_5_1 = {100: ThesisRow("GLUE 100", 55.71, 59.29, 57.84, 61.80),
+                    1000: ThesisRow("GLUE 1k", 71.67, 73.26, 73.28, 74.10),
+                    0: ThesisRow("GLUE Full", 82.05, 83.30, 83.40, 83.47)}
 
 
 def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
@@ -401,7 +410,7 @@ def markdown(record: dict[str, Any]) -> str:
     glue, thesis = THESIS_TABLE_5_2.get(r["labels"], ("", {}))
     table = "5.2"
     if not thesis and (t51 := THESIS_TABLE_5_1.get(r["labels"])):  # Full: Table 5.1's, which has no ablations
-        glue, thesis, table = t51[0], {"released": t51[1], "k1": t51[3], "k5": t51[4]}, "5.1"
+        glue, thesis, table = t51.glue, {"released": t51.pretrained, "k1": t51.k1, "k5": t51.k5}, "5.1"
     rows = []
     for m, label in (MODELS | ABLATIONS).items():
         lr, runs = selected_lr([x for x in r["runs"] if x["model"] == m])
@@ -410,8 +419,8 @@ def markdown(record: dict[str, Any]) -> str:
             ref = f"{thesis[m]:.2f}" if m in thesis else "–"
             rows.append(f"| {label} | {lr:g} | {len(runs)} | {se(acc)} | {se(cal)} | {ref} |")
     t51 = THESIS_TABLE_5_1.get(r["labels"])
-    footer = (f"Thesis (BERT-Base, {t51[0]}, Table 5.1): Pretrained {t51[1]:.2f}, MTL {t51[2]:.2f}, Ours K=1 "
-              f"{t51[3]:.2f}, Ours K=5 λ=0.1 {t51[4]:.2f}; " if t51 else "")
+    footer = (f"Thesis (BERT-Base, {t51.glue}, Table 5.1): Pretrained {t51.pretrained:.2f}, MTL {t51.mtl:.2f}, "
+              f"Ours K=1 {t51.k1:.2f}, Ours K=5 λ=0.1 {t51.k5:.2f}; " if t51 else "")
     uncertainty = uncertainty_md(r.get("uncertainty"))
     chosen = {m: selected_lr([x for x in r["runs"] if x["model"] == m])[1] for m in MODELS | ABLATIONS}
     grid = ""
