@@ -10,9 +10,9 @@ Facets runs (the sweep harness, `benchmarks.sweep`; kept under --runs): `genfeat
 bbc_glove50 --train.max_steps STEPS --seed S` with K = 10 (k10), K = 1 (k1) or K = 10 trained with the k-means
 loss instead of NNSC (k10-kmeans, `loss.solver kmeans`: the thesis's ablation); K = 3 and 100 (k3, k100: Table
 3.3's, read by `benchmarks.facets_summaries`) and the phrase models (p10, p1: `--preset bbc_phrases`, for
-`benchmarks.facets_phrases`) are trained by the same jobs (`--train-only --models k3 --only k3`). `-glove`: the
-input table initialised from the GloVe targets (`--model.d_model 50`); k10-prose-glove: `--preset prose_glove50`
-(every offline prose corpus, sentences deduplicated).
+`benchmarks.facets_phrases`) are trained by the same jobs (`--train-only --models k3 --only k3`). Every model's
+input table starts from the GloVe targets (the recipe's default); `-random`: a random input table of width 100
+(the ablation); k10-prose: `--preset prose_glove50` (every offline prose corpus, sentences deduplicated).
 Rows: GloVe 6B 50d Avg / Prob_avg / SIF / WMD / Prob_WMD; with each facets model the same scores weighted by the
 facet importance a_i ("Our a", Eq. 3.6; "Our a_max": the largest facet cosine instead of the sum, a deviation that
 docs/results/facets_synthetic.md motivates), mean ± std over the seeds, and, with --sc, the facet-set distance SC
@@ -22,7 +22,9 @@ MiniLM-L6 [CLS] and mean pooling.
 A document's facets are the union of its sentences' facets; a word's importance uses the facets of its
 own sentence. p(w): unigram frequencies of the BBC News training articles (the facets runs' corpus); SIF's
 component: from the Prob_avg embeddings of the 300 Lee background documents (the reference set stands in for a
-training distribution, as the thesis's †). Writes docs/results/facets.{md,json}.
+training distribution, as the thesis's †); the "Our a" rows remove that same component, computed without the
+importance weights (the background documents have no facets computed: a deviation).
+Writes docs/results/facets.{md,json}.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from genfeat.data.similarity_sets import lee_background, lee_documents, lee_pair
 from genfeat.data.text_classification import load_bbc_news, stratified_split
 from genfeat.data.word_vectors import load_glove
 from genfeat.metrics.classification import correlation
-from genfeat.tasks.similarity import low_half
+from genfeat.tasks.similarity import Similarity
 
 NAME = "facets"
 
@@ -81,13 +83,10 @@ def scores(name: str, pairs, embed=None, dist=None) -> dict[str, Any]:
 
 
 def evaluate(rows: list[dict[str, Any]], gold: np.ndarray) -> list[dict[str, Any]]:
-    low = low_half(gold)
-    out = []
-    for r in rows:
-        a, lo = correlation(r["sim"], gold), correlation(r["sim"][low], gold[low])
-        out.append({"name": r["name"], "pearson": a["pearson"], "spearman": a["spearman"],
-                    "low_pearson": lo["pearson"], "low_spearman": lo["spearman"]})
-    return out
+    """Pearson / Spearman of each row's similarities with the gold scores, on all pairs and the low half (the
+    similarity task, `tasks.similarity`)."""
+    task = Similarity({"lee": (list(range(len(gold))), gold)})
+    return [{"name": r["name"], **task.score(np.asarray(r["sim"], dtype=np.float64), "lee")} for r in rows]
 
 
 def glove_rows(tokens, vec: Vectors, probs, weights=None, tag="GloVe") -> list[dict[str, Any]]:
@@ -119,28 +118,27 @@ class FacetsModel:
     preset: str = "bbc_glove50"
 
 
-# the input table initialised from GloVe 6B 50d (the recipe copies the target vectors into the input embeddings
-# when model.d_model equals their dimension), as the thesis's encoder starts from its GloVe table
-GLOVE_INPUT = {"model.d_model": "50", "model.n_head": "5", "model.d_inner": "200"}
+# the random-input-table ablation: a width (100) other than the target vectors' (50), so the recipe does not copy
+# GloVe into the input embeddings (its default, as the thesis's encoder starts from its GloVe table)
+RANDOM_INPUT = {"model.d_model": "100", "model.n_head": "4", "model.d_inner": "400"}
 
 
-def glove_input(models: dict[str, FacetsModel]) -> dict[str, FacetsModel]:
-    """The same models with a GloVe-initialised input table, named `<model>-glove`."""
-    return {f"{m}-glove": dataclasses.replace(x, label=f"{x.label}, GloVe input", overrides=x.overrides | GLOVE_INPUT)
-            for m, x in models.items()}
+def random_input(models: dict[str, FacetsModel]) -> dict[str, FacetsModel]:
+    """The same models with a random input table of width 100, named `<model>-random`."""
+    return {f"{m}-random": dataclasses.replace(x, label=f"{x.label}, random input",
+                                               overrides=x.overrides | RANDOM_INPUT) for m, x in models.items()}
 
 
 MODELS = {"k10": FacetsModel("Our a K10", {"model.k": "10"}), "k1": FacetsModel("Our a K1", {"model.k": "1"})}
-MODELS |= glove_input(MODELS) | {  # sentence models
+MODELS |= random_input(MODELS) | {  # sentence models
     "k10-kmeans": FacetsModel("Our a K10, k-means loss", {"model.k": "10", "loss.solver": "kmeans"}),
     "k3": FacetsModel("Our a K3", {"model.k": "3"}), "k100": FacetsModel("Our a K100", {"model.k": "100"}),
     # every offline prose corpus (BBC News, Wikipedia, Austen, KJV, Shakespeare, Python docs), deduplicated
-    "k10-prose-glove": FacetsModel("Our a K10, GloVe input, all prose", {"model.k": "10"} | GLOVE_INPUT,
-                                   "prose_glove50")}
-LEE_MODELS = ["k10", "k1", "k10-kmeans", "k10-glove", "k1-glove", "k10-prose-glove"]  # Table 3.2 (K 3, 100: Table 3.3)
+    "k10-prose": FacetsModel("Our a K10, all prose", {"model.k": "10"}, "prose_glove50")}
+LEE_MODELS = ["k10", "k1", "k10-kmeans", "k10-random", "k1-random", "k10-prose"]  # Table 3.2 (K 3, 100: Table 3.3)
 PHRASE_MODELS = {"p10": FacetsModel("phrase model K10", {"model.k": "10"}, "bbc_phrases"),
                  "p1": FacetsModel("phrase model K1", {"model.k": "1"}, "bbc_phrases")}
-PHRASE_MODELS |= glove_input(PHRASE_MODELS)
+PHRASE_MODELS |= random_input(PHRASE_MODELS)
 
 
 def facets_args(ap: argparse.ArgumentParser, models: list[str], choices: list[str]) -> argparse.Namespace:

@@ -1,7 +1,7 @@
 """Thesis C Table 3.4's analogue: unsupervised phrase similarity on phrase sets built from WordNet 3.0 the way
 Turney (2012) built his (`data.wordnet.phrase_items`); records docs/results/facets_phrases.{md,json}.
 
-    python -m benchmarks.facets_phrases [--runs runs/bench_facets] [--items 2000] [--models p10 p1 p10-glove ...]
+    python -m benchmarks.facets_phrases [--runs runs/bench_facets] [--items 2000] [--models p10 p1 p10-random ...]
     python -m benchmarks.facets_phrases --train-only --only p10      # one worker's share of the phrase models
 
 Items: a two-word noun lemma ("smash hit"), its one-word synonym from the same synset ("blockbuster") and 4
@@ -9,15 +9,16 @@ distractors (a one-word synonym of the modifier and one of the head, two random 
 5-choice set), built over the words that have GloVe vectors and are in the facets models' vocabulary (the BBC
 News training words, shared by every facets model: an unknown word would be <unk> to them). Turney (5): the
 answer must score above the 4 distractors; Turney (10): also above the 5 pairs of the reversed bigram ("hit
-smash") with the same unigrams (word order); ties count as wrong. SemEval-2013 5a style:
+smash") with the same unigrams (word order); ties split the credit (an answer tied with m - 1 other candidates
+scores 1 / m: the rule the thesis's GloVe row implies, `metrics.phrases`). SemEval-2013 5a style:
 (bigram, answer) positive, (bigram, first random distractor) negative; AUC of the precision-recall curve and the
 best F1 over thresholds (scikit-learn). Scores: GloVe 6B 50d Avg; MiniLM-L6 CLS / Avg; for each finished facets
 model of `benchmarks.facets_lee` (the sentence models, trained on BBC News sentences; kept under --runs): Emb (the
 cosine of the mean contextual encoder states of the phrase and of the word) and SC (Eq. 3.5 between their facet
 sets, negated), mean ± std over seeds. Facets models (the sweep harness, shared with `benchmarks.facets_lee`): the
 phrase models p10 / p1 (`genfeat run facets --preset bbc_phrases`: noun phrases of BBC News by the WordNet-lexicon
-rule, targets the words within 5 tokens, K = 10 / 1), the same with the input table initialised from GloVe 6B 50d
-(p10-glove / p1-glove: d_model 50), and the sentence models k10 / k1 for comparison.
+rule, targets the words within 5 tokens, K = 10 / 1), the same with a random input table of width 100
+(p10-random / p1-random; the default starts from GloVe 6B 50d), and the sentence models k10 / k1 for comparison.
 """
 
 from __future__ import annotations
@@ -34,27 +35,22 @@ from benchmarks.facets_lee import MODELS, PHRASE_MODELS, Vectors, facets_args, f
 from benchmarks.sweep import Sweep
 from genfeat.analysis import facet_scores as S
 from genfeat.data.wordnet import PhraseItem, phrase_items
+from genfeat.metrics.phrases import choice_accuracy, pair_scores
 
 NAME = "facets_phrases"
 Scorer = Callable[[list[tuple[str, str]]], np.ndarray]  # (phrase, word) pairs -> similarities
 
 
 def evaluate(items: list[PhraseItem], score: Scorer) -> dict[str, float]:
-    from sklearn.metrics import average_precision_score, precision_recall_curve
-
+    """The four scores of Table 3.4 (`metrics.phrases`: Turney's ties split, as the thesis's GloVe row implies)."""
     pairs = [(it.bigram, w) for it in items for w in (it.answer, *it.distractors)]
     rev = [(" ".join(it.bigram.split()[::-1]), w) for it in items for w in (it.answer, *it.distractors)]
     s = score(pairs + rev)
     n = 1 + len(items[0].distractors)
     fwd, back = s[: len(pairs)].reshape(len(items), n), s[len(pairs):].reshape(len(items), n)
-    t5 = fwd[:, 0] > fwd[:, 1:].max(1)
-    t10 = t5 & (fwd[:, 0] > back.max(1))
-    y = np.r_[np.ones(len(items)), np.zeros(len(items))]
-    x = np.r_[fwd[:, 0], fwd[:, 3]]  # the answer against the first random distractor
-    p, r, _ = precision_recall_curve(y, x)
-    f1 = np.where(p + r > 0, 2 * p * r / np.maximum(p + r, 1e-12), 0.0)
-    return {"semeval_auc": float(average_precision_score(y, x)), "semeval_f1": float(f1.max()),
-            "turney5": float(t5.mean()), "turney10": float(t10.mean())}
+    semeval = pair_scores(fwd[:, 0], fwd[:, 3])  # the answer against the first random distractor
+    return {"semeval_auc": semeval["auc"], "semeval_f1": semeval["f1"], "turney5": choice_accuracy(fwd),
+            "turney10": choice_accuracy(fwd, back)}
 
 
 def glove_scorer(vec: Vectors) -> Scorer:
@@ -148,7 +144,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=2000)
     ap.add_argument("--split-seed", type=int, default=0)
-    args = facets_args(ap, ["p10", "p1", "p10-glove", "p1-glove", "k10", "k1"], [*PHRASE_MODELS, *MODELS])
+    args = facets_args(ap, ["p10", "p1", "p10-random", "p1-random", "k10", "k1"], [*PHRASE_MODELS, *MODELS])
     if args.render_only:
         print(render(NAME, markdown))
         return

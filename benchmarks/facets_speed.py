@@ -27,7 +27,7 @@ import torch
 from benchmarks.common import interleaved_median_seconds, reading, render, timing_args, write_results
 from genfeat.data.facets import build_vocab, collate, sentence_examples
 from genfeat.data.sentences import documents
-from genfeat.losses.nnsc import nnsc_coefficients
+from genfeat.losses.nnsc import NNSCObjective, nnsc_coefficients
 from genfeat.models.facets import FacetModel
 
 NAME = "facets_speed"
@@ -71,7 +71,8 @@ def main() -> None:
     table = torch.nn.functional.normalize(torch.randn(len(vocab), cfg.model.d_target), dim=1)
     ex = sentence_examples(docs["valid"], vocab, vocab, cfg.data.max_len, cfg.data.max_targets, 0)
     batches = [collate(ex.inputs[a: a + 64], ex.targets[a: a + 64]) for a in range(0, 64 * 8, 64)]
-    objective = R.NNSCObjective(table, cfg.loss, 0)
+    lc = cfg.loss
+    objective = NNSCObjective(table, lc.lam, lc.solver, lc.iters, 0, lc.neg_weight)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     state = {"i": 0}
 

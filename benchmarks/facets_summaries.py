@@ -99,7 +99,7 @@ Thesis (CNN/Daily Mail, R-1 / R-2 / Len): Random 28.1 / 8.0 / 68.7; W Emb (GloVe
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sentences", type=int, default=3)
-    args = facets_args(ap, ["k3", "k10", "k100", "k1", "k10-kmeans", "k10-glove", "k1-glove", "k10-prose-glove"],
+    args = facets_args(ap, ["k3", "k10", "k100", "k1", "k10-kmeans", "k10-random", "k1-random", "k10-prose"],
                        list(MODELS))
     if args.render_only:
         print(render(NAME, markdown))

@@ -115,7 +115,7 @@ def test_facets_runs_under_torchrun(bbc_articles, vectors, tmp_path):  # noqa: F
 
 def test_input_table_starts_from_the_target_vectors_when_the_widths_agree(bbc_articles, vectors, tmp_path):  # noqa: F811
     """d_model = d_target: a word with a target vector starts with that vector's direction (the GloVe-initialised
-    encoder of `benchmarks.facets_lee`'s -glove models); one step at lr 1e-12 keeps the initial table."""
+    encoder, the presets' default); one step at lr 1e-12 keeps the initial table."""
     import torch
 
     from genfeat.cli import main

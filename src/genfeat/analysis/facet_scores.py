@@ -136,17 +136,22 @@ def wmd(words1: np.ndarray, words2: np.ndarray, mass1: np.ndarray | None = None,
     return float(ot.emd2(m1, m2, cost))
 
 
+EMPTY = -1e4  # a word's coverage before any sentence is chosen (below every cosine)
+
+
 def summarise(doc_words: np.ndarray, doc_weights: np.ndarray, representatives: Sequence[np.ndarray], n: int = 3,
               per_length: Sequence[int] | None = None) -> tuple[list[int], list[float]]:
     """Greedy maximisation of Eq. 3.7: doc_words (V, E) the document's word types, doc_weights (V,), and for each
     sentence its representatives (m_t, E) (facets, a sentence embedding, or its word vectors). Returns the chosen
-    sentence indices in order and the objective after each pick. `per_length`: divide each candidate's gain by its
-    length (the W Emb baseline)."""
+    sentence indices in order and the objective after each pick. A word not yet covered counts as covered at
+    `EMPTY`; a candidate's gain is Σ_w weight_w max(0, s_w - cur_w). `per_length` (the W Emb baseline) divides
+    the gain's improvement by the candidate's length, not the part that only lifts uncovered words from `EMPTY`
+    (that part is the same for every candidate with representatives and would favour the shortest sentence)."""
     W = unit(np.asarray(doc_words, dtype=np.float64))
     weights = np.asarray(doc_weights, dtype=np.float64)
-    sims = [(W @ unit(np.asarray(r, dtype=np.float64)).T).max(1) if len(r) else np.full(len(W), -1e4)
+    sims = [(W @ unit(np.asarray(r, dtype=np.float64)).T).max(1) if len(r) else np.full(len(W), EMPTY)
             for r in representatives]  # (V,) per sentence
-    cur = np.full(len(W), -1e4)
+    cur = np.full(len(W), EMPTY)
     chosen: list[int] = []
     objective: list[float] = []
     for _ in range(min(n, len(sims))):
@@ -156,7 +161,10 @@ def summarise(doc_words: np.ndarray, doc_weights: np.ndarray, representatives: S
                 gains.append(-np.inf)
                 continue
             g = float((weights * np.maximum(0.0, s - cur)).sum())
-            gains.append(g / per_length[t] if per_length is not None else g)
+            if per_length is not None:
+                lift = float((weights * ((cur <= EMPTY) & (s > EMPTY))).sum() * -EMPTY)  # EMPTY -> 0
+                g = lift + (g - lift) / per_length[t]
+            gains.append(g)
         best = int(np.argmax(gains))
         chosen.append(best)
         cur = np.maximum(cur, sims[best])

@@ -12,9 +12,10 @@ its sentence are its targets (`phrase_examples`).
                   the uncased GloVe 6B vocabulary's tokenisation, documented rule
     inputs        the sentence's tokens in the input vocabulary (others -> <unk>) + <eos>, at most max_len
                   (longer sentences are dropped, as consecutive duplicates are); left-padded in batches
-    targets       the non-stop-word tokens (scikit-learn's English stop-word list) of the neighbouring
-                  sentences that have a target vector; duplicates kept; at most max_targets, subsampled with the
-                  seed; a sentence with no target is dropped
+    targets       the tokens of the neighbouring sentences that have a target vector and are not stop tokens
+                  (`data.stop_words`: an English function-word list, or a file, plus every punctuation token);
+                  duplicates kept; at most max_targets, subsampled with the seed; a sentence with no target is
+                  dropped; `target_composition` describes what they are
     batches       `FacetBatches`: shuffled epochs of (input_ids (B, T), target ids (B, N), target mask (B, N)),
                   seeded and resumable; the loss looks the target ids up in the unit-normalised target table
 
@@ -34,6 +35,7 @@ import numpy as np
 import torch
 
 from genfeat.data.batches import rank_share
+from genfeat.data.stop_words import is_punctuation, is_stop, stop_list
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]")
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
@@ -43,10 +45,9 @@ def tokenize(text: str) -> list[str]:
     return TOKEN.findall(text.lower())
 
 
-def stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
+def stop_words(name: str = "english") -> frozenset[str]:
+    """The stop list `name` (`data.stop_words.stop_list`); punctuation is a stop token whatever the list."""
+    return stop_list(name)
 
 
 def build_vocab(docs: Sequence[Sequence[str]], min_count: int) -> list[str]:
@@ -68,16 +69,17 @@ class FacetExamples:
 class _ExampleBuilder:
     """Input ids and target bags of examples, the bags cut to `max_targets` by a seeded subsample."""
 
-    def __init__(self, vocab: Sequence[str], target_words: Sequence[str], max_targets: int, seed: int):
+    def __init__(self, vocab: Sequence[str], target_words: Sequence[str], max_targets: int, seed: int,
+                 stops: str = "english"):
         self.ids = {w: i for i, w in enumerate(vocab)}
         self.tid = {w: i for i, w in enumerate(target_words)}
-        self.stops, self.max_targets = stop_words(), max_targets
+        self.stops, self.max_targets = stop_words(stops), max_targets
         self.rng = np.random.default_rng(seed)
         self.ex = FacetExamples([], [])
 
     def bag(self, tokens: Sequence[str]) -> list[int]:
         """The target ids of the non-stop-word tokens that have a target vector."""
-        return [self.tid[t] for t in tokens if t in self.tid and t not in self.stops]
+        return [self.tid[t] for t in tokens if t in self.tid and not is_stop(t, self.stops)]
 
     def add(self, tokens: Sequence[str], bag: list[int]) -> None:
         if not bag:
@@ -89,9 +91,11 @@ class _ExampleBuilder:
 
 
 def sentence_examples(docs: Sequence[Sequence[str]], vocab: Sequence[str], target_words: Sequence[str],
-                      max_len: int = 50, max_targets: int = 30, seed: int = 0) -> FacetExamples:
-    """The examples of every sentence that has a neighbour with a target (module docstring)."""
-    out = _ExampleBuilder(vocab, target_words, max_targets, seed)
+                      max_len: int = 50, max_targets: int = 30, seed: int = 0, stops: str = "english"
+                      ) -> FacetExamples:
+    """The examples of every sentence that has a neighbour with a target (module docstring); `stops`: the stop
+    list (`data.stop_words.stop_list`)."""
+    out = _ExampleBuilder(vocab, target_words, max_targets, seed, stops)
     for doc in docs:
         sents = []
         for s in doc:
@@ -112,14 +116,14 @@ def noun_lexicon(root: str | None = None, max_words: int = 3) -> frozenset[tuple
                      if 1 <= len(t := tuple(tokenize(lemma))) <= max_words)
 
 
-def noun_phrases(tokens: Sequence[str], lexicon: frozenset[tuple[str, ...]], max_words: int = 3
-                 ) -> list[tuple[int, int]]:
+def noun_phrases(tokens: Sequence[str], lexicon: frozenset[tuple[str, ...]], max_words: int = 3,
+                 stops: str = "english") -> list[tuple[int, int]]:
     """[start, end) spans of the noun phrases of a token list (module docstring: greedy longest match)."""
-    stops, out, i = stop_words(), [], 0
+    stop, out, i = stop_words(stops), [], 0
     while i < len(tokens):
         for n in range(min(max_words, len(tokens) - i), 0, -1):
             span = tuple(tokens[i: i + n])
-            if span in lexicon and not (n == 1 and (span[0] in stops or not span[0].isalpha())):
+            if span in lexicon and not (n == 1 and (span[0] in stop or not span[0].isalpha())):
                 out.append((i, i + n))
                 i += n
                 break
@@ -129,16 +133,31 @@ def noun_phrases(tokens: Sequence[str], lexicon: frozenset[tuple[str, ...]], max
 
 
 def phrase_examples(docs: Sequence[Sequence[str]], vocab: Sequence[str], target_words: Sequence[str],
-                    lexicon: frozenset[tuple[str, ...]], window: int = 5, max_targets: int = 30, seed: int = 0
-                    ) -> FacetExamples:
+                    lexicon: frozenset[tuple[str, ...]], window: int = 5, max_targets: int = 30, seed: int = 0,
+                    stops: str = "english") -> FacetExamples:
     """Each noun phrase of every sentence with its context words as targets (module docstring)."""
-    out = _ExampleBuilder(vocab, target_words, max_targets, seed)
+    out = _ExampleBuilder(vocab, target_words, max_targets, seed, stops)
     for doc in docs:
         for s in doc:
             toks = tokenize(s)
-            for a, b in noun_phrases(toks, lexicon):
+            for a, b in noun_phrases(toks, lexicon, stops=stops):
                 out.add(toks[a:b], out.bag(toks[max(0, a - window): a] + toks[b: b + window]))
     return out.ex
+
+
+def target_composition(ex: FacetExamples, target_words: Sequence[str], top: int = 10) -> dict[str, Any]:
+    """What the training targets are: their number, distinct words, the shares of punctuation and of numbers,
+    and the `top` most frequent words with their shares (recorded in each run's summary)."""
+    counts = Counter(int(i) for t in ex.targets for i in t)
+    total = max(1, sum(counts.values()))
+    words = {target_words[i]: c for i, c in counts.items()}
+
+    def share(pred) -> float:
+        return sum(c for w, c in words.items() if pred(w)) / total
+    return {"targets": sum(counts.values()), "target_types": len(counts),
+            "punctuation_share": share(is_punctuation),
+            "numeric_share": share(lambda w: any(ch.isdigit() for ch in w)),
+            "top": [[w, round(c / total, 5)] for w, c in sorted(words.items(), key=lambda x: (-x[1], x[0]))[:top]]}
 
 
 def collate(inputs: Sequence[np.ndarray], targets: Sequence[np.ndarray]) -> dict[str, torch.Tensor]:

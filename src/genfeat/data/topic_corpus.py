@@ -9,8 +9,8 @@
     neighbours    5 words of a and 5 of b (never incidental or stop words): the sentence's target bag
     negatives     the recipe's rotation of the batch: the neighbours of another sentence, an independent pair
 
-Words are named t<topic>w<i> and x<i>; the stop words are ten real English ones (all in scikit-learn's list, so
-the facet data's stop filter treats them as stop words). Everything is a function of the seed.
+Words are named t<topic>w<i> and x<i>; the stop words are ten real English ones (all in `data.stop_words`' English
+list, so the facet data's stop filter treats them as stop words). Everything is a function of the seed.
 """
 
 from __future__ import annotations

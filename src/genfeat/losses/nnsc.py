@@ -22,6 +22,8 @@ and contribute nothing. Losses are means over each example's real words, then ov
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -120,3 +122,43 @@ def rotated_negatives(W: Tensor, mask: Tensor, generator: torch.Generator | None
         raise ValueError("in-batch negatives need a batch of at least 2")
     s = int(torch.randint(1, B, (1,), generator=generator))
     return W.roll(-s, 0), mask.roll(-s, 0)
+
+
+class NNSCObjective:
+    """Eq. 3.2 as a training loss for `train.fit`: `objective(model, batch)` -> (loss, target words, parts).
+
+    table   (V_t, E) target vectors, unit-normalised here (Eq. 3.1 rebuilds unit word embeddings)
+    batch   input_ids (B, T), targets (B, N) rows of `table`, target_mask (B, N)
+    model   input_ids -> facets (B, K, E)
+
+    Negatives: the targets of another example of the batch (`rotated_negatives`). The solver is `method` with
+    `iters` iterations; `exact=True` (evaluation) uses the exact E-step instead (FISTA, `exact_iters`), except for
+    k-means, whose assignment is already exact. The random stream (rotations, RMSprop's initial M) is
+    checkpointed through `state_dict`.
+    """
+
+    def __init__(self, table: Tensor, lam: float, method: str, iters: int | None, seed: int,
+                 neg_weight: float = 1.0, exact_iters: int = 500):
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        self.table = torch.nn.functional.normalize(table.float(), dim=1)  # (V_t, E) unit rows
+        self.lam, self.method, self.iters, self.neg_weight = lam, method, iters, neg_weight
+        self.exact_iters = exact_iters
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def __call__(self, model: torch.nn.Module, batch: dict[str, Tensor], exact: bool = False
+                 ) -> tuple[Tensor, int, dict[str, float]]:
+        device = next(model.parameters()).device
+        F = model(batch["input_ids"].to(device)).transpose(1, 2)  # (B, E, K)
+        W = self.table.to(device)[batch["targets"].to(device)].transpose(1, 2)  # (B, E, N)
+        mask = batch["target_mask"].to(device)
+        W_neg, mask_neg = rotated_negatives(W, mask, self.gen)
+        method, iters = ("pgd", self.exact_iters) if exact and self.method != "kmeans" else (self.method, self.iters)
+        loss, parts = nnsc_loss(F, W, mask, W_neg, mask_neg, self.lam, method, iters, self.gen, self.neg_weight)
+        return loss, int(mask.sum()), parts
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"gen": self.gen.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.gen.set_state(state["gen"])

@@ -7,9 +7,9 @@
     facets = Linear(d_model -> |E|)(F)                                   one output layer shared by the facets
 
 Inputs are left-padded so <eos> is the last position (pad_id masked as keys). Layers: BERT-style post-LN blocks
-(`models/bert`'s), GELU, SDPA. The token embedding can start from a word-vector table (`init_embedding`: unit rows
-x sqrt(d), the reference); learned positions; the K input maps L_k have weights U(-0.1, 0.1) and biases
-U(-0.5, 0.5) (large biases start the facets with norm about 1, out of the NNSC dead zone; spec §12.1), the output
+(`models/bert`'s), GELU, SDPA. The token embedding can start from a word-vector table (`init_embedding`: unit
+rows x sqrt(d), the reference; the padding row stays zero); learned positions; the K input maps L_k have weights
+U(-0.1, 0.1) and biases U(-0.5, 0.5) (large biases start the facets with norm about 1, out of the NNSC dead zone; spec §12.1), the output
 layer U(-0.1, 0.1) and zero bias. `cross_attention=False` (the phrase model) makes the decoder a plain encoder
 over the K slots. `arch="lstm"`: a bidirectional LSTM encoder pooled as [last forward; first backward] and an
 LSTM decoder over the K slot inputs whose initial state is a linear map of the pooled encoding. `arch="bow"`: the
@@ -17,7 +17,9 @@ spec's §10 diagnostic encoder (order-free): ReLU(Linear(mean of the token embed
 output layer, no decoder (to tell a loss problem from an architecture one on the synthetic corpus).
 
 Shapes: input_ids (B, T) -> facets (B, K, |E|); `encode` gives the contextual states (B, T, d) too.
-Deviations: a key-padding mask (the reference attends to padding).
+Deviations: a key-padding mask (the reference attends to padding). The training choices that differ from the
+thesis at CPU scale (width 50 from GloVe 6B 50d instead of 300, 2 + 2 layers instead of 5 + 5, AdamW with a cosine
+schedule, clipping at 1.0 against the reference's 0.25) are the recipe's, listed in `recipes/facets.py`.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class FacetModel(nn.Module):
                 raise ValueError(f"init_embedding {tuple(init_embedding.shape)} is not ({cfg.vocab_size}, {d})")
             with torch.no_grad():
                 self.tok.weight.copy_(F.normalize(init_embedding.float(), dim=-1) * math.sqrt(d))
+                self.tok.weight[cfg.pad_id].zero_()  # padding stays a zero row (no gradient reaches it)
         self.drop = Dropout(cfg.dropout)
         if cfg.arch == "transformer":
             self.pos = nn.Embedding(cfg.max_len, d)
@@ -117,7 +120,7 @@ class FacetModel(nn.Module):
             back = (torch.arange(T, device=input_ids.device)[None] - (T - n)[:, None]) % T  # right -> left padding
             return (h[..., :d] + h[..., d:]).gather(1, back[..., None].expand(B, T, d)), pooled
         if self.cfg.arch == "bow":
-            x = self.drop(self.tok(input_ids))  # (B, T, d); padding rows are zero (padding_idx)
+            x = self.drop(self.tok(input_ids)) * real[..., None]  # (B, T, d), padding masked out
             mean = x.sum(1) / real.sum(1, keepdim=True).clamp_min(1)
             return x, torch.relu(self.bow(mean))
         T = input_ids.size(1)
