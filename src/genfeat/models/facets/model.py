@@ -7,13 +7,13 @@
     facets = Linear(d_model -> |E|)(F)                                   one output layer shared by the facets
 
 Inputs are left-padded so <eos> is the last position (pad_id masked as keys). Layers: BERT-style post-LN blocks
-(`models/bert`'s), GELU, SDPA. The token embedding can start from a word-vector table (`init_embedding`: unit
-rows x sqrt(d), the reference; the padding row stays zero); learned positions; the K input maps L_k have weights
-U(-0.1, 0.1) and biases U(-0.5, 0.5) (large biases start the facets with norm about 1, out of the NNSC dead
-zone; spec §12.1), the output layer U(-0.1, 0.1) and zero bias. `cross_attention=False` (the phrase model)
-makes the decoder a plain encoder over the K slots. `arch="lstm"`: a bidirectional LSTM encoder pooled as
-[last forward; first backward] and an LSTM decoder over the K slot inputs whose initial state is a linear map of the pooled encoding. `arch="bow"`: the
-spec's §10 diagnostic encoder (order-free): ReLU(Linear(mean of the token embeddings)) -> the K maps L_k -> the
+(`models/bert`'s), GELU, SDPA. The token embedding can start from a word-vector table (`init_embedding`: unit rows x
+sqrt(d), the reference; the padding row stays zero); learned positions; the K input maps L_k have weights U(-0.1,
+0.1) and biases U(-0.5, 0.5) (large biases start the facets with norm about 1, out of the NNSC dead zone; spec
+§12.1), the output layer U(-0.1, 0.1) and zero bias. `cross_attention=False` (the phrase model) makes the decoder a
+plain encoder over the K slots. `arch="lstm"`: a bidirectional LSTM encoder pooled as [last forward; first backward]
+and an LSTM decoder over the K slot inputs whose initial state is a linear map of the pooled encoding. `arch="bow"`:
+the spec's §10 diagnostic encoder (order-free): ReLU(Linear(mean of the token embeddings)) -> the K maps L_k -> the
 output layer, no decoder (to tell a loss problem from an architecture one on the synthetic corpus).
 
 Shapes: input_ids (B, T) -> facets (B, K, |E|); `encode` gives the contextual states (B, T, d) too.
