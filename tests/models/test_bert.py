@@ -134,3 +134,53 @@ def test_minilm_sentence_embeddings_match_sentence_transformers():
         return
     live = SentenceTransformer(str(d), device="cpu").encode(golden["sentences"], convert_to_tensor=True)
     torch.testing.assert_close(emb, live.cpu(), atol=1e-5, rtol=0)
+
+
+def test_unseen_config_fields_reach_the_model(tmp_path):
+    """layer_norm_eps, pad_token_id and type_vocab_size as HF sets them (a large eps, a third token type, pad 3)."""
+    from transformers import BertConfig as HFConfig
+    from transformers import BertModel as HFBert
+
+    torch.manual_seed(0)
+    ref = HFBert(HFConfig(vocab_size=50, hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
+                          intermediate_size=40, max_position_embeddings=16, layer_norm_eps=0.5, pad_token_id=3,
+                          type_vocab_size=3)).eval()
+    ref.save_pretrained(tmp_path)
+    ours, cfg = from_pretrained(tmp_path)
+    assert (cfg.layer_norm_eps, cfg.pad_id, cfg.type_vocab_size) == (0.5, 3, 3)
+    assert ours.embeddings.word.padding_idx == 3
+    x = _batch()
+    x["token_type_ids"][:, 7:] = 2
+    with torch.no_grad():
+        real = x["attention_mask"].bool()
+        torch.testing.assert_close(ours(**x).hidden[real], ref(**x).last_hidden_state[real], atol=1e-5, rtol=1e-5)
+
+
+def test_the_mlm_head_of_a_pretraining_checkpoint_is_kept(tmp_path):
+    """A BertForPreTraining directory: the Multi-CLS pretrainer continues from its MLM head (transform and bias)
+    and predicts the masked tokens as transformers does; a plain BertModel directory has none."""
+    from transformers import BertConfig as HFConfig
+    from transformers import BertForPreTraining
+
+    from genfeat.models.bert.hf import mlm_head_from_pretrained
+    from genfeat.models.multi_cls import MultiCLSConfig, MultiCLSEncoder, MultiCLSPretrainer
+
+    torch.manual_seed(0)
+    ref = BertForPreTraining(HFConfig(vocab_size=50, hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
+                                      intermediate_size=40, max_position_embeddings=16)).eval()
+    with torch.no_grad():
+        ref.cls.predictions.bias.uniform_(-1, 1)
+        ref.cls.predictions.transform.dense.bias.uniform_(-1, 1)
+    ref.save_pretrained(tmp_path / "pre")
+    head = mlm_head_from_pretrained(tmp_path / "pre")
+    assert head is not None
+    bert, _ = from_pretrained(tmp_path / "pre")
+    pre = MultiCLSPretrainer(MultiCLSEncoder(bert, MultiCLSConfig(k=1, insert_after=())))
+    pre.load_mlm_head(*head)
+    x = _batch()
+    with torch.no_grad():
+        h = bert(**x).hidden
+        ours = torch.nn.functional.linear(pre.mlm_transform(h), bert.embeddings.word.weight, pre.mlm_bias)
+        torch.testing.assert_close(ours, ref(**x).prediction_logits, atol=1e-5, rtol=1e-5)
+    _hf_bert().save_pretrained(tmp_path / "plain")
+    assert mlm_head_from_pretrained(tmp_path / "plain") is None

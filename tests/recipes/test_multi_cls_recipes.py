@@ -4,6 +4,7 @@ facet heads) and from the plain checkpoint (BERT), the per-seed labeled subsets.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -54,6 +55,7 @@ def test_pretrain_then_classify(bert_dir, bbc_articles, tmp_path):
     s = json.loads((pre / "summary.json").read_text())
     parts = s["valid_mlm"] + s["valid_so"] + s["valid_tfidf"] + s["valid_mcqt"]
     assert s["k"] == 2 and s["valid_loss"] == pytest.approx(parts, rel=1e-4)  # the unweighted sum of the four
+    assert s["mlm_head"] == "fresh"  # a plain BertModel directory has no MLM head to continue from
     assert set(PRETRAIN_METRICS) <= set(s)  # the names a bad train.early_stop_metric is checked against
     assert s["valid_mcqt"] >= 2 * np.log1p(3 * np.exp(-2)) - 1e-4  # Eq. 5.3's floor with 2N = 4 candidates
     logged = [json.loads(r) for r in (pre / "metrics.jsonl").read_text().splitlines()]
@@ -176,3 +178,22 @@ def test_pretraining_runs_under_torchrun(bert_dir, bbc_articles, tmp_path):
                       "4", "--out", str(tmp_path / "two")])
     s = json.loads((tmp_path / "two" / "summary.json").read_text())
     assert s["world_size"] == 2 and np.isfinite(s["valid_loss"]) and s["steps"] == 6
+
+
+def test_texts_leave_room_for_the_facet_tokens(bert_dir, bbc_articles, tmp_path):
+    """A BERT of exactly max_len (24) positions: pretraining and fine-tuning cut texts to max_len - K, so the K facet
+    tokens fit (a text cut to max_len would overflow the position table by K)."""
+    from genfeat.models.bert import from_pretrained
+
+    bert, _ = from_pretrained(bert_dir)
+    short = tmp_path / "bert24"
+    save_pretrained(BertModel(dataclasses.replace(bert.cfg, max_len=24)), short)
+    (short / "vocab.txt").write_text((bert_dir / "vocab.txt").read_text())
+    pre = tmp_path / "pre"
+    assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(short), "--data.max_len", "24",
+                 "--out", str(pre)]) == 0
+    logged = [json.loads(r) for r in (pre / "metrics.jsonl").read_text().splitlines()]
+    per_seq = [r for r in logged if "tokens" in r][-1]["tokens"] / (6 * 3 * 2)
+    assert per_seq > 18  # the sequences do fill the budget of 24 - 2
+    assert main(["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(pre), "--max_len", "24",
+                 "--out", str(tmp_path / "c")]) == 0

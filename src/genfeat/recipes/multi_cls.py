@@ -46,7 +46,7 @@ from genfeat.data.sources import require
 from genfeat.data.text_classification import load_bbc_news, load_pair_task, stratified_split
 from genfeat.errors import ConfigError
 from genfeat.models.bert import BertModel, from_pretrained
-from genfeat.models.bert.hf import config_from_hf
+from genfeat.models.bert.hf import config_from_hf, mlm_head_from_pretrained
 from genfeat.models.bert.tokenizer import encode, load_wordpiece
 from genfeat.models.multi_cls import MultiCLSClassifier, MultiCLSConfig, MultiCLSEncoder, MultiCLSPretrainer
 from genfeat.models.multi_cls.model import AGGREGATIONS
@@ -153,7 +153,11 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     src = bert_dir(cfg.init)
     bert, bcfg = from_pretrained(src)
     tok = load_wordpiece(src)
-    pre = build_pretrainer(cfg, bert.train()).to(info.device)
+    pre = build_pretrainer(cfg, bert.train())
+    head = mlm_head_from_pretrained(src)
+    if head is not None:
+        pre.load_mlm_head(*head)
+    pre = pre.to(info.device)
     docs = bbc_documents(cfg.data.split_seed, cfg.data.limit_docs, cfg.data.corpus)
     budget = cfg.data.max_len - cfg.model.k
 
@@ -164,7 +168,8 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     n_params = sum(p.numel() for p in pre.parameters())
     if info.is_main:
         print(f"multi_cls_pretrain K={cfg.model.k} λ={cfg.model.lam}: {n_params / 1e6:.2f}M parameters, "
-              f"{len(docs['train'])} documents, {3 * cfg.data.n_triples} sequences per batch, from {src}")
+              f"{len(docs['train'])} documents, {3 * cfg.data.n_triples} sequences per batch, from {src} (MLM head: "
+              f"{'the checkpoint' if head is not None else 'fresh, the checkpoint has none'})")
     train = make(docs["train"], cfg.seed, info.rank, info.world_size)
     bert_ids = {id(p) for p in pre.encoder.bert.parameters()}
     opt = build_optimizer(pre, cfg.train, [p for p in pre.parameters() if id(p) not in bert_ids], cfg.heads_lr)
@@ -180,7 +185,8 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
                         params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
                         train_s=res.train_time, details={"k": cfg.model.k, "lam": cfg.model.lam, "init": str(src),
                                                          "hard_negatives": cfg.data.hard_negatives,
-                                                         "heads_lr": cfg.heads_lr},
+                                                         "heads_lr": cfg.heads_lr,
+                                                         "mlm_head": "checkpoint" if head is not None else "fresh"},
                         notes=[f"Validation: {len(valid)} fixed batches of held-out articles; positive-first is the "
                                f"share of anchors whose next sequence scores highest among {2 * cfg.data.n_triples} "
                                f"(chance {1 / (2 * cfg.data.n_triples):.3f})."])

