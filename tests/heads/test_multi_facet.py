@@ -221,3 +221,20 @@ def test_head_parameter_counts_match_table_2_1(name):
     head = facet_head(768, 3, emb, **CONFIGS[name])
     own = sum(p.numel() for n, p in head.named_parameters() if p is not emb.weight and n != "weight")
     assert own == TABLE_2_1_SMALL[name]
+
+
+def test_doc_pins_which_layer_feeds_which_facet():
+    """Facet k reads layer M-3+k (k = 1..3): perturbing one layer moves that facet's softmax only, so a saved DOC
+    checkpoint loads its facets onto the layers they were trained on."""
+    head = facet_head(D, V, doc=True)
+    scramble(head)
+    out = backbone_out()
+    base = head.facet_logits(out)[0][0]  # (B, T, 3, V): one softmax's logits per facet
+    for facet, idx in enumerate((-3, -2)):
+        hs = list(out.all_hidden)
+        hs[idx] = hs[idx] + 1.0
+        moved = (head.facet_logits(BackboneOutput(out.hidden, tuple(hs)))[0][0] - base).abs()
+        moved = moved.amax((0, 1, 3))
+        assert moved[facet] > 1e-4 and torch.cat([moved[:facet], moved[facet + 1:]]).max() == 0
+    moved = (head.facet_logits(BackboneOutput(out.hidden + 1.0, out.all_hidden))[0][0] - base).abs()
+    assert moved.amax((0, 1, 3)).tolist()[:2] == [0.0, 0.0] and moved[..., 2, :].max() > 1e-4

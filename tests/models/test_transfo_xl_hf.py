@@ -102,3 +102,12 @@ def test_unsupported_hf_configs():
         config_from_hf({**base, "attn_type": 2})
     with pytest.raises(ValueError, match="sampled softmax"):
         config_from_hf({**base, "sample_softmax": 100})
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_state_dict_read_from_a_saved_file_loads(case):
+    """HF's saved file leaves its tied keys out; `from_hf_state_dict` re-ties them as `from_pretrained` does."""
+    cfg = config_from_hf(json.loads((ASSETS / case / "config.json").read_text()))
+    lm = build_txl_lm(cfg)
+    lm.load_state_dict(from_hf_state_dict(load_file(str(ASSETS / case / "model.safetensors")), cfg))
+    check_against_golden(lm.eval(), case)

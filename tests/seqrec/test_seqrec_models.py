@@ -290,3 +290,11 @@ def test_evaluation_keeps_history_items_as_candidates():
     assert res["hit@1"] == 0.0 and res["hit@2"] == 1.0
     masked = ranking_metrics(Fixed(), ex, ks=(1,), mask_history=True, batch_size=4)
     assert masked["hit@1"] == 1.0
+
+
+def test_the_recipe_evaluates_with_history_items_as_candidates():
+    """The default that the thesis's and RecBole's numbers assume, read through the recipe's own configs."""
+    from genfeat.recipes import seqrec
+
+    assert seqrec.SeqRecRunConfig().eval.mask_history is False
+    assert all(p().eval.mask_history is False for p in seqrec.PRESETS.values())

@@ -102,8 +102,6 @@ def from_pretrained(directory: str | Path) -> CausalLM:
     pytorch_model.bin), tied weights re-tied; loaded strictly."""
     hf_cfg, sd = read_hf_dir(directory, ("transfo-xl",))
     cfg = config_from_hf(hf_cfg)
-    for key, src in hf_tied_keys(cfg).items():
-        sd.setdefault(key, sd[src])
     lm = build_txl_lm(cfg)
     lm.load_state_dict(from_hf_state_dict(sd, cfg))
     return lm
@@ -132,6 +130,13 @@ _LAYER_BIAS = re.compile(r"^transformer\.layers\.(\d+)\.dec_attn\.(r_w_bias|r_r_
 
 
 def from_hf_state_dict(sd: dict[str, Tensor], cfg: TXLConfig) -> dict[str, Tensor]:
+    """An HF TransfoXLLMHeadModel state dict -> `build_txl_lm(cfg)`'s. The keys HF ties and leaves out of a saved
+    file (`hf_tied_keys`) are re-tied from the tensors they share, so a state dict read straight from
+    `model.safetensors` loads as one from `TransfoXLLMHeadModel.state_dict()` does."""
+    sd = dict(sd)
+    for key, src in hf_tied_keys(cfg).items():
+        if key not in sd and src in sd:
+            sd[key] = sd[src]
     out = {}
     for k, v in sd.items():
         if k == "transformer.pos_emb.inv_freq":  # a fixed buffer; genfeat computes the sinusoid on the fly
