@@ -180,3 +180,15 @@ def test_ece_matches_torchmetrics():
                                                     n_bins=10, norm="l1"))
     assert ece(probs, labels) == pytest.approx(want, abs=1e-6)
     assert ece(probs[:50], labels[:50]) > 0  # the all-1.0 examples are binned, not dropped
+
+
+def test_facet_token_check():
+    from genfeat.errors import ConfigError
+    from genfeat.models.multi_cls import check_facet_tokens
+
+    names = {0: "[PAD]", 1: "[unused0]", 2: "[unused1]", 3: "cat", 101: "[CLS]"}
+    check_facet_tokens(names.get, 1, 2, 101, torch.tensor([[101, 5, 102]]))
+    with pytest.raises(ConfigError, match="not \\[unused2\\]"):
+        check_facet_tokens(names.get, 1, 3)
+    with pytest.raises(ConfigError, match="start with \\[CLS\\]"):
+        check_facet_tokens(names.get, 1, 2, 101, torch.tensor([[101, 5, 102], [5, 101, 102]]))

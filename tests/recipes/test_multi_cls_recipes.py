@@ -197,3 +197,39 @@ def test_texts_leave_room_for_the_facet_tokens(bert_dir, bbc_articles, tmp_path)
     assert per_seq > 18  # the sequences do fill the budget of 24 - 2
     assert main(["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(pre), "--max_len", "24",
                  "--out", str(tmp_path / "c")]) == 0
+
+
+def test_released_script_flag_freezes_the_inserted_maps_and_fine_tuning_adds_a_zero_bias(bert_dir, bbc_articles,
+                                                                                         tmp_path):
+    """train_inserted_layers_in_pretraining=false: the inserted maps and L^SO keep their initial values (the released
+    script's optimizer leaves them out); fine-tuning gives the maps a trainable bias that starts at zero."""
+    from safetensors.torch import load_file
+
+    from genfeat.config import override
+    from genfeat.recipes import multi_cls as R
+
+    out = tmp_path / "frozen"
+    assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir),
+                 "--train_inserted_layers_in_pretraining", "false", "--out", str(out)]) == 0
+    cfg = override(R.pretrain_tiny(), {"init": str(bert_dir)})
+    R.seed_everything(cfg.seed)  # the recipe's own initialisation, rebuilt
+    bert, _ = R.from_pretrained(bert_dir)
+    fresh = R.build_pretrainer(cfg, bert).state_dict()
+    trained = load_file(str(out / "model.safetensors"))
+    changed = [k for k, v in fresh.items() if not torch.equal(v, trained[k])]
+    assert changed and not [k for k in changed if k.startswith(("encoder.inserted.", "so_proj."))]
+    model, _, k = R.load_classifier(override(R.classify_tiny(), {"pretrained": str(out)}), 5)
+    assert k == 2 and set(model.encoder.inserted_bias) == set(model.encoder.inserted)
+    assert all(float(b.detach().abs().max()) == 0.0 for b in model.encoder.inserted_bias.values())
+
+
+def test_facet_ids_must_be_reserved_tokens(bert_dir, bbc_articles, tmp_path):
+    """A vocabulary whose ids 1..K are real words: refused with one line, not trained on."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in bert_dir.iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    vocab = (bert_dir / "vocab.txt").read_text().splitlines()
+    (bad / "vocab.txt").write_text("\n".join([vocab[0], *vocab[6:9], *vocab[1:6], *vocab[9:]]) + "\n")
+    assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bad), "--out",
+                 str(tmp_path / "p")]) == 2

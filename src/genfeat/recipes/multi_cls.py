@@ -44,11 +44,17 @@ from genfeat.data.multi_cls import TripleBatches
 from genfeat.data.sentences import bbc_documents
 from genfeat.data.sources import require
 from genfeat.data.text_classification import load_bbc_news, load_pair_task, stratified_split
-from genfeat.errors import ConfigError
+from genfeat.errors import CheckpointError, ConfigError
 from genfeat.models.bert import BertModel, from_pretrained
 from genfeat.models.bert.hf import config_from_hf, mlm_head_from_pretrained
 from genfeat.models.bert.tokenizer import encode, load_wordpiece
-from genfeat.models.multi_cls import MultiCLSClassifier, MultiCLSConfig, MultiCLSEncoder, MultiCLSPretrainer
+from genfeat.models.multi_cls import (
+    MultiCLSClassifier,
+    MultiCLSConfig,
+    MultiCLSEncoder,
+    MultiCLSPretrainer,
+    check_facet_tokens,
+)
 from genfeat.models.multi_cls.model import AGGREGATIONS
 from genfeat.models.multi_cls.pretrain import positive_first
 from genfeat.recipes.lm import seed_everything
@@ -97,6 +103,8 @@ class MultiCLSPretrainConfig:
         clip_norm=1.0, precision="fp32", log_every=20, eval_every=250, keep_last=1, early_stop_metric="valid_loss"))
     heads_lr: float = 0.0  # > 0: what the checkpoint lacks (inserted maps, the four heads) trains at this rate,
     #   the checkpoint's BERT at train.lr (a deviation for short CPU runs; the thesis: one rate, 2e9 tokens)
+    train_inserted_layers_in_pretraining: bool = True  # the thesis; False: the released script, whose optimizer
+    #   leaves out the inserted maps and the SO projection L^SO (they stay at their initial values; spec §4.2)
 
 
 def minilm_bbc() -> MultiCLSPretrainConfig:
@@ -153,6 +161,7 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     src = bert_dir(cfg.init)
     bert, bcfg = from_pretrained(src)
     tok = load_wordpiece(src)
+    check_facet_tokens(tok.id_to_token, cfg.model.first_facet_id, cfg.model.k)
     pre = build_pretrainer(cfg, bert.train())
     head = mlm_head_from_pretrained(src)
     if head is not None:
@@ -171,8 +180,12 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
               f"{len(docs['train'])} documents, {3 * cfg.data.n_triples} sequences per batch, from {src} (MLM head: "
               f"{'the checkpoint' if head is not None else 'fresh, the checkpoint has none'})")
     train = make(docs["train"], cfg.seed, info.rank, info.world_size)
+    if not cfg.train_inserted_layers_in_pretraining:
+        pre.encoder.inserted.requires_grad_(False)
+        pre.so_proj.requires_grad_(False)
     bert_ids = {id(p) for p in pre.encoder.bert.parameters()}
-    opt = build_optimizer(pre, cfg.train, [p for p in pre.parameters() if id(p) not in bert_ids], cfg.heads_lr)
+    opt = build_optimizer(pre, cfg.train, [p for p in pre.parameters() if id(p) not in bert_ids and p.requires_grad],
+                          cfg.heads_lr)
     res = fit(D.wrap(pre, info), _pretrain_loss, train, cfg.train, run_dir, optimizer=opt,
               evaluate=lambda m: evaluate_pretrain(D.unwrap(m), valid), resume_from=resume_from,
               desc=f"multi-cls K={cfg.model.k}")
@@ -211,6 +224,7 @@ class MultiCLSClassifyConfig:
     labels: int = 100  # training examples drawn per seed; 0: the whole training split
     max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
     aggregation: str = "reparam"  # reparam (Eq. 5.4) | sum (the Table 5.2 ablation)
+    insert_bias: bool = True  # the reference: the inserted maps get a zero-initialised trainable bias at fine-tuning
     dropout: float = 0.1
     train: TrainConfig = field(default_factory=lambda: TrainConfig(
         max_steps=500, lr=3e-5, warmup_steps=50, schedule="linear", min_lr_ratio=0.0, weight_decay=0.0,
@@ -256,9 +270,13 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
         bert = BertModel(config_from_hf(json.loads((src / "config.json").read_text())))  # weights: the run's
         pre = build_pretrainer(pc, bert)
         load_model_weights(pre, run / WEIGHTS)
-        mc = dataclasses.replace(pc.model, aggregation=cfg.aggregation)
+        mc = dataclasses.replace(pc.model, aggregation=cfg.aggregation,
+                                 insert_bias=cfg.insert_bias or pc.model.insert_bias)
         enc = MultiCLSEncoder(pre.encoder.bert, mc)
-        enc.load_state_dict(pre.encoder.state_dict())
+        missing, unexpected = enc.load_state_dict(pre.encoder.state_dict(), strict=False)
+        if unexpected or any(not k.startswith("inserted_bias.") for k in missing):  # new biases start at zero
+            raise CheckpointError(f"{run}: the encoder does not match its config (missing {missing[:3]}, "
+                                  f"unexpected {unexpected[:3]})")
         clf = MultiCLSClassifier(enc, n_labels, cfg.dropout)
         clf.pooler.init_from_heads(pre.facet_heads.weight)
         return clf, load_wordpiece(src), mc.k
@@ -348,6 +366,10 @@ def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path |
     sub = labeled_subset(len(data["train"][1]), cfg.labels, cfg.seed)
     rows = {name: encode_rows(tok, pairs, y, sub if name == "train" else np.arange(len(y)), cfg.max_len - k)
             for name, (pairs, y) in data.items()}
+    if k:
+        for r in rows.values():
+            check_facet_tokens(tok.id_to_token, model.encoder.cfg.first_facet_id, k, tok.token_to_id("[CLS]"),
+                               r["input_ids"])
     task = SequenceClassification(rows, trim_padding=True)  # BERT rows are right-padded
     batch = min(cfg.batch_size, len(sub))
     batches = EpochBatches(task.train_rows, batch, np.random.default_rng(cfg.seed), info.rank, info.world_size)

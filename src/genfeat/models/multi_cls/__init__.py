@@ -6,9 +6,10 @@ from genfeat.models.multi_cls.model import (
     MultiCLSClassifier,
     MultiCLSConfig,
     MultiCLSEncoder,
+    check_facet_tokens,
     default_insert_after,
 )
 from genfeat.models.multi_cls.pretrain import FacetHeads, MultiCLSPretrainer, mcqt_loss, multi_facet_logits
 
 __all__ = ["FacetHeads", "FacetPooler", "MultiCLSClassifier", "MultiCLSConfig", "MultiCLSEncoder",
-           "MultiCLSPretrainer", "default_insert_after", "mcqt_loss", "multi_facet_logits"]
+           "MultiCLSPretrainer", "check_facet_tokens", "default_insert_after", "mcqt_loss", "multi_facet_logits"]

@@ -25,6 +25,7 @@ arithmetic, spec §12's advice: "run the blocks yourself").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -64,6 +65,20 @@ class MultiCLSConfig:
             raise ConfigError(f"model.aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
         if not 0.0 <= self.lam <= 1.0:
             raise ConfigError(f"model.lam must be in [0, 1], got {self.lam}")
+
+
+def check_facet_tokens(id_to_token: Callable[[int], str | None], first_facet_id: int, k: int,
+                       cls_id: int | None = None, input_ids: Tensor | None = None) -> None:
+    """The facet ids first_facet_id .. + K - 1 must be the vocabulary's reserved [unused0] .. [unused(K-1)] (a
+    vocabulary without them would overwrite real words' embeddings), and, given `input_ids`, every row must start
+    with [CLS] (`add_facet_tokens` inserts the facets after position 0). Raises ConfigError."""
+    for j in range(k):
+        got = id_to_token(first_facet_id + j)
+        if got != f"[unused{j}]":
+            raise ConfigError(f"facet token {j + 1} has id {first_facet_id + j}, which is {got!r} in this vocabulary, "
+                              f"not [unused{j}] (model.first_facet_id)")
+    if input_ids is not None and cls_id is not None and bool((input_ids[:, 0] != cls_id).any()):
+        raise ConfigError("every input must start with [CLS] (position 0): the facet tokens follow it")
 
 
 def facet_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
