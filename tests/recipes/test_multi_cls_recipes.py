@@ -202,7 +202,8 @@ def test_texts_leave_room_for_the_facet_tokens(bert_dir, bbc_articles, tmp_path)
 def test_released_script_flag_freezes_the_inserted_maps_and_fine_tuning_adds_a_zero_bias(bert_dir, bbc_articles,
                                                                                          tmp_path):
     """train_inserted_layers_in_pretraining=false: the inserted maps and L^SO keep their initial values (the released
-    script's optimizer leaves them out); fine-tuning gives the maps a trainable bias that starts at zero."""
+    script's optimizer leaves them out); fine-tuning with insert_bias gives the maps the reference's trainable bias,
+    starting at zero."""
     from safetensors.torch import load_file
 
     from genfeat.config import override
@@ -218,7 +219,7 @@ def test_released_script_flag_freezes_the_inserted_maps_and_fine_tuning_adds_a_z
     trained = load_file(str(out / "model.safetensors"))
     changed = [k for k, v in fresh.items() if not torch.equal(v, trained[k])]
     assert changed and not [k for k in changed if k.startswith(("encoder.inserted.", "so_proj."))]
-    model, _, k = R.load_classifier(override(R.classify_tiny(), {"pretrained": str(out)}), 5)
+    model, _, k = R.load_classifier(override(R.classify_tiny(), {"pretrained": str(out), "insert_bias": "true"}), 5)
     assert k == 2 and set(model.encoder.inserted_bias) == set(model.encoder.inserted)
     assert all(float(b.detach().abs().max()) == 0.0 for b in model.encoder.inserted_bias.values())
 

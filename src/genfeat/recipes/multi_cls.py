@@ -224,7 +224,8 @@ class MultiCLSClassifyConfig:
     labels: int = 100  # training examples drawn per seed; 0: the whole training split
     max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
     aggregation: str = "reparam"  # reparam (Eq. 5.4) | sum (the Table 5.2 ablation)
-    insert_bias: bool = True  # the reference: the inserted maps get a zero-initialised trainable bias at fine-tuning
+    insert_bias: bool = False  # true: the reference's zero-initialised trainable bias on the inserted maps at
+    #   fine-tuning; false (a deviation, the setting of every recorded page): the maps as pretrained, no bias
     dropout: float = 0.1
     train: TrainConfig = field(default_factory=lambda: TrainConfig(
         max_steps=500, lr=3e-5, warmup_steps=50, schedule="linear", min_lr_ratio=0.0, weight_decay=0.0,

@@ -49,7 +49,8 @@ AGGREGATIONS = ("reparam", "sum")  # the fine-tuning pooler: Eq. 5.4 | the Table
 class MultiCLSConfig:
     k: int = 5  # facet CLS tokens
     insert_after: tuple[int, ...] | None = None  # 1-indexed blocks; None: default_insert_after(depth); (): none
-    insert_bias: bool = False  # the reference: no bias in pretraining, a zero-initialised one at fine-tuning
+    insert_bias: bool = False  # the reference: no bias in pretraining, a zero-initialised trainable one at
+    #   fine-tuning (multi_cls_classify's insert_bias; genfeat's pages fine-tune without it, a stated deviation)
     insert_init: str = "normal"  # normal: N(0, 0.02^2) | identity: I + N(0, 0.01^2)
     lam: float = 0.1  # λ of Eq. 5.2
     aggregation: str = "reparam"  # fine-tuning pooler: reparam (Eq. 5.4) | sum (the Table 5.2 ablation)
