@@ -50,7 +50,8 @@ PRETRAIN_STEPS = 150  # the default --pretrain-steps; run and page names spell o
 # (`page_name`). Validation runs three times a run, and at least every 500 updates as in the thesis (App. D.1.2).
 SHORT_FINETUNE_STEPS = 500
 EVAL_EVERY_MAX = 500
-MODELS = {"released": "MiniLM as released (plain BERT)", "k1": "continued MTL, K = 1", "k5": "Multi-CLS, K = 5"}
+MODELS = {"released": "MiniLM as released (plain BERT)", "mtl": "MTL (QT + SO on the pooled [CLS], no facets)",
+          "k1": "Ours, K = 1 (facet token, inserted maps, MCQT)", "k5": "Ours, K = 5"}
 # Table 5.2's ablations of the K = 5 model (--ablations): two change the pretraining, one the fine-tuning pooler.
 ABLATIONS = {"k5-nohard": "K = 5, no hard negatives", "k5-noinsert": "K = 5, no inserted layers",
              "k5-sum": "K = 5, sum aggregation"}
@@ -77,18 +78,21 @@ THESIS_TABLE_5_1 = {100: ThesisRow("GLUE 100", 55.71, 59.29, 57.84, 61.80),
 
 def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
     """The continued-pretraining run of K facets; `variant` "nohard" (A, P batches: QT's in-batch negatives only)
-    or "noinsert" (no inserted maps L_{l,k}; the per-facet heads stay) is a Table 5.2 ablation."""
+    or "noinsert" (no inserted maps L_{l,k}; the per-facet heads stay) is a Table 5.2 ablation; "mtl" (k 0) is
+    Table 5.1's MTL baseline (`objective=mtl`: the same objectives on the pooled [CLS], no facets)."""
     cfg = R.minilm_bbc()
-    model = dataclasses.replace(cfg.model, k=k, insert_after=() if variant == "noinsert" else None)
+    model = dataclasses.replace(cfg.model, k=max(k, 1), insert_after=() if variant == "noinsert" else None)
     data = dataclasses.replace(cfg.data, hard_negatives=variant != "nohard")
     cfg = dataclasses.replace(cfg, seed=seed, model=model, data=data, heads_lr=args.heads_lr,
+                              objective="mtl" if variant == "mtl" else "multi_cls",
                               train=dataclasses.replace(cfg.train, max_steps=args.pretrain_steps,
                                                         eval_every=max(1, args.pretrain_steps // 4)))
     hlr = f"-hlr{args.heads_lr:g}" if args.heads_lr else ""
     var = f"-{variant}" if variant else ""
-    return Job(f"pretrain-k{k}{var}-seed{seed}-steps{args.pretrain_steps}{hlr}",
+    name = "mtl" if variant == "mtl" else f"k{k}{var}"
+    return Job(f"pretrain-{name}-seed{seed}-steps{args.pretrain_steps}{hlr}",
                {"k": k, "pretrain_seed": seed, "variant": variant},
-               partial(R.run_pretrain, cfg), group=f"pretrain:{k}{var}")
+               partial(R.run_pretrain, cfg), group="pretrain:mtl" if variant == "mtl" else f"pretrain:{k}{var}")
 
 
 DEFAULT_LR = R.classify_bbc().train.lr
@@ -122,7 +126,7 @@ def source_tag(k: int, pretrain_seed: int, args, variant: str = "") -> str:
     pretraining budget other than the default (a fine-tuning run's name must differ when its encoder does)."""
     var = f"-{variant}" if variant else ""
     budget = "" if args.pretrain_steps == PRETRAIN_STEPS else f"-steps{args.pretrain_steps}"
-    return f"k{k}{var}-pre{pretrain_seed}{budget}"
+    return f"{'mtl' if variant == 'mtl' else f'k{k}{var}'}-pre{pretrain_seed}{budget}"
 
 
 def validation_course(run_dir: Path) -> dict[str, float]:
@@ -259,12 +263,16 @@ def finetune(model: str, source: str, seed: int, tag: str, args, aggregation: st
 
 
 def jobs(sweep: Sweep, args) -> tuple[list[Job], list[Job]]:
-    """(pretraining jobs, fine-tuning jobs): released / K = 1 / K = 5 for every pretraining seed, and with
+    """(pretraining jobs, fine-tuning jobs): released / MTL / K = 1 / K = 5 for every pretraining seed, and with
     --ablations Table 5.2's three K = 5 ablations for the first `--ablation-pretrain-seeds`."""
     pre = [pretrain(k, p, args) for p in args.pretrain_seeds for k in (1, 5)]
     sources = [("released", "minilm-l6", "released", "reparam")] + [
         (f"k{j.tags['k']}", str(sweep.path(j)), source_tag(j.tags["k"], j.tags["pretrain_seed"], args), "reparam")
         for j in pre]
+    for p in args.pretrain_seeds:  # Table 5.1's MTL baseline
+        j = pretrain(0, p, args, "mtl")
+        pre.append(j)
+        sources.append(("mtl", str(sweep.path(j)), source_tag(0, p, args, "mtl"), "reparam"))
     if args.ablations:
         for p in args.pretrain_seeds[:args.ablation_pretrain_seeds]:
             for variant in ("nohard", "noinsert"):
@@ -411,6 +419,8 @@ def markdown(record: dict[str, Any]) -> str:
     table = "5.2"
     if not thesis and (t51 := THESIS_TABLE_5_1.get(r["labels"])):  # Full: Table 5.1's, which has no ablations
         glue, thesis, table = t51.glue, {"released": t51.pretrained, "k1": t51.k1, "k5": t51.k5}, "5.1"
+    if t51 := THESIS_TABLE_5_1.get(r["labels"]):  # Table 5.2 has no MTL row: Table 5.1's
+        thesis = thesis | {"mtl": t51.mtl}
     rows = []
     for m, label in (MODELS | ABLATIONS).items():
         lr, runs = selected_lr([x for x in r["runs"] if x["model"] == m])
@@ -432,10 +442,12 @@ def markdown(record: dict[str, Any]) -> str:
         grid = ("Every rate (the row above takes each model's rate with the best mean validation accuracy):\n\n"
                 "| model | learning rate | runs | validation accuracy (%) | test accuracy (%) |\n"
                 "|---|---|---|---|---|\n" + "\n".join(lines) + "\n\n")
-    pair = paired(chosen["k5"], chosen["k1"])
-    pairs = (f"Paired (the same pretraining and fine-tuning seeds, each model at its selected rate): K = 5 - K = 1 = "
-             f"{mean_std(pair['diffs'], 2, spread='se')} points of test accuracy; K = 5 ahead in {pair['wins']} of "
-             f"{len(pair['diffs'])} pairs.\n\n" if pair else "")
+    pairs = ""
+    for other, label in (("k1", "K = 1"), ("mtl", "MTL")):  # the thesis's headline comparison is K = 5 - MTL
+        if pair := paired(chosen["k5"], chosen[other]):
+            pairs += (f"Paired (the same pretraining and fine-tuning seeds, each model at its selected rate): K = 5 - "
+                      f"{label} = {mean_std(pair['diffs'], 2, spread='se')} points of test accuracy; K = 5 ahead in "
+                      f"{pair['wins']} of {len(pair['diffs'])} pairs.\n\n")
     ablated = [(label, d) for m, label in ABLATIONS.items() if (d := paired(chosen[m], chosen["k5"]))]
     if ablated:
         pairs += ("Each ablation against K = 5, paired the same way (points of test accuracy; negative: the ablation "
@@ -444,10 +456,13 @@ def markdown(record: dict[str, Any]) -> str:
                                f"{mean_std(d['diffs'], 2, spread='se')} | {d['wins']} of {len(d['diffs'])} |"
                                for label, d in ablated) + "\n\n")
     variants = {"": "", "nohard": ", no hard negatives", "noinsert": ", no inserted layers"}
+
+    def model_name(p: dict[str, Any]) -> str:
+        return "MTL (pooled [CLS])" if p.get("variant") == "mtl" else f"K = {p['k']}{variants[p.get('variant') or '']}"
     def first(p: dict[str, Any]) -> str:  # None: not recorded (a run whose evaluation split its rows wrongly)
         return "–" if p.get("valid_positive_first") is None else f"{p['valid_positive_first']:.3f}"
 
-    pre = "\n".join(f"| K = {p['k']}{variants[p.get('variant') or '']} | {p.get('pretrain_seed', 0)} | {p['steps']} | "
+    pre = "\n".join(f"| {model_name(p)} | {p.get('pretrain_seed', 0)} | {p['steps']} | "
                     f"{p['valid_mcqt']:.3f}{' (one term over P: chance 2.30)' if p.get('variant') == 'nohard' else ''}"
                     f" | {first(p)} | {p['valid_mlm']:.3f} |"
                     for p in r["pretraining"])
@@ -458,7 +473,7 @@ def markdown(record: dict[str, Any]) -> str:
     n = f"{r['labels']}" if r["labels"] else "all"
     epochs = (f" ({r['finetune_steps'] * r.get('batch_size', DEFAULT_BATCH) / r['labels']:g} epochs; the thesis: 20, "
               "App. D.1.2)" if r["labels"] else "")
-    sample = (f"each fine-tuning seed its own {n} training examples (shared by the three models)" if r["labels"] else
+    sample = (f"each fine-tuning seed its own {n} training examples (shared by every model)" if r["labels"] else
               "every run the whole training split, the fine-tuning seed setting its initialisation and batch order")
     return f"""# Multi-CLS BERT on {what} with {n} training examples (Table 5.1's protocol, small scale)
 

@@ -196,8 +196,9 @@ def test_page_lists_every_rate_and_the_paired_difference():
     record["results"]["runs"] += [dict(run("k5", 0, 0, 1e-4, 0.9, 0.25), model="k5-sum")]
     ablated = B.markdown(record)
     assert "| K = 5, sum aggregation | -15.00 | 0 of 1 |" in ablated  # 0.25 - 0.40, the same seeds
-    assert "| continued MTL, K = 1 | 3e-05 | 1 | 20.00 | 90.00 |" in page  # the unselected rate is listed too
-    assert "| Multi-CLS, K = 5 | 0.0001 | 1 | 40.00 | 5.00 | 62.62 |" in page  # the selected rate's row
+    k1 = "| Ours, K = 1 (facet token, inserted maps, MCQT)"
+    assert f"{k1} | 3e-05 | 1 | 20.00 | 90.00 |" in page  # the unselected rate is listed too
+    assert "| Ours, K = 5 | 0.0001 | 1 | 40.00 | 5.00 | 62.62 |" in page  # the selected rate's row
     assert "K = 5 - K = 1 = 10.00 points" in page and "K = 5 ahead in 1 of 1 pairs" in page
     record["results"]["labels"] = 1000  # the thesis's column and footer follow the label count
     page_1k = " ".join(B.markdown(record).split())
@@ -263,7 +264,7 @@ def test_a_collect_records_each_runs_validation_course(tmp_path, monkeypatch):
         sweep.path(j).mkdir(parents=True)
         (sweep.path(j) / "summary.json").write_text(json.dumps(
             {"steps": 150, "valid_mcqt": 4.0, "valid_positive_first": 0.3, "valid_mlm": 7.0}))
-    for i, j in enumerate(fts):  # released, K = 1, K = 5; seeds 0, 1 each
+    for i, j in enumerate(fts):  # released, K = 1, K = 5, MTL; seeds 0, 1 each
         sweep.path(j).mkdir(parents=True)
         (sweep.path(j) / "summary.json").write_text(json.dumps(
             {"test_accuracy": 0.5 + i / 100, "test_ece": 5.0, "valid_accuracy": 0.4, "data_sha256": "ab" * 32,
@@ -284,15 +285,16 @@ def test_a_collect_records_each_runs_validation_course(tmp_path, monkeypatch):
     assert name == "multi_cls_wordnet-lexnames_1k_ft1000_lr0.0001"
     runs = json.loads((tmp_path / "results" / f"{name}.json").read_text())["results"]["runs"]
     assert [r["valid_course"] for r in runs] == [{"333": 0.2 + i / 10, "666": 0.3, "999": 0.4 + i / 10}
-                                                 for i in range(6)]
+                                                 for i in range(8)]
     page = (tmp_path / "results" / f"{name}.md").read_text()
     assert "| model | @ 333 | @ 666 | @ 999 |" in page
-    assert "| Multi-CLS, K = 5 | 65.00 | 30.00 | 85.00 |" in page  # the mean of its two runs (i = 4, 5)
+    assert "| Ours, K = 5 | 65.00 | 30.00 | 85.00 |" in page  # the mean of its two runs (i = 4, 5)
     assert "1000 updates of batch 8 (8 epochs; the thesis: 20" in page
     # against the 500-update page: the pairs of the same model, rate and seeds (not its other rate nor seed 2)
     assert ("| MiniLM as released (plain BERT) | 2 | 42.50 ± 2.50 | 50.50 ± 0.50 | +8.00 ± 2.00 | 2 of 2 | 1.00 ± 0.00 "
             "| 5.00 ± 0.00 |") in page
-    assert "| continued MTL, K = 1 | 1 | 50.00 | 52.00 | +2.00 | 1 of 1 | 1.00 | 5.00 |" in page
-    assert "| Multi-CLS, K = 5 | 2 | 55.00 ± 5.00 | 54.50 ± 0.50 | -0.50 ± 4.50 | 1 of 2 | 1.00 ± 0.00 |" in page
+    assert "| Ours, K = 1 (facet token, inserted maps, MCQT) | 1 | 50.00 | 52.00 | +2.00 | 1 of 1 | 1.00 | 5.00 |" \
+        in page
+    assert "| Ours, K = 5 | 2 | 55.00 ± 5.00 | 54.50 ± 0.50 | -0.50 ± 4.50 | 1 of 2 | 1.00 ± 0.00 |" in page
     assert ("at 500 updates 0.00 points, K = 5 ahead in 0 of 1; at 1000 updates 2.00 points, K = 5 ahead in 1 of 1"
             in page)  # over seed 0 alone: the 500-update page has no K = 1 run of seed 1

@@ -234,3 +234,51 @@ def test_facet_ids_must_be_reserved_tokens(bert_dir, bbc_articles, tmp_path):
     (bad / "vocab.txt").write_text("\n".join([vocab[0], *vocab[6:9], *vocab[1:6], *vocab[9:]]) + "\n")
     assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bad), "--out",
                  str(tmp_path / "p")]) == 2
+
+
+def test_mtl_baseline_pretrains_the_pooled_cls_and_fine_tunes_plain_bert(bert_dir, bbc_articles, tmp_path):
+    """Table 5.1's MTL: no facet tokens, QT and SO on BERT's tanh-pooled [CLS]; fine-tuning is plain BERT whose
+    [CLS] summary layer is the pooler MTL trained."""
+    from genfeat.config import override
+    from genfeat.recipes import multi_cls as R
+
+    out = tmp_path / "mtl"
+    assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir), "--objective", "mtl",
+                 "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["k"] == 0 and s["objective"] == "mtl"
+    assert s["valid_loss"] == pytest.approx(s["valid_mlm"] + s["valid_so"] + s["valid_tfidf"] + s["valid_mcqt"],
+                                            rel=1e-4)
+    model, _, k = R.load_classifier(override(R.classify_tiny(), {"pretrained": str(out)}), 5)
+    assert k == 0 and not hasattr(model.transformer, "inserted")
+    from safetensors.torch import load_file
+
+    trained = load_file(str(out / "model.safetensors"))
+    init = R.from_pretrained(bert_dir)[0].pooler.weight
+    assert not torch.equal(trained["encoder.pooler.weight"], init)  # MTL trains the pooler ...
+    assert torch.equal(model.sequence_summary.summary.weight, trained["encoder.pooler.weight"])  # ... and keeps it
+    c = tmp_path / "c"
+    assert main(["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(out), "--out", str(c)]) == 0
+    assert json.loads((c / "summary.json").read_text())["k"] == 0
+    assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir), "--objective", "mtl",
+                 "--train_inserted_layers_in_pretraining", "false", "--out", str(tmp_path / "bad")]) == 2
+
+
+def test_mtl_losses_read_the_pooled_cls():
+    from genfeat.models.multi_cls import MTLPretrainer
+    from tests.models.test_multi_cls_mechanism import _pretraining_batch
+
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig(vocab_size=120, d_model=16, n_layer=2, n_head=2, d_inner=32, max_len=32,
+                                dropout=0.0, attn_dropout=0.0)).double().eval()
+    pre = MTLPretrainer(bert).double()
+    batch = _pretraining_batch()
+    base = pre.losses(batch)
+    with torch.no_grad():
+        bert.pooler.weight.add_(0.5 * torch.randn_like(bert.pooler.weight))
+    moved = pre.losses(batch)
+    for name in ("mcqt", "so"):  # the pooled [CLS] feeds QT and SO
+        assert abs(float(moved[name]) - float(base[name])) > 1e-9
+    for name in ("mlm", "tfidf"):  # not the text objectives
+        assert float(moved[name]) == pytest.approx(float(base[name]), abs=1e-12)
+    assert pre.sentence_embeddings(batch).shape == (6, 1, 16)

@@ -3,7 +3,8 @@ few-shot fine-tuning with the mean-subtracted facet aggregation.
 
     genfeat data fetch minilm-l6 bbc-news
     genfeat run multi_cls_pretrain --preset minilm_bbc --model.k 5 --out runs/mcls-k5    # MLM+TF-IDF+SO+MCQT
-    genfeat run multi_cls_pretrain --preset minilm_bbc --model.k 1 --out runs/mcls-k1    # continued MTL, K = 1
+    genfeat run multi_cls_pretrain --preset minilm_bbc --model.k 1 --out runs/mcls-k1    # Ours, K = 1
+    genfeat run multi_cls_pretrain --preset minilm_bbc --objective mtl --out runs/mtl     # Table 5.1's MTL baseline
     genfeat run multi_cls_classify --preset bbc --pretrained runs/mcls-k5 --labels 100 --seed 0
     genfeat run multi_cls_classify --preset bbc --pretrained minilm-l6 --labels 100       # the released encoder
 
@@ -49,6 +50,7 @@ from genfeat.models.bert import BertModel, from_pretrained
 from genfeat.models.bert.hf import config_from_hf, mlm_head_from_pretrained
 from genfeat.models.bert.tokenizer import encode, load_wordpiece
 from genfeat.models.multi_cls import (
+    MTLPretrainer,
     MultiCLSClassifier,
     MultiCLSConfig,
     MultiCLSEncoder,
@@ -105,6 +107,15 @@ class MultiCLSPretrainConfig:
     #   the checkpoint's BERT at train.lr (a deviation for short CPU runs; the thesis: one rate, 2e9 tokens)
     train_inserted_layers_in_pretraining: bool = True  # the thesis; False: the released script, whose optimizer
     #   leaves out the inserted maps and the SO projection L^SO (they stay at their initial values; spec §4.2)
+    objective: str = "multi_cls"  # multi_cls (K facets, `model`) | mtl (Table 5.1's MTL baseline: QT and SO on
+    #   the tanh-pooled [CLS] of plain BERT, no facets: the facet options under `model` are not read)
+
+    def __post_init__(self) -> None:
+        if self.objective not in ("multi_cls", "mtl"):
+            raise ConfigError(f"objective must be multi_cls or mtl, got {self.objective!r}")
+        if self.objective == "mtl" and not self.train_inserted_layers_in_pretraining:
+            raise ConfigError("objective=mtl has no inserted layers: train_inserted_layers_in_pretraining does not "
+                              "apply to it")
 
 
 def minilm_bbc() -> MultiCLSPretrainConfig:
@@ -140,16 +151,16 @@ def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Ten
         parts = pre.losses(b)
         for k, v in parts.items():
             sums[k] = sums.get(k, 0.0) + float(v) / len(batches)
-        enc = pre.encoder
-        c = pre.facet_heads(enc.facet_states(enc(b["input_ids"], b["token_type_ids"], b["attention_mask"]).hidden))
-        h, n = positive_first(c, enc.cfg.lam, pre.hard_negatives)
+        h, n = positive_first(pre.sentence_embeddings(b), pre.lam, pre.hard_negatives)
         hits, total = hits + h, total + n
     pre.train(was)
     return {"valid_loss": sum(sums.values()), **{f"valid_{k}": v for k, v in sums.items()},
             "valid_positive_first": hits / total}
 
 
-def build_pretrainer(cfg: MultiCLSPretrainConfig, bert: BertModel) -> MultiCLSPretrainer:
+def build_pretrainer(cfg: MultiCLSPretrainConfig, bert: BertModel) -> MultiCLSPretrainer | MTLPretrainer:
+    if cfg.objective == "mtl":
+        return MTLPretrainer(bert, cfg.data.hard_negatives)
     return MultiCLSPretrainer(MultiCLSEncoder(bert, cfg.model), cfg.data.hard_negatives)
 
 
@@ -161,14 +172,16 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     src = bert_dir(cfg.init)
     bert, bcfg = from_pretrained(src)
     tok = load_wordpiece(src)
-    check_facet_tokens(tok.id_to_token, cfg.model.first_facet_id, cfg.model.k)
+    k = 0 if cfg.objective == "mtl" else cfg.model.k  # facet tokens in the input
+    if k:
+        check_facet_tokens(tok.id_to_token, cfg.model.first_facet_id, k)
     pre = build_pretrainer(cfg, bert.train())
     head = mlm_head_from_pretrained(src)
     if head is not None:
         pre.load_mlm_head(*head)
     pre = pre.to(info.device)
     docs = bbc_documents(cfg.data.split_seed, cfg.data.limit_docs, cfg.data.corpus)
-    budget = cfg.data.max_len - cfg.model.k
+    budget = cfg.data.max_len - k
 
     def make(d: list[list[str]], seed: int, rank: int = 0, world: int = 1) -> TripleBatches:
         return TripleBatches(d, tok, cfg.data.n_triples, budget, seed, cfg.data.hard_negatives, rank, world)
@@ -176,28 +189,29 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     valid = [next(valid_it) for _ in range(cfg.data.valid_batches)]
     n_params = sum(p.numel() for p in pre.parameters())
     if info.is_main:
-        print(f"multi_cls_pretrain K={cfg.model.k} λ={cfg.model.lam}: {n_params / 1e6:.2f}M parameters, "
+        print(f"multi_cls_pretrain {cfg.objective} K={k} λ={pre.lam}: {n_params / 1e6:.2f}M parameters, "
               f"{len(docs['train'])} documents, {3 * cfg.data.n_triples} sequences per batch, from {src} (MLM head: "
               f"{'the checkpoint' if head is not None else 'fresh, the checkpoint has none'})")
     train = make(docs["train"], cfg.seed, info.rank, info.world_size)
     if not cfg.train_inserted_layers_in_pretraining:
         pre.encoder.inserted.requires_grad_(False)
         pre.so_proj.requires_grad_(False)
-    bert_ids = {id(p) for p in pre.encoder.bert.parameters()}
+    bert_ids = {id(p) for p in pre.bert.parameters()}
     opt = build_optimizer(pre, cfg.train, [p for p in pre.parameters() if id(p) not in bert_ids and p.requires_grad],
                           cfg.heads_lr)
     res = fit(D.wrap(pre, info), _pretrain_loss, train, cfg.train, run_dir, optimizer=opt,
               evaluate=lambda m: evaluate_pretrain(D.unwrap(m), valid), resume_from=resume_from,
-              desc=f"multi-cls K={cfg.model.k}")
+              desc="mtl" if k == 0 else f"multi-cls K={k}")
     load_model_weights(pre, run_dir / WEIGHTS)
     final = evaluate_pretrain(pre, valid)
     if info.is_main and not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it:
         atomic_write_text(run_dir / "config.yaml",  # multi_cls_classify reads the run's K and inserted layers
                           dump_yaml({"recipe": "multi_cls_pretrain", "config": to_dict(cfg)}))
-    return write_record(run_dir, f"Multi-CLS BERT pretraining (K={cfg.model.k}, λ={cfg.model.lam})", final,
+    title = "MTL pretraining (pooled [CLS])" if k == 0 else f"Multi-CLS BERT pretraining (K={k}, λ={pre.lam})"
+    return write_record(run_dir, title, final,
                         params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
-                        train_s=res.train_time, details={"k": cfg.model.k, "lam": cfg.model.lam, "init": str(src),
-                                                         "hard_negatives": cfg.data.hard_negatives,
+                        train_s=res.train_time, details={"k": k, "objective": cfg.objective, "lam": pre.lam,
+                                                         "init": str(src), "hard_negatives": cfg.data.hard_negatives,
                                                          "heads_lr": cfg.heads_lr,
                                                          "mlm_head": "checkpoint" if head is not None else "fresh"},
                         notes=[f"Validation: {len(valid)} fixed batches of held-out articles; positive-first is the "
@@ -262,8 +276,9 @@ def labeled_subset(n_train: int, labels: int, seed: int) -> np.ndarray:
 
 
 def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Module, Any, int]:
-    """(model, tokenizer, K) for `pretrained`: a multi_cls_pretrain run (Multi-CLS classifier with its W_O heads)
-    or a BERT directory (plain BERT classifier, K = 0)."""
+    """(model, tokenizer, K) for `pretrained`: a multi_cls_pretrain run (Multi-CLS classifier with its W_O heads;
+    an MTL run: plain BERT whose [CLS] summary layer starts from the pooler MTL trained, K = 0) or a BERT directory
+    (plain BERT classifier, K = 0)."""
     run = Path(cfg.pretrained)
     if (run / "config.yaml").is_file() and (run / WEIGHTS).is_file():
         pc = from_dict(MultiCLSPretrainConfig, load_yaml(run / "config.yaml")["config"])
@@ -271,6 +286,11 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
         bert = BertModel(config_from_hf(json.loads((src / "config.json").read_text())))  # weights: the run's
         pre = build_pretrainer(pc, bert)
         load_model_weights(pre, run / WEIGHTS)
+        if pc.objective == "mtl":  # plain BERT on the pooled [CLS] that MTL trained: the summary layer is its pooler
+            clf = SequenceClassifier(bert.train(), bert.cfg.d_model, n_labels, cfg.dropout, pool="first")
+            clf.sequence_summary.summary.load_state_dict(bert.pooler.state_dict())
+            bert.pooler.requires_grad_(False)
+            return clf, load_wordpiece(src), 0
         mc = dataclasses.replace(pc.model, aggregation=cfg.aggregation,
                                  insert_bias=cfg.insert_bias or pc.model.insert_bias)
         enc = MultiCLSEncoder(pre.encoder.bert, mc)

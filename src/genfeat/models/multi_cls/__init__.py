@@ -9,7 +9,13 @@ from genfeat.models.multi_cls.model import (
     check_facet_tokens,
     default_insert_after,
 )
-from genfeat.models.multi_cls.pretrain import FacetHeads, MultiCLSPretrainer, mcqt_loss, multi_facet_logits
+from genfeat.models.multi_cls.pretrain import (
+    FacetHeads,
+    MTLPretrainer,
+    MultiCLSPretrainer,
+    mcqt_loss,
+    multi_facet_logits,
+)
 
-__all__ = ["FacetHeads", "FacetPooler", "MultiCLSClassifier", "MultiCLSConfig", "MultiCLSEncoder",
+__all__ = ["FacetHeads", "FacetPooler", "MTLPretrainer", "MultiCLSClassifier", "MultiCLSConfig", "MultiCLSEncoder",
            "MultiCLSPretrainer", "check_facet_tokens", "default_insert_after", "mcqt_loss", "multi_facet_logits"]

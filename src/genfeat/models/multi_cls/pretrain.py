@@ -11,6 +11,9 @@ L = L_MLM + L_TFIDF + L_SO + L_MCQT, an unweighted sum.
     MLM           BERT's transform (Linear, GELU, LayerNorm) -> the tied word embeddings + a bias; CE over the
                   masked positions (labels -100 elsewhere)
 
+`MTLPretrainer` is Table 5.1's MTL baseline: the same objectives on plain BERT, QT and SO on the tanh-pooled
+[CLS] instead of facets.
+
 Shapes: facet states (B, K, D) -> c (B, K, D); logits (n, m). Deviations: none from the equations.
 """
 
@@ -20,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from genfeat.models.bert.model import BertModel
 from genfeat.models.multi_cls.model import MultiCLSEncoder, facet_linear
 
 
@@ -74,21 +78,13 @@ class FacetHeads(nn.Module):
         return torch.stack([ln(z[:, i]) for i, ln in enumerate(self.norms)], 1)
 
 
-class MultiCLSPretrainer(nn.Module):
-    """The encoder and the four pretraining heads; `losses(batch)` -> {mlm, tfidf, so, mcqt}. A batch holds
-    BERT inputs without facet tokens (input_ids, token_type_ids, attention_mask (3N, T)), `mlm_labels` (3N, T)
-    (-100: not predicted), `tfidf` (3N, T) targets, `so_labels` (3N,) and rows ordered [A; P; H]."""
+class TextObjectives(nn.Module):
+    """The two objectives on the text positions that the Multi-CLS and MTL pretrainers share: MLM (BERT's transform
+    -> the tied word embeddings + a bias) and the TF-IDF regression head (module docstring)."""
 
-    LOSSES = ("mcqt", "so", "tfidf", "mlm")  # the keys of `losses`
-
-    def __init__(self, encoder: MultiCLSEncoder, hard_negatives: bool = True):
-        super().__init__()
-        bert, K = encoder.bert, encoder.cfg.k
+    def build_text_heads(self, bert: BertModel) -> None:
+        """Called last by a subclass's __init__ (the heads draw their initial weights after the subclass's own)."""
         D, eps = bert.cfg.d_model, bert.cfg.layer_norm_eps
-        self.encoder, self.hard_negatives = encoder, hard_negatives
-        self.facet_heads = FacetHeads(K, D, eps)
-        self.so_proj = nn.Linear(K * D, D)  # L^SO
-        self.so_out = nn.Linear(D, 2)
         self.tfidf = nn.Sequential(nn.Linear(D, D), nn.GELU(), nn.LayerNorm(D, eps=eps), nn.Linear(D, 1))
         self.mlm_transform = nn.Sequential(nn.Linear(D, D), nn.GELU(), nn.LayerNorm(D, eps=eps))
         self.mlm_bias = nn.Parameter(torch.zeros(bert.cfg.vocab_size))
@@ -102,21 +98,89 @@ class MultiCLSPretrainer(nn.Module):
             raise ValueError(f"MLM bias {tuple(bias.shape)} does not fit the vocabulary {tuple(self.mlm_bias.shape)}")
         self.mlm_bias.copy_(bias)
 
+    def text_losses(self, text: Tensor, batch: dict[str, Tensor], word_embedding: Tensor) -> dict[str, Tensor]:
+        """{"tfidf", "mlm"} from the states of the input positions (B, T, D)."""
+        scored = batch["attention_mask"].bool()
+        out = {"tfidf": F.mse_loss(self.tfidf(text).squeeze(-1)[scored], batch["tfidf"][scored].float())}
+        masked = batch["mlm_labels"] != -100
+        z = F.linear(self.mlm_transform(text[masked]), word_embedding, self.mlm_bias)
+        out["mlm"] = F.cross_entropy(z, batch["mlm_labels"][masked])
+        return out
+
+
+class MultiCLSPretrainer(TextObjectives):
+    """The encoder and the four pretraining heads; `losses(batch)` -> {mlm, tfidf, so, mcqt}. A batch holds
+    BERT inputs without facet tokens (input_ids, token_type_ids, attention_mask (3N, T)), `mlm_labels` (3N, T)
+    (-100: not predicted), `tfidf` (3N, T) targets, `so_labels` (3N,) and rows ordered [A; P; H]."""
+
+    LOSSES = ("mcqt", "so", "tfidf", "mlm")  # the keys of `losses`
+
+    def __init__(self, encoder: MultiCLSEncoder, hard_negatives: bool = True):
+        super().__init__()
+        bert, K = encoder.bert, encoder.cfg.k
+        D, eps = bert.cfg.d_model, bert.cfg.layer_norm_eps
+        self.encoder, self.hard_negatives = encoder, hard_negatives
+        self.lam = encoder.cfg.lam
+        self.facet_heads = FacetHeads(K, D, eps)
+        self.so_proj = nn.Linear(K * D, D)  # L^SO
+        self.so_out = nn.Linear(D, 2)
+        self.build_text_heads(bert)
+
+    @property
+    def bert(self) -> BertModel:
+        return self.encoder.bert
+
+    def sentence_embeddings(self, batch: dict[str, Tensor]) -> Tensor:
+        """What Eq. 5.3 compares: the facet heads' c (B, K, D)."""
+        enc = self.encoder
+        hidden = enc(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).hidden
+        return self.facet_heads(enc.facet_states(hidden))
+
     def losses(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         enc, K = self.encoder, self.encoder.cfg.k
         hidden = enc(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).hidden  # (B, T + K, D)
         h_f = enc.facet_states(hidden)  # (B, K, D)
         text = torch.cat([hidden[:, :1], hidden[:, K + 1:]], 1)  # (B, T, D): the input positions
         c = self.facet_heads(h_f)
-        out = {"mcqt": mcqt_loss(c, enc.cfg.lam, self.hard_negatives),
+        out = {"mcqt": mcqt_loss(c, self.lam, self.hard_negatives),
                "so": F.cross_entropy(self.so_out(self.so_proj(h_f.flatten(1))), batch["so_labels"])}
-        scored = batch["attention_mask"].bool()
-        out["tfidf"] = F.mse_loss(self.tfidf(text).squeeze(-1)[scored], batch["tfidf"][scored].float())
-        masked = batch["mlm_labels"] != -100
-        z = F.linear(self.mlm_transform(text[masked]), enc.bert.embeddings.word.weight, self.mlm_bias)
-        out["mlm"] = F.cross_entropy(z, batch["mlm_labels"][masked])
-        return out
+        return out | self.text_losses(text, batch, enc.bert.embeddings.word.weight)
 
     def forward(self, **batch: Tensor) -> Tensor:
         return sum(self.losses(batch).values())
 
+
+class MTLPretrainer(TextObjectives):
+    """Thesis C Table 5.1's MTL baseline: the same four objectives on plain BERT, no facet tokens and no inserted
+    maps: QT (Eq. 5.3 with one embedding per sequence, hard negatives as configured) and SO on the tanh-pooled
+    [CLS] (BERT's pooler), MLM and TF-IDF on the text positions. `losses(batch)` -> {mlm, tfidf, so, mcqt}; the
+    batch layout is `MultiCLSPretrainer`'s."""
+
+    LOSSES = MultiCLSPretrainer.LOSSES
+
+    def __init__(self, bert: BertModel, hard_negatives: bool = True):
+        super().__init__()
+        self.encoder, self.hard_negatives = bert, hard_negatives
+        self.lam = 1.0  # one embedding per sequence: Eq. 5.2 is its cosine whatever λ
+        bert.pooler.requires_grad_(True)  # the [CLS] pooler is the sentence embedding here
+        self.so_out = nn.Linear(bert.cfg.d_model, 2)
+        self.build_text_heads(bert)
+
+    @property
+    def bert(self) -> BertModel:
+        return self.encoder
+
+    def sentence_embeddings(self, batch: dict[str, Tensor]) -> Tensor:
+        """The pooled [CLS] as one facet: (B, 1, D)."""
+        hidden = self.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).hidden
+        return self.bert.pool(hidden)[:, None]
+
+    def losses(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        hidden = self.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).hidden  # (B, T, D)
+        pooled = self.bert.pool(hidden)  # (B, D): tanh(W_p h_[CLS] + b_p)
+        out = {"mcqt": mcqt_loss(pooled[:, None], self.lam, self.hard_negatives),
+               "so": F.cross_entropy(self.so_out(pooled), batch["so_labels"])}
+        return out | self.text_losses(hidden, batch, self.bert.embeddings.word.weight)
+
+    def forward(self, **batch: Tensor) -> Tensor:
+        return sum(self.losses(batch).values())
