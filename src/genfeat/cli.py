@@ -99,6 +99,27 @@ def _nonempty(path: Path) -> bool:
     return path.is_file() and path.stat().st_size > 0
 
 
+def recipe_help(name: str, preset: str | None) -> int:
+    """`genfeat run RECIPE [--preset P] --help`: the recipe, its presets and every field with its type, its value
+    in the preset (default: the recipe's) and what it is."""
+    import textwrap
+
+    from genfeat.config import describe_fields
+    from genfeat.registry import get_preset, get_recipe
+
+    recipe, alias_preset = get_recipe(name)
+    preset = preset or alias_preset or recipe.default_preset
+    cfg = get_preset(recipe, preset)
+    print(f"genfeat run {recipe.name} [--preset NAME] [--FIELD VALUE ...] [--out RUN_DIR]\n\n{recipe.description}\n")
+    print("presets: " + ", ".join(f"{p}{' (default)' if p == recipe.default_preset else ''}" for p in recipe.presets))
+    print(f"\nfields (values of preset {preset}; set any with --FIELD VALUE, e.g. --train.lr 3e-4):")
+    for field, tp, value, note in describe_fields(cfg):
+        print(f"  --{field} {tp} = {value}")
+        if note:
+            print(textwrap.fill(note, 112, initial_indent=" " * 6, subsequent_indent=" " * 6))
+    return 0
+
+
 def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     from genfeat.registry import get_preset, get_recipe
     from genfeat.train import checkpoint as C
@@ -404,6 +425,10 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
         overrides: dict[str, str] = {}
         if argv[:1] == ["run"]:
             argv, overrides = split_overrides(argv)
+            named = [a for a in argv[1:] if not a.startswith("-")]
+            if {"-h", "--help"} & set(argv) and named:  # the recipe's own fields, not run's generic options
+                preset = argv[argv.index("--preset") + 1] if "--preset" in argv[:-1] else None
+                return recipe_help(named[0], preset)
         args = parser.parse_args(argv)
         if args.cmd == "ls":
             return cmd_ls(args)

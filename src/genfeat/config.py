@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import math
 import os
+import re
 import tempfile
 import types
 from pathlib import Path
@@ -260,3 +261,44 @@ def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping, got {type(data).__name__}")
     return data
+
+
+_FIELD_LINE = re.compile(r"^\s+(\w+)\s*:[^=]*(?:=.*?)?(?:\s+#\s?(.*))?$")
+_CONTINUATION = re.compile(r"^\s+#\s+(.*)$")
+
+
+def field_comments(cls: type) -> dict[str, str]:
+    """{field: its trailing comment in the class's source, continuation lines joined} (empty when the source is
+    not available)."""
+    import inspect
+
+    try:
+        lines = inspect.getsource(cls).splitlines()
+    except (OSError, TypeError):
+        return {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, str] = {}
+    last = None
+    for line in lines:
+        m = _FIELD_LINE.match(line)
+        if m and m.group(1) in names:
+            last = m.group(1)
+            out[last] = (m.group(2) or "").strip()
+        elif last and (c := _CONTINUATION.match(line)):
+            out[last] = f"{out[last]} {c.group(1).strip()}".strip()
+        else:
+            last = None
+    return out
+
+
+def describe_fields(cfg: Any, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """(dotted name, type, value, comment) of every leaf field of a config instance, sections flattened."""
+    rows = []
+    hints, notes = _hints(type(cfg)), field_comments(type(cfg))
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            rows += describe_fields(value, f"{prefix}{f.name}.")
+        else:
+            rows.append((prefix + f.name, _type_name(hints[f.name]), repr(to_dict(value)), notes.get(f.name, "")))
+    return rows

@@ -282,3 +282,34 @@ def test_mtl_losses_read_the_pooled_cls():
     for name in ("mlm", "tfidf"):  # not the text objectives
         assert float(moved[name]) == pytest.approx(float(base[name]), abs=1e-12)
     assert pre.sentence_embeddings(batch).shape == (6, 1, 16)
+
+
+def test_classify_on_your_own_files_with_facets_from_a_plain_checkpoint(bert_dir, tmp_path):
+    """`--task dir:PATH` end to end (CSV files, quoted texts), K = 2 facets built on a plain BERT directory (no
+    pretraining run), test.csv as the test split; and the one-line refusals of a task the recipe does not know
+    and of an option the task does not read."""
+    rng = random.Random(0)
+    d = tmp_path / "mine"
+    d.mkdir()
+    for split, n in (("train", 30), ("valid", 10), ("test", 12)):
+        lines = ["text,label"]
+        for i in range(n):
+            topic = list(TOPICS)[i % 2]
+            words = TOPICS[topic].split() + COMMON
+            lines.append('"' + " ".join(rng.choice(words) for _ in range(8)) + f', really",{topic}')
+        (d / f"{split}.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    assert main(["run", "multi_cls_classify", "--preset", "tiny", "--task", f"dir:{d}", "--pretrained", str(bert_dir),
+                 "--k", "2", "--labels", "0", "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["k"] == 2 and s["labels"] == 30 and s["test_examples"] == 12
+    assert main(["run", "multi_cls_classify", "--preset", "tiny", "--task", "polarity"]) == 2
+    assert main(["run", "multi_cls_classify", "--preset", "tiny", "--data_dir", str(d)]) == 2
+    assert main(["run", "multi_cls_classify", "--preset", "tiny", "--label_column", "y"]) == 2
+
+
+def test_recipe_help_lists_the_fields(capsys):
+    assert main(["run", "multi_cls_classify", "--preset", "tiny", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "presets: bbc (default), tiny" in out and "--task str = 'bbc'" in out and "dir:PATH" in out
+    assert "--max_len int = 32" in out and "--train.lr float" in out  # the preset's values, sections flattened

@@ -166,3 +166,26 @@ def test_thread_choice_counts_free_cpus(monkeypatch):
         assert T.configure_threads(recorded=3) == 2  # torch follows OMP_NUM_THREADS itself; left alone
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_tie_with_the_best_keeps_the_later_weights_but_is_no_improvement(tmp_path):
+    """Validation accuracy on a small split ties often: the later of two equal evaluations is selected (its weights
+    trained longer), and ties still count towards `patience`."""
+    from genfeat.train.checkpoint import WEIGHTS, load_model_weights
+
+    lm, data = make()
+    scores = iter([0.5, 0.7, 0.7, 0.7, 0.7])
+    saved = {}
+
+    def accuracy(model):
+        value = next(scores)
+        saved[value] = [p.detach().clone() for p in model.parameters()]
+        return {"valid_accuracy": value}
+
+    cfg = TrainConfig(max_steps=50, eval_every=2, patience=3, log_every=1, early_stop_metric="valid_accuracy",
+                      early_stop_mode="max")
+    res = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=accuracy)
+    assert res.stopped_early and res.step == 10 and res.best_step == 10 and res.best_metric == 0.7
+    fresh, _ = make()
+    load_model_weights(fresh, tmp_path / WEIGHTS)
+    assert all(torch.equal(a, b) for a, b in zip(fresh.parameters(), saved[0.7], strict=True))  # step 10's weights

@@ -40,11 +40,10 @@ from torch import nn
 
 from genfeat.config import atomic_write_text, dump_yaml, from_dict, load_yaml, to_dict
 from genfeat.data.batches import EpochBatches
-from genfeat.data.built_tasks import BUILDERS, build_task, splits_checksum
+from genfeat.data.labelled import check_options, load_labelled
 from genfeat.data.multi_cls import TripleBatches
 from genfeat.data.sentences import bbc_documents
 from genfeat.data.sources import require
-from genfeat.data.text_classification import load_bbc_news, load_pair_task, stratified_split
 from genfeat.errors import CheckpointError, ConfigError
 from genfeat.models.bert import BertModel, from_pretrained
 from genfeat.models.bert.hf import config_from_hf, mlm_head_from_pretrained
@@ -232,12 +231,18 @@ class MultiCLSClassifyConfig:
     seed: int = 0  # the fine-tuning seed: initialisation, batch order and the labeled subset
     pretrained: str = "minilm-l6"  # a multi_cls_pretrain run, or an HF BERT directory / minilm-l6 (plain BERT)
     task: str = "bbc"  # bbc (BBC News topic, 5 classes); a built task (debian-sections, wordnet-lexnames,
-    #   wordnet-wic: `genfeat data build`); a GLUE task (SST-2, MRPC, STS-B, ...) or a SuperGLUE pair task
-    data_dir: str = ""  #   (BoolQ, CB, RTE, WiC) with data_dir: the folder with its train / dev files
+    #   wordnet-wic: `genfeat data build`); dir:PATH (your own train / valid / test .tsv, .csv or .jsonl files,
+    #   `data/labelled.py`); a GLUE task (SST-2, MRPC, STS-B, ...) or a SuperGLUE pair task (BoolQ, CB, RTE, WiC)
+    data_dir: str = ""  # GLUE / SuperGLUE only: the folder with the task's train / dev files
+    text_column: str = "text"  # dir:PATH only: the column names
+    text_b_column: str = "text_b"
+    label_column: str = "label"
     split_seed: int = 0
     labels: int = 100  # training examples drawn per seed; 0: the whole training split
     max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
     aggregation: str = "reparam"  # reparam (Eq. 5.4) | sum (the Table 5.2 ablation)
+    k: int = 0  # from a BERT directory: 0 fine-tunes plain BERT; K > 0 builds K facets on it (identity-initialised
+    #   inserted maps, pooler W_O = I + N(0, 0.02²): no Multi-CLS pretraining needed); a pretraining run sets its own
     insert_bias: bool = False  # true: the reference's zero-initialised trainable bias on the inserted maps at
     #   fine-tuning; false (a deviation, the setting of every recorded page): the maps as pretrained, no bias
     dropout: float = 0.1
@@ -247,10 +252,16 @@ class MultiCLSClassifyConfig:
     batch_size: int = 4  # the thesis: 4 for 100 examples, 8 for 1k, 16 for full
 
     def __post_init__(self) -> None:
-        if self.labels < 0 or self.batch_size < 1:
-            raise ConfigError("labels must be >= 0 and batch_size >= 1")
+        if self.labels < 0 or self.batch_size < 1 or self.k < 0:
+            raise ConfigError("labels must be >= 0, batch_size >= 1 and k >= 0")
+        check_options(self.task, self.data_dir, self.columns)
         if self.aggregation not in AGGREGATIONS:  # here too: a plain-BERT run never builds the facet pooler
             raise ConfigError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
+
+
+    @property
+    def columns(self) -> tuple[str, str, str]:
+        return self.text_column, self.text_b_column, self.label_column
 
 
 def classify_bbc() -> MultiCLSClassifyConfig:
@@ -281,6 +292,9 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
     (plain BERT classifier, K = 0)."""
     run = Path(cfg.pretrained)
     if (run / "config.yaml").is_file() and (run / WEIGHTS).is_file():
+        if cfg.k:
+            raise ConfigError(f"k: {run} is a pretraining run, which sets its own facets; k applies to a BERT "
+                              "directory")
         pc = from_dict(MultiCLSPretrainConfig, load_yaml(run / "config.yaml")["config"])
         src = bert_dir(pc.init)
         bert = BertModel(config_from_hf(json.loads((src / "config.json").read_text())))  # weights: the run's
@@ -303,28 +317,21 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
         return clf, load_wordpiece(src), mc.k
     src = bert_dir(cfg.pretrained)
     bert, bcfg = from_pretrained(src)
+    tok = load_wordpiece(src)
+    if cfg.k:  # K facets on a plain checkpoint: identity maps keep its states; the pooler starts at I + noise
+        mc = MultiCLSConfig(k=cfg.k, insert_init="identity", aggregation=cfg.aggregation, insert_bias=cfg.insert_bias)
+        check_facet_tokens(tok.id_to_token, mc.first_facet_id, mc.k)
+        return MultiCLSClassifier(MultiCLSEncoder(bert.train(), mc), n_labels, cfg.dropout), tok, mc.k
     bert.pooler.requires_grad_(False)  # the classifier pools [CLS] with its own summary layer
-    return SequenceClassifier(bert.train(), bcfg.d_model, n_labels, cfg.dropout, pool="first"), load_wordpiece(src), 0
+    return SequenceClassifier(bert.train(), bcfg.d_model, n_labels, cfg.dropout, pool="first"), tok, 0
 
 
 def classification_splits(cfg: MultiCLSClassifyConfig
                           ) -> tuple[dict[str, tuple[list[tuple[str, str | None]], np.ndarray]], bool, str]:
     """{"train", "valid", "test"} -> ((text_a, text_b | None) pairs, labels), whether it is regression, and the
-    sha256 of the splits (`data.built_tasks.splits_checksum`)."""
-    if cfg.task == "bbc":
-        docs = load_bbc_news()
-        split = stratified_split(docs.labels, cfg.split_seed)
-        splits = {k: ([(" ".join(docs.texts[i].split()), None) for i in idx], docs.labels[idx])
-                  for k, idx in split.items()}
-        return splits, False, splits_checksum(splits)
-    if cfg.task in BUILDERS:
-        built = build_task(cfg.task, cfg.split_seed)
-        return built.splits, False, built.checksum
-    if not cfg.data_dir:
-        raise ConfigError(f"task {cfg.task} needs data_dir (GLUE's train.tsv / dev.tsv or SuperGLUE's "
-                          f"train.jsonl / val.jsonl); built tasks (no data_dir): {', '.join(BUILDERS)}")
-    splits, regression = load_pair_task(cfg.task, cfg.data_dir, cfg.split_seed)
-    return splits, regression, splits_checksum(splits)
+    sha256 of the splits (`data.labelled`: every task name the recipe takes)."""
+    splits, regression, _, checksum = load_labelled(cfg.task, cfg.data_dir, cfg.split_seed, cfg.columns)
+    return splits, regression, checksum
 
 
 def encode_rows(tok: Any, pairs: list[tuple[str, str | None]], y: np.ndarray, idx: np.ndarray,
@@ -401,6 +408,7 @@ def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path |
         scores, params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=res.best_step,
         wall_s=time.perf_counter() - t0, train_s=res.train_time,
         details={"task": cfg.task, "data_sha256": data_sha256, "k": k, "labels": int(len(sub)),
+                 "test_examples": int(len(rows["test"]["labels"])),
                  "pretrained": cfg.pretrained,
                  "aggregation": cfg.aggregation if k else None},
         notes=[f"Selected on the validation {task.metric}; test metrics (and ECE, Eq. D.1, 10 equal-width bins, "

@@ -4,6 +4,7 @@ the same network with random weights, the no-pretraining baseline).
 
     genfeat run xlnet_classify --preset bbc_100 --pretrained runs/xlnet-plm         # BBC News, 100 labels (real)
     genfeat run xlnet_classify --task SST-2 --data_dir glue/SST-2 --pretrained ...   # any GLUE task's TSVs
+    genfeat run xlnet_classify --task dir:my_data --pretrained ...                  # your own train/valid/test files
     genfeat run xlnet_race --data_dir RACE --pretrained ...                          # RACE JSON (train/dev/test)
     genfeat run xlnet_squad --train_file train-v2.0.json --dev_file dev-v2.0.json --pretrained ...
 
@@ -11,7 +12,8 @@ One fine-tuning method for all (`finetune`, trained by `train.fit`: checkpoints,
 warm-up then linear decay, gradient clipping 1.0, evaluation every `train.eval_every` steps on a validation set,
 the best validation checkpoint evaluated once on the test set.
 Validation / test per task: BBC News - the stratified validation / test splits (labels_per_class labeled
-training articles); GLUE - a stratified 10% of train.tsv / dev.tsv (GLUE's test labels are hidden); RACE -
+training articles); your own files (`dir:PATH`, `data/labelled.py`) - valid / test (valid: a stratified 10% of
+train when absent); GLUE - a stratified 10% of train.tsv / dev.tsv (GLUE's test labels are hidden); RACE -
 dev / test; SQuAD - no selection (the last checkpoint), dev EM / F1 with the null threshold 0 and with the
 threshold that maximises dev F1 (the reference's reported setting).
 """
@@ -32,14 +34,9 @@ from torch import nn
 
 from genfeat.config import atomic_write_text
 from genfeat.data.batches import StreamBatches
+from genfeat.data.labelled import check_options, load_labelled
 from genfeat.data.race import load_race, race_inputs
 from genfeat.data.squad import load_squad_json, squad_features
-from genfeat.data.text_classification import (
-    GLUE_COLUMNS,
-    load_bbc_news,
-    load_pair_task,
-    stratified_split,
-)
 from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_tokenizer
 from genfeat.errors import ConfigError
 from genfeat.models.xlnet import XLNetConfig
@@ -95,8 +92,12 @@ class XLNetClassifyConfig:
     seed: int = 0
     pretrained: str = ""  # an xlnet_pretrain run directory
     init: str = "pretrained"  # pretrained | scratch | body (the pretrained layers, fresh word embeddings)
-    task: str = "bbc"  # bbc | a GLUE task (SST-2, MRPC, STS-B, ...; data_dir holds train.tsv and dev.tsv)
-    data_dir: str = ""
+    task: str = "bbc"  # bbc | a built task | dir:PATH (your own files, `data/labelled.py`) | a GLUE task (SST-2,
+    #   MRPC, STS-B, ...) or a SuperGLUE pair task with data_dir
+    data_dir: str = ""  # GLUE / SuperGLUE only: the folder with the task's train / dev files
+    text_column: str = "text"  # dir:PATH only: the column names
+    text_b_column: str = "text_b"
+    label_column: str = "label"
     labels_per_class: int = 20  # labeled training examples per class (0: all); BBC: 20 x 5 classes = 100 labels
     split_seed: int = 0
     max_len: int = 256
@@ -108,8 +109,11 @@ class XLNetClassifyConfig:
         _check_init(self.init)
         if self.pool not in ("last", "mean"):
             raise ConfigError(f"pool must be last or mean, got {self.pool!r}")
-        if self.task != "bbc" and self.task not in GLUE_COLUMNS:
-            raise ConfigError(f"task must be bbc or a GLUE task ({', '.join(GLUE_COLUMNS)}), got {self.task!r}")
+        check_options(self.task, self.data_dir, self.columns)
+
+    @property
+    def columns(self) -> tuple[str, str, str]:
+        return self.text_column, self.text_b_column, self.label_column
 
 
 @dataclass(frozen=True)
@@ -244,19 +248,17 @@ def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch
 
 # ----------------------------------------------------------------------------------------- classification
 def classification_data(cfg: XLNetClassifyConfig) -> tuple[dict[str, tuple[list, np.ndarray]], bool]:
-    """{"train", "valid", "test"} -> (texts as (a, b | None) pairs, labels); and whether it is regression."""
-    if cfg.task == "bbc":
-        docs = load_bbc_news()
-        split = stratified_split(docs.labels, cfg.split_seed)
-        out = {}
-        for k, idx in split.items():
-            if 0 < cfg.limit_docs < len(idx):  # evenly spaced: the splits are ordered by class
-                idx = idx[np.linspace(0, len(idx) - 1, cfg.limit_docs).round().astype(np.int64)]
-            out[k] = ([(docs.texts[i], None) for i in idx], docs.labels[idx])
-        return out, False
-    if not cfg.data_dir:
-        raise ConfigError(f"task {cfg.task} needs data_dir (a folder with GLUE's train.tsv and dev.tsv)")
-    return load_pair_task(cfg.task, cfg.data_dir, cfg.split_seed)
+    """{"train", "valid", "test"} -> (texts as (a, b | None) pairs, labels), and whether it is regression
+    (`data.labelled`: every task name the recipe takes); `limit_docs` keeps that many examples a split, evenly
+    spaced (the splits are ordered by class)."""
+    splits, regression, _, _ = load_labelled(cfg.task, cfg.data_dir, cfg.split_seed, cfg.columns)
+    out = {}
+    for k, (pairs, y) in splits.items():
+        idx = np.arange(len(y))
+        if 0 < cfg.limit_docs < len(idx):
+            idx = idx[np.linspace(0, len(idx) - 1, cfg.limit_docs).round().astype(np.int64)]
+        out[k] = ([pairs[i] for i in idx], y[idx])
+    return out, regression
 
 
 def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:

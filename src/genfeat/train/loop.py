@@ -309,15 +309,17 @@ def fit(
         result.evals.append({"step": step, **metrics})
         check_early_stop_metric(cfg, metrics)
         value = metrics[cfg.early_stop_metric]
-        # a NaN metric (nothing to validate on) counts as better: the latest weights are kept
+        # a NaN metric (nothing to validate on) counts as better: the latest weights are kept. A tie with the best
+        # keeps the later weights (a small validation split ties often; the later weights trained longer) but is no
+        # improvement for `patience`
         better = best is None or math.isnan(value) or (value < best if cfg.early_stop_mode == "min" else value > best)
-        if better:
-            best, best_step, bad_evals, best_eval = value, step, 0, {"step": step, **metrics}
+        tie = not better and value == best
+        if better or tie:
+            best, best_step, best_eval = value, step, {"step": step, **metrics}
             C.save_model_weights(model, run_dir / C.WEIGHTS)
-        else:
-            bad_evals += 1
+        bad_evals = 0 if better else bad_evals + 1
         bar.write(f"step {step}: " + "  ".join(f"{k}={v:.4g}" for k, v in metrics.items())
-                  + ("  (best)" if better else ""))
+                  + ("  (best)" if better else "  (ties the best: kept)" if tie else ""))
         return cfg.patience > 0 and bad_evals >= cfg.patience
 
     def diverged(loss: torch.Tensor, name: str) -> DivergenceError:
