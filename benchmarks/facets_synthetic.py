@@ -90,12 +90,11 @@ def evaluate_seed(runs: dict[str, Path], seed: int) -> dict[str, Any]:
         facets[model] = {name: sentence_facets(m, vocab, [" ".join(s) for s in sents])
                          for name, sents in (("held", held_sents), ("first", first), ("second", second))}
     for model, f in facets.items():  # C1 and C5
-        rec = np.array([min((f["held"][i] @ corpus.centres[t]).max() for t in pair) for i, pair in enumerate(held)])
+        rec = np.array([S.topic_recovery(f["held"][i], corpus.centres[list(pair)]) for i, pair in enumerate(held)])
         out[f"c1_{model}"], out[f"recovery_mean_{model}"] = float((rec > 0.8).mean()), float(rec.mean())
         k = f["held"][0].shape[0]
         if k > 1:
-            cos = [(x @ x.T)[np.triu_indices(k, 1)].mean() for x in f["held"]]
-            out[f"c5_{model}"] = float(np.mean(cos))
+            out[f"c5_{model}"] = float(np.mean([S.facet_spread(x) for x in f["held"]]))
     for model in ("k3", "k1"):  # C2
         sc = S.sc_distances(list(zip(facets[model]["first"], facets[model]["second"], strict=True)), lam=0.4,
                             iters=300, tol=1e-6)

@@ -231,3 +231,14 @@ def test_per_length_gain_does_not_pick_the_shortest_sentence_first():
     long = [e[0], e[1], e[2]]  # three words covering the document exactly
     chosen, _ = S.summarise(doc, weights, [np.stack(short), np.stack(long)], n=1, per_length=[1, 3])
     assert chosen == [1]  # per word: 3 / 3 = 1 against ~0.11
+
+
+def test_topic_recovery_and_facet_spread():
+    e = np.eye(4)
+    facets = np.stack([3 * e[0], (e[1] + e[2]) / 2 ** 0.5, 0.1 * e[0]])  # lengths do not matter
+    assert S.topic_recovery(facets, e[[0, 1]]) == pytest.approx(1 / 2 ** 0.5)  # topic 1 only half-covered
+    assert S.topic_recovery(facets, e[[0]]) == pytest.approx(1.0)
+    assert S.topic_recovery(facets, e[[3]]) == pytest.approx(0.0)
+    assert S.facet_spread(facets) == pytest.approx((0 + 1 + 0) / 3)
+    with pytest.raises(ValueError, match="at least 2"):
+        S.facet_spread(facets[:1])

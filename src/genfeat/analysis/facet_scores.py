@@ -3,6 +3,8 @@ multi-facet-embedding.md §7): sentence similarity, word importance and extracti
 
     SC (Eq. 3.5)        SC(S1, S2) = Er(F̂1, F̂2) + Er(F̂2, F̂1): each sentence's unit facets rebuild the other's with
                         the NNSC E-step (Eq. 3.1); similarity = -SC. Er is averaged over the target columns.
+    topic_recovery      min over a sentence's topics of the best facet cosine with the topic's centre (spec §10.2 C1);
+                        facet_spread: the mean pairwise cosine of its facets (C5)
     importance (3.6)    a_i = Σ_k max(0, cos(w_i, c_k)): words near the facets of their own sentence weigh more;
                         zero (OOV) word vectors get 0
     Avg / Prob_avg      cosine of the (weighted) sums of a sentence's word vectors; Prob_avg weighs word w by
@@ -76,6 +78,23 @@ def sc_distances(pairs: Sequence[tuple[np.ndarray, np.ndarray]], lam: float = 0.
             total += reconstruction_error(basis, M, target, mask).sum(1) / mask.sum(1)
         out[a: a + len(chunk)] = total.numpy()
     return out
+
+
+def topic_recovery(facets: np.ndarray, centres: np.ndarray) -> float:
+    """How well a sentence's facets (K, E) cover each of its topics' centres (T, E): min over the topics of the
+    best facet cosine (spec §10.2 C1: > 0.8 counts as recovered)."""
+    return float((unit(np.asarray(facets, dtype=np.float64)) @ unit(np.asarray(centres, dtype=np.float64)).T)
+                 .max(0).min())
+
+
+def facet_spread(facets: np.ndarray) -> float:
+    """The mean cosine over the K (K - 1) / 2 pairs of a sentence's facets (K, E) (spec §10.2 C5: k-means-trained
+    facets are expected closer together than NNSC-trained ones)."""
+    f = unit(np.asarray(facets, dtype=np.float64))
+    k = len(f)
+    if k < 2:
+        raise ValueError("the spread of facets needs at least 2 of them")
+    return float((f @ f.T)[np.triu_indices(k, 1)].mean())
 
 
 def importance(words: np.ndarray, facets: np.ndarray, reduce: str = "sum") -> np.ndarray:
