@@ -229,12 +229,12 @@ def test_doc_pins_which_layer_feeds_which_facet():
     head = facet_head(D, V, doc=True)
     scramble(head)
     out = backbone_out()
-    base = head.facet_logits(out)[0][0]  # (B, T, 3, V): one softmax's logits per facet
+    base = torch.stack(head.facet_logits(out)[0], -2)  # (B, T, 3, V): one softmax's logits per facet
     for facet, idx in enumerate((-3, -2)):
         hs = list(out.all_hidden)
         hs[idx] = hs[idx] + 1.0
-        moved = (head.facet_logits(BackboneOutput(out.hidden, tuple(hs)))[0][0] - base).abs()
+        moved = (torch.stack(head.facet_logits(BackboneOutput(out.hidden, tuple(hs)))[0], -2) - base).abs()
         moved = moved.amax((0, 1, 3))
         assert moved[facet] > 1e-4 and torch.cat([moved[:facet], moved[facet + 1:]]).max() == 0
-    moved = (head.facet_logits(BackboneOutput(out.hidden + 1.0, out.all_hidden))[0][0] - base).abs()
+    moved = (torch.stack(head.facet_logits(BackboneOutput(out.hidden + 1.0, out.all_hidden))[0], -2) - base).abs()
     assert moved.amax((0, 1, 3)).tolist()[:2] == [0.0, 0.0] and moved[..., 2, :].max() > 1e-4
