@@ -212,7 +212,7 @@ def shorter_budget_md(here: dict[str, list[dict[str, Any]]], short: dict[str, An
 def pretrain_seed(run: dict[str, Any]) -> int | None:
     """The pretraining seed of a fine-tuning record, read from its `pretrained` run's name (`pretrain` names it
     ...-seed<P>-...); None for the released encoder."""
-    m = re.search(r"pretrain-k\d+[a-z-]*-seed(\d+)-", str(run.get("pretrained") or ""))
+    m = re.search(r"pretrain-(?:k\d+[a-z-]*|mtl)-seed(\d+)-", str(run.get("pretrained") or ""))
     return int(m.group(1)) if m else None
 
 

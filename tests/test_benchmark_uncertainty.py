@@ -178,6 +178,7 @@ def test_paired_differences_match_pretraining_and_fine_tuning_seeds():
     assert out["diffs"] == pytest.approx([5.0, -2.0, 10.0]) and out["wins"] == 2
     assert B.pretrain_seed({"pretrained": "/r/pretrain-k5-noinsert-seed3-steps9"}) == 3
     assert B.pretrain_seed({"pretrained": "minilm-l6"}) is None and B.paired(k5, []) is None
+    assert B.pretrain_seed({"pretrained": "/r/pretrain-mtl-seed1-steps150-hlr0.001"}) == 1  # the MTL baseline
     assert B.page_name("wordnet-wic", 100, [3e-5, 1e-4]) == "multi_cls_wordnet-wic_lr-selected"
     assert B.page_name("wordnet-wic", 1000, [3e-5]) == "multi_cls_wordnet-wic_1k"
 
