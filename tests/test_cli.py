@@ -284,7 +284,7 @@ def test_user_errors_are_one_line(capsys, trained, tmp_path, args, code, message
 
 def test_generate_streams_in_bounded_chunks(capsys, trained, monkeypatch):
     import genfeat.cli as cli
-    import genfeat.recipes.lm as lm
+    import genfeat.tasks.generation as lm
 
     sizes, real = [], lm.generate_text
     monkeypatch.setattr(lm, "generate_text", lambda *a, n, **k: sizes.append(n) or real(*a, n=n, **k))

@@ -63,7 +63,7 @@ def load_with_config(run_dir: str | Path, device: str = "cpu") -> tuple[CausalLM
 def generate(model: CausalLM, tokenizer: Any, prompt: str = "", n: int = 1, max_new_tokens: int = 40,
              top_k: int = 40, temperature: float = 1.0, seed: int = 0) -> list[str]:
     """`n` top-k samples continuing `prompt` (empty: from the end-of-sentence token)."""
-    from genfeat.recipes.lm import SampleConfig, generate_text
+    from genfeat.tasks.generation import SampleConfig, generate_text
 
     sc = SampleConfig(n=n, max_new_tokens=max_new_tokens, top_k=top_k, temperature=temperature, prompt=prompt)
     return generate_text(model, tokenizer, sc, seed=seed, prompt_option="prompt")

@@ -270,7 +270,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for field_name in ("max_new_tokens", "top_k", "temperature"):
         if getattr(args, field_name) is not None:
             sc = dataclasses.replace(sc, **{field_name: getattr(args, field_name)})
-    from genfeat.recipes.lm import generate_text
+    from genfeat.tasks.generation import generate_text
 
     option = "--prompt" if args.prompt is not None else "sample.prompt (in the run's config; or give --prompt)"
     for start in range(0, args.n, GENERATE_CHUNK):  # printed as they come, chunk by chunk

@@ -15,7 +15,6 @@ Presets:
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 import time
 from collections.abc import Callable
@@ -34,30 +33,15 @@ from genfeat.losses import nll
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
 from genfeat.models.gpt import config as gpt_presets
 from genfeat.models.gpt.hf import exports_to_hf, load_pretrained_weights, pretrained_config, save_pretrained
-from genfeat.models.lm import CausalLM, sample
+from genfeat.models.lm import CausalLM
 from genfeat.nn.outputs import BackboneOutput
+from genfeat.tasks.generation import SampleConfig, generate_text
 from genfeat.tasks.language_modeling import LanguageModeling, lm_loss, lm_scores
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
 from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
 from genfeat.train.record import write_record
-
-
-@dataclass(frozen=True)
-class SampleConfig:
-    n: int = 3  # samples printed and written to report.md
-    max_new_tokens: int = 40
-    top_k: int = 40  # thesis Y §2.1 samples with top-k = 40
-    temperature: float = 1.0
-    prompt: str = ""  # empty: start from the end-of-sentence token
-
-    def __post_init__(self) -> None:
-        if self.n < 0 or self.max_new_tokens < 1 or self.top_k < 1:
-            raise ValueError(f"n must be >= 0, max_new_tokens and top_k >= 1 (got {self.n}, {self.max_new_tokens}, "
-                             f"{self.top_k})")
-        if not math.isfinite(self.temperature) or self.temperature <= 0:
-            raise ValueError(f"temperature must be a finite number > 0, got {self.temperature}")
 
 
 @dataclass(frozen=True)
@@ -240,35 +224,6 @@ GPT = Arch(
     lambda m, tokens, cfg, split: segment_nll(m, tokens, cfg.data.eval_batch_size, cfg.data.seq_len, split),
     _gpt_check,
 )
-
-
-def generate_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, n: int | None = None,
-                  seed: int = 0, prompt_option: str = "sample.prompt") -> list[str]:
-    """`n` samples continuing `sc.prompt`; an empty prompt starts from the end-of-sentence token. Errors name
-    `prompt_option`, the way the user gave the prompt."""
-    device = next(lm.parameters()).device
-    try:
-        sc.prompt.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(f"{prompt_option} is not valid UTF-8 text") from None
-    prompt = tok.encode(sc.prompt) if sc.prompt else []
-    if not prompt:
-        if tok.eos_id is None:
-            what = "is empty" if not sc.prompt.strip() else "encodes to no tokens"
-            raise ConfigError(f"{prompt_option} {what}, and this {tok.kind} tokenizer has no end-of-sentence token "
-                              f"to start from: give some text with {prompt_option}")
-        prompt = [tok.eos_id]
-    n = sc.n if n is None else n
-    gen = torch.Generator(device=device).manual_seed(seed)
-    ids = torch.tensor([prompt] * n, device=device)
-    out = sample(lm, ids, sc.max_new_tokens, sc.top_k, sc.temperature, generator=gen, stop_token=None)
-    texts = []
-    for row in out.tolist():
-        new = row[len(prompt):]
-        if tok.kind == "word" and tok.eos_id in new:  # a word-level sample is one sentence
-            new = new[: new.index(tok.eos_id)]
-        texts.append((sc.prompt + " " if sc.prompt and tok.kind == "word" else sc.prompt) + tok.decode(new))
-    return texts
 
 
 def load_for_generation(run_dir: Path, cfg: Any, device: torch.device, arch: Arch = GPT

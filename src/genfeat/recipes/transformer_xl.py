@@ -33,7 +33,8 @@ from genfeat.losses import nll
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
 from genfeat.models.transformer_xl import config as txl_presets
 from genfeat.recipes import lm
-from genfeat.recipes.lm import SampleConfig, check_sample_prompt
+from genfeat.recipes.lm import check_sample_prompt
+from genfeat.tasks.generation import SampleConfig
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 

@@ -1,0 +1,60 @@
+"""Text generation as a task: top-k sampling from a causal LM continuing a prompt (thesis Y §2.1's samples, top-k
+= 40), decoded by the run's tokenizer. `SampleConfig` is the sampling section of the LM recipes' configs;
+`generate_text` is what `genfeat generate`, `genfeat.api` and the recipes' report samples call."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from genfeat.data.tokenizers import Tokenizer
+from genfeat.errors import ConfigError
+from genfeat.models.lm import CausalLM, sample
+
+
+@dataclass(frozen=True)
+class SampleConfig:
+    n: int = 3  # samples printed and written to report.md
+    max_new_tokens: int = 40
+    top_k: int = 40  # thesis Y §2.1 samples with top-k = 40
+    temperature: float = 1.0
+    prompt: str = ""  # empty: start from the end-of-sentence token
+
+    def __post_init__(self) -> None:
+        if self.n < 0 or self.max_new_tokens < 1 or self.top_k < 1:
+            raise ValueError(f"n must be >= 0, max_new_tokens and top_k >= 1 (got {self.n}, {self.max_new_tokens}, "
+                             f"{self.top_k})")
+        if not math.isfinite(self.temperature) or self.temperature <= 0:
+            raise ValueError(f"temperature must be a finite number > 0, got {self.temperature}")
+
+
+
+def generate_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, n: int | None = None,
+                  seed: int = 0, prompt_option: str = "sample.prompt") -> list[str]:
+    """`n` samples continuing `sc.prompt`; an empty prompt starts from the end-of-sentence token. Errors name
+    `prompt_option`, the way the user gave the prompt."""
+    device = next(lm.parameters()).device
+    try:
+        sc.prompt.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{prompt_option} is not valid UTF-8 text") from None
+    prompt = tok.encode(sc.prompt) if sc.prompt else []
+    if not prompt:
+        if tok.eos_id is None:
+            what = "is empty" if not sc.prompt.strip() else "encodes to no tokens"
+            raise ConfigError(f"{prompt_option} {what}, and this {tok.kind} tokenizer has no end-of-sentence token "
+                              f"to start from: give some text with {prompt_option}")
+        prompt = [tok.eos_id]
+    n = sc.n if n is None else n
+    gen = torch.Generator(device=device).manual_seed(seed)
+    ids = torch.tensor([prompt] * n, device=device)
+    out = sample(lm, ids, sc.max_new_tokens, sc.top_k, sc.temperature, generator=gen, stop_token=None)
+    texts = []
+    for row in out.tolist():
+        new = row[len(prompt):]
+        if tok.kind == "word" and tok.eos_id in new:  # a word-level sample is one sentence
+            new = new[: new.index(tok.eos_id)]
+        texts.append((sc.prompt + " " if sc.prompt and tok.kind == "word" else sc.prompt) + tok.decode(new))
+    return texts
