@@ -8,7 +8,8 @@ from collections import Counter
 
 import numpy as np
 
-from genfeat.data.facets import EOS, PAD, UNK, stop_words
+from genfeat.data.facets import EOS, PAD, UNK
+from genfeat.data.stop_words import stop_list
 from genfeat.data.topic_corpus import INCIDENTAL, STOP, STOPWORD, topic_corpus, topic_examples
 
 
@@ -21,7 +22,7 @@ def test_geometry():
     assert 0.55 < np.mean(within) < 0.75  # the spec: about 0.65
     to_centre = np.array([c.vectors[c.members(t)] @ c.centres[t] for t in range(8)])
     assert to_centre.min() > 0.6
-    assert set(STOP) <= stop_words() and [c.words[i] for i in np.flatnonzero(c.topic == STOPWORD)] == list(STOP)
+    assert set(STOP) <= stop_list() and [c.words[i] for i in np.flatnonzero(c.topic == STOPWORD)] == list(STOP)
     assert np.array_equal(topic_corpus(3).vectors, c.vectors) and not np.array_equal(topic_corpus(4).vectors, c.vectors)
 
 

@@ -45,11 +45,6 @@ def tokenize(text: str) -> list[str]:
     return TOKEN.findall(text.lower())
 
 
-def stop_words(name: str = "english") -> frozenset[str]:
-    """The stop list `name` (`data.stop_words.stop_list`); punctuation is a stop token whatever the list."""
-    return stop_list(name)
-
-
 def build_vocab(docs: Sequence[Sequence[str]], min_count: int) -> list[str]:
     """<pad>, <unk>, <eos>, then the tokens seen >= min_count times, most frequent first (ties alphabetical)."""
     counts = Counter(t for d in docs for s in d for t in tokenize(s))
@@ -73,7 +68,7 @@ class _ExampleBuilder:
                  stops: str = "english"):
         self.ids = {w: i for i, w in enumerate(vocab)}
         self.tid = {w: i for i, w in enumerate(target_words)}
-        self.stops, self.max_targets = stop_words(stops), max_targets
+        self.stops, self.max_targets = stop_list(stops), max_targets
         self.rng = np.random.default_rng(seed)
         self.ex = FacetExamples([], [])
 
@@ -119,7 +114,7 @@ def noun_lexicon(root: str | None = None, max_words: int = 3) -> frozenset[tuple
 def noun_phrases(tokens: Sequence[str], lexicon: frozenset[tuple[str, ...]], max_words: int = 3,
                  stops: str = "english") -> list[tuple[int, int]]:
     """[start, end) spans of the noun phrases of a token list (module docstring: greedy longest match)."""
-    stop, out, i = stop_words(stops), [], 0
+    stop, out, i = stop_list(stops), [], 0
     while i < len(tokens):
         for n in range(min(max_words, len(tokens) - i), 0, -1):
             span = tuple(tokens[i: i + n])
