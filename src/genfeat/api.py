@@ -7,10 +7,14 @@ head on a Hugging Face model.
     genfeat.generate(lm, tok, "the company said", n=3)         # -> three continuations (strings)
     genfeat.score(lm, tok, "the company said it would buy")   # -> {"tokens": 7, "nll": 5.1, "ppl": 164.0}
 
+    import torch
     from transformers import AutoModel
+    from genfeat.losses.nll import nll
     body = AutoModel.from_pretrained("gpt2")                   # any model returning last_hidden_state
     lm = genfeat.attach_head(body, genfeat.named_head("mfs"), vocab_size=50257)   # MFS on GPT-2's states
-    out, _ = lm(input_ids, targets=targets)                   # genfeat.losses.nll(out, targets) trains it
+    ids = torch.randint(0, 50257, (2, 33))                     # token ids (B, T + 1)
+    out, _ = lm(ids[:, :-1], targets=ids[:, 1:])              # targets[:, t] is the token after ids[:, t]
+    nll(out, ids[:, 1:]).backward()                            # trains it
 
 `attach_head` wraps the model in `HFBackbone` (hidden states in genfeat's `BackboneOutput`, every layer's when a
 head reads several) and composes `CausalLM(backbone, head)`, as genfeat's own decoders are composed. Heads that

@@ -12,7 +12,10 @@ def nll(out: HeadOutput, targets: Tensor, ignore_index: int = -100, reduction: s
     """-log p(target). scores (..., V), targets (...). Computed in (at least) fp32 for stability under AMP.
 
     reduction: "mean" over non-ignored targets, "sum", or "none" (same shape as targets).
+    Scores and targets that do not align (a model called on all T tokens, targets the T - 1 next ones) raise a
+    ValueError naming both shapes: a reshape would otherwise pair scores with the wrong targets silently.
     """
+    check_aligned(out, targets)
     valid = targets != ignore_index
     if out.target_log_probs is not None:
         lp = out.target_log_probs
@@ -32,3 +35,18 @@ def nll(out: HeadOutput, targets: Tensor, ignore_index: int = -100, reduction: s
     if reduction != "mean":
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     return loss.sum() / valid.sum().clamp(min=1)
+
+
+def check_aligned(out: HeadOutput, targets: Tensor) -> None:
+    """Raise ValueError unless `out` scores exactly the positions of `targets`: scores (*targets.shape, V) or
+    target_log_probs targets.shape."""
+    if out.target_log_probs is not None:
+        have, want, what = tuple(out.target_log_probs.shape), tuple(targets.shape), "target log-probabilities"
+    elif out.scores is not None:
+        have, want, what = tuple(out.scores.shape[:-1]), tuple(targets.shape), "scores"
+    else:
+        raise ValueError("the HeadOutput holds neither scores nor target log-probabilities")
+    if have != want:
+        full = tuple(out.scores.shape) if out.target_log_probs is None else have
+        raise ValueError(f"{what} of shape {full} do not align with targets of shape {want}: the model scores "
+                         f"positions {have}; call it on input_ids[:, :-1] with targets input_ids[:, 1:]")

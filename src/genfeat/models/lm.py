@@ -49,6 +49,10 @@ class CausalLM(nn.Module):
         (aligned with the memory's positions, -1 where unknown), so callers carry them with the memory
         unchanged."""
         needs: HeadNeeds = self.head.needs
+        if targets is not None and targets.shape != input_ids.shape:
+            raise ValueError(f"targets of shape {tuple(targets.shape)} do not align with input_ids of shape "
+                             f"{tuple(input_ids.shape)}: targets[:, t] is the token after input_ids[:, t] "
+                             "(call lm(ids[:, :-1], targets=ids[:, 1:]))")
         mems = backbone_kwargs.get("mems")
         mem_ids = None
         if mems and not mems[-1].is_floating_point():
