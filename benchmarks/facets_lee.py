@@ -176,7 +176,7 @@ def covered_pairs(vocab: set[str], vec: Vectors) -> dict[str, list[tuple[str, st
 def word_rows(run: Path | None, vec: Vectors, tag: str, pairs: dict[str, list]) -> list[dict[str, Any]]:
     """Spearman / Pearson of cosine similarities with the human scores of `pairs`: GloVe (run None), or the
     run's learned input embeddings and the mean of a word's K unit facets (the word alone as a sentence)."""
-    from genfeat.recipes.facets import load_run, sentence_facets
+    from genfeat.models.facets.inference import load_run, sentence_facets
 
     out = []
     for name, rows in pairs.items():
@@ -197,7 +197,7 @@ def word_rows(run: Path | None, vec: Vectors, tag: str, pairs: dict[str, list]) 
 
 
 def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool, tag: str) -> list[dict[str, Any]]:
-    from genfeat.recipes.facets import load_run, sentence_facets
+    from genfeat.models.facets.inference import load_run, sentence_facets
 
     model, vocab, _, _ = load_run(run)
     facets, weights, largest = [], [], []

@@ -89,7 +89,7 @@ def minilm_scorers() -> dict[str, Scorer]:
 
 def facet_scorers(run, tag: str) -> dict[str, Scorer]:
     from genfeat.data.facets import EOS, tokenize
-    from genfeat.recipes.facets import load_run, sentence_facets
+    from genfeat.models.facets.inference import load_run, sentence_facets
 
     model, vocab, _, _ = load_run(run)
     ids = {w: i for i, w in enumerate(vocab)}

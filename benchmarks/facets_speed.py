@@ -60,6 +60,7 @@ def main() -> None:
     if args.render_only:
         print(render(NAME, markdown))
         return
+    from genfeat.models.facets.inference import sentence_facets
     from genfeat.recipes import facets as R
 
     cfg = R.bbc_glove50()
@@ -100,7 +101,7 @@ def main() -> None:
             mean_pool(bert(**x).hidden, x["attention_mask"])
 
     def facets():
-        R.sentence_facets(model.eval(), vocab, sentences, batch=64)
+        sentence_facets(model.eval(), vocab, sentences, batch=64)
 
     t0 = time.perf_counter()
     steps = interleaved_median_seconds({"train": train_step}, args.repeats * 4)

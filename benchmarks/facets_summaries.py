@@ -104,7 +104,7 @@ def main() -> None:
     if args.render_only:
         print(render(NAME, markdown))
         return
-    from genfeat.recipes.facets import load_run, sentence_facets
+    from genfeat.models.facets.inference import load_run, sentence_facets
 
     articles = wiki_articles()
     vec, probs = Vectors(), unigram_probs()

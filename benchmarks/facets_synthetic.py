@@ -73,7 +73,7 @@ def sentence_pairs(corpus: TopicCorpus, n: int, rng: np.random.Generator) -> tup
 
 
 def evaluate_seed(runs: dict[str, Path], seed: int) -> dict[str, Any]:
-    from genfeat.recipes.facets import load_run, sentence_facets
+    from genfeat.models.facets.inference import load_run, sentence_facets
 
     corpus = topic_corpus(seed)
     index = {w: i for i, w in enumerate(corpus.words)}

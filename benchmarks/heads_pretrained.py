@@ -173,7 +173,7 @@ def zero_shot(init: Path, cfg, streams: dict[str, Any]) -> dict[str, float]:
     import torch
 
     from genfeat.models.gpt.hf import from_pretrained
-    from genfeat.recipes.lm import segment_nll
+    from genfeat.models.nll_passes import segment_nll
     from genfeat.tasks.language_modeling import lm_scores
 
     lm = from_pretrained(init).to(device())

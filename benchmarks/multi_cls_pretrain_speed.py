@@ -33,8 +33,8 @@ def setup(k: int, batches: int = 3):
     from genfeat.models.bert import from_pretrained
     from genfeat.models.bert.tokenizer import load_wordpiece
     from genfeat.recipes import multi_cls as R
-    from genfeat.recipes.lm import seed_everything
     from genfeat.train.loop import build_optimizer
+    from genfeat.train.seed import seed_everything
 
     cfg = R.minilm_bbc()
     cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, k=k), heads_lr=1e-3)

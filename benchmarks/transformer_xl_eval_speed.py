@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from benchmarks.common import write_results
+from genfeat.models.nll_passes import segment_nll, sliding_nll
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
-from genfeat.recipes.lm import segment_nll, sliding_nll
 
 
 def timed(fn, *args, **kwargs) -> float:

@@ -218,7 +218,7 @@ def test_language_modeling_task_scores_a_gpt():
     import numpy as np
 
     from genfeat.models.gpt import GPTConfig, build_gpt_lm
-    from genfeat.recipes.lm import segment_nll
+    from genfeat.models.nll_passes import segment_nll
     from genfeat.tasks.language_modeling import LanguageModeling
 
     torch.manual_seed(0)

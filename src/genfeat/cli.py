@@ -318,7 +318,7 @@ def cmd_recl(args: argparse.Namespace) -> int:
 
 
 def cmd_facet_words(args: argparse.Namespace) -> int:
-    from genfeat.recipes.facets import facet_neighbours, load_run
+    from genfeat.models.facets.inference import facet_neighbours, load_run
 
     model, vocab, words, table = load_run(args.run_dir)
     print(f"sentence: {args.sentence}")

@@ -89,7 +89,7 @@ def test_nnsc_training_learns_the_clusters_of_each_input():
 def test_sentence_facets_batches_like_one_sentence_at_a_time():
     """`recipes.facets.sentence_facets` (left-padded batches) gives each sentence the unit facets of its own call."""
     from genfeat.data.facets import EOS, PAD, UNK, tokenize
-    from genfeat.recipes.facets import sentence_facets
+    from genfeat.models.facets.inference import sentence_facets
 
     torch.manual_seed(0)
     m = FacetModel(CFG).eval()

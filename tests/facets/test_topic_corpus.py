@@ -57,7 +57,7 @@ def test_examples_ids():
 
 def test_synthetic_preset_runs_and_loads(tmp_path):
     from genfeat.cli import main
-    from genfeat.recipes.facets import load_run, sentence_facets
+    from genfeat.models.facets.inference import load_run, sentence_facets
 
     out = tmp_path / "syn"
     assert main(["run", "facets", "--preset", "synthetic", "--model.n_enc", "1", "--model.n_dec", "1",

@@ -119,7 +119,7 @@ def test_input_table_starts_from_the_target_vectors_when_the_widths_agree(bbc_ar
     import torch
 
     from genfeat.cli import main
-    from genfeat.recipes.facets import load_run
+    from genfeat.models.facets.inference import load_run
 
     words, vecs = read_word_vectors(vectors)
     common = ["--preset", "tiny", "--data.vectors", str(vectors), "--train.max_steps", "1", "--train.lr", "1e-12",

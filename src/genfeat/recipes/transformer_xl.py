@@ -22,19 +22,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 import numpy as np
 import torch
 
 from genfeat.data.lm_data import LMDataConfig
 from genfeat.errors import ConfigError
-from genfeat.losses import nll
+from genfeat.models.nll_passes import segment_nll, sliding_nll
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
 from genfeat.models.transformer_xl import config as txl_presets
 from genfeat.recipes import lm
 from genfeat.recipes.lm import check_sample_prompt
 from genfeat.tasks.generation import SampleConfig
+from genfeat.tasks.language_modeling import MemoryLMLoss
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 
@@ -61,38 +61,17 @@ class TXLRunConfig:
         check_sample_prompt(self.data, self.sample)
 
 
-class MemoryLMLoss:
-    """Next-token NLL on consecutive segments, carrying the (detached) memory across calls."""
-
-    def __init__(self):
-        self.mems: tuple[torch.Tensor, ...] | None = None
-
-    def __call__(self, model: torch.nn.Module, batch) -> tuple[torch.Tensor, int]:
-        device = next(model.parameters()).device
-        x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
-        mems = None if self.mems is None else tuple(m.to(device) for m in self.mems)  # no-op unless resumed
-        out, bb = model(x, targets=y, **({"mems": mems} if mems is not None else {}))
-        self.mems = bb.mems
-        return nll(out, y), y.numel()
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"mems": [m.cpu() for m in self.mems] if self.mems is not None else []}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.mems = tuple(state["mems"]) or None
-
-
 @torch.no_grad()
 def txl_nll(model: torch.nn.Module, tokens: np.ndarray, cfg: TXLRunConfig, split: str) -> tuple[float, int]:
     """Summed NLL and target count of `tokens`: segments with the evaluation memory, or the sliding window."""
     e, m = cfg.eval, cfg.model
     if e.stride > 0:
-        return lm.sliding_nll(model, tokens, m.tgt_len, e.stride, split, batch_size=cfg.data.eval_batch_size * 8)
+        return sliding_nll(model, tokens, m.tgt_len, e.stride, split, batch_size=cfg.data.eval_batch_size * 8)
     bb = D.unwrap(model).backbone
     train_setting = (bb.mem_len, bb.same_length, bb.clamp_len)
     bb.reset_length(m.mem_len if e.mem_len < 0 else e.mem_len, e.same_length, e.clamp_len)
     try:
-        return lm.segment_nll(model, tokens, cfg.data.eval_batch_size, e.tgt_len or m.tgt_len, split,
+        return segment_nll(model, tokens, cfg.data.eval_batch_size, e.tgt_len or m.tgt_len, split,
                               carry_memory=True)
     finally:
         bb.reset_length(*train_setting)

@@ -38,11 +38,11 @@ from genfeat.losses.nll import nll
 from genfeat.losses.plm import mlm_forward, plm_forward
 from genfeat.models.xlnet import XLNetConfig, XLNetLM
 from genfeat.models.xlnet.hf import save_pretrained
-from genfeat.recipes.lm import seed_everything
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
 from genfeat.train.record import write_record
+from genfeat.train.seed import seed_everything
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,6 @@ from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_t
 from genfeat.errors import ConfigError
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
-from genfeat.recipes.lm import seed_everything
 from genfeat.tasks.classification import MultipleChoice, SequenceClassification
 from genfeat.tasks.inputs import pair_inputs
 from genfeat.tasks.span_qa import SpanQA
@@ -50,6 +49,7 @@ from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
 from genfeat.train.loop import FitResult, TrainConfig, effective_warmup, fit
 from genfeat.train.optim import finetune_optimizer
 from genfeat.train.record import write_record
+from genfeat.train.seed import seed_everything
 from genfeat.train.step import OneLoss
 
 Batch = dict[str, torch.Tensor]

@@ -13,6 +13,7 @@ perplexity (`ppl`) and, for character / byte tokens, bits per character (`bpc`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,6 +35,29 @@ def lm_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, int
     if out.aux is not None:  # two-stage reranker: stage-1 NLL + stage-2 NLL
         loss = loss + nll(out.aux, y)
     return loss, y.numel()
+
+
+class MemoryLMLoss:
+    """Next-token NLL on consecutive segments, carrying the backbone's (detached) memory from one call to the next
+    (Transformer-XL training, thesis Y §2.1); the memory is its state, checkpointed with the run, so a resume is
+    exact."""
+
+    def __init__(self):
+        self.mems: tuple[torch.Tensor, ...] | None = None
+
+    def __call__(self, model: torch.nn.Module, batch) -> tuple[torch.Tensor, int]:
+        device = next(model.parameters()).device
+        x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
+        mems = None if self.mems is None else tuple(m.to(device) for m in self.mems)  # no-op unless resumed
+        out, bb = model(x, targets=y, **({"mems": mems} if mems is not None else {}))
+        self.mems = bb.mems
+        return nll(out, y), y.numel()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"mems": [m.cpu() for m in self.mems] if self.mems is not None else []}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.mems = tuple(state["mems"]) or None
 
 
 def lm_scores(total_nll: float, count: int, per_char: bool) -> dict[str, float]:

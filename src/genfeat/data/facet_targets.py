@@ -1,0 +1,53 @@
+"""The data section of a facet-embedding run (thesis C §3.2): which corpus, unit and target table, and the target
+table itself, `load_targets` (the word vectors the facets live among, or the synthetic corpus's own). Training
+(`recipes/facets.py`) and inference on a finished run (`models/facets/inference.py`) read a run's data the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from genfeat.data.topic_corpus import topic_corpus
+from genfeat.data.word_vectors import load_glove, read_word_vectors
+from genfeat.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class FacetDataConfig:
+    corpus: str = "bbc-news"  # "+"-joined: bbc-news, wiki, austen, kjv, shakespeare, python-doc, linux-doc, dir:PATH;
+    #   or synthetic (the spec's two-topic corpus, data/topic_corpus.py: its own 48d target vectors, seed split_seed)
+    dedupe: bool = False  # drop sentences seen before (data.sentences.documents); the multi-corpus preset sets it
+    split_seed: int = 0
+    vectors: str = "glove-6b-50d"  # or the path of a GloVe / word2vec text file
+    min_count: int = 3  # the input vocabulary
+    max_len: int = 50
+    max_targets: int = 30
+    batch_size: int = 64
+    limit_docs: int = 0  # > 0: the first N documents per split (tests)
+    unit: str = "sentence"  # sentence (targets: the neighbouring sentences' words) | phrase (noun phrases by the
+    #   WordNet-lexicon rule of data/facets.py; targets: the words within `window` tokens; needs the wordnet source)
+    window: int = 5
+    stop_words: str = "english"  # never targets: genfeat's English function words, or a file of one word a line
+    #   (data/stop_words.py); punctuation is never a target either way
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("sentence", "phrase"):
+            raise ConfigError(f"data.unit must be sentence or phrase, got {self.unit!r}")
+        if min(self.min_count, self.max_len, self.max_targets, self.batch_size, self.window) < 1 or self.limit_docs < 0:
+            raise ConfigError("data.min_count, max_len, max_targets, batch_size and window must be >= 1 and "
+                              "limit_docs >= 0")
+
+
+def load_targets(dc: FacetDataConfig, vocab_hint: set[str], d: int) -> tuple[list[str], np.ndarray]:
+    """(target words, their vectors) of the configured table; `d`: the synthetic corpus's dimension
+    (model.d_target)."""
+    if dc.corpus == "synthetic":
+        corpus = topic_corpus(dc.split_seed, d=d)
+        return corpus.words, corpus.vectors
+    if dc.vectors == "glove-6b-50d":
+        words, vecs = load_glove()
+        keep = [i for i, w in enumerate(words) if w in vocab_hint]
+        return [words[i] for i in keep], vecs[keep]
+    return read_word_vectors(dc.vectors, vocab=vocab_hint)
