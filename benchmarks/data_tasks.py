@@ -51,7 +51,7 @@ def markdown(record: dict[str, Any]) -> str:
     return f"""# Tasks built from offline sources
 
 {{header}}`genfeat data build TASK --split-seed S` prints the same numbers (and `--out DIR` writes the splits as
-TSV). The sha256 covers the three splits' order, texts and labels (`data.built_tasks.splits_checksum`); a run of
+TSV). The sha256 covers the three splits' order, texts and labels (`data.built_task.splits_checksum`); a run of
 `multi_cls_classify --task TASK` records it as `data_sha256`.
 
 | task | source | classes | train | valid | test | split seed | sha256 |

@@ -44,7 +44,7 @@ from benchmarks.sweep import Job, Sweep
 from genfeat.analysis import facet_scores as S
 from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.data.facets import tokenize
-from genfeat.data.sentences import split_sentences
+from genfeat.data.sentence_split import split_sentences
 from genfeat.data.similarity_sets import lee_background, lee_documents, lee_pairs
 from genfeat.data.text_classification import load_bbc_news, stratified_split
 from genfeat.data.word_vectors import load_glove

@@ -76,8 +76,8 @@ def probes(args) -> dict[str, Any]:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
+    from genfeat.data.pair_inputs import pair_inputs
     from genfeat.models.xlnet import XLNet
-    from genfeat.tasks.inputs import pair_inputs
     from genfeat.train.checkpoint import checkpoint_dirs, load_weights
 
     data, _ = F.classification_data(F.bbc_100())

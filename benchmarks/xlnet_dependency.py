@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
-from genfeat.data.plm import perm_mask_from_ranks, sample_ranks
+from genfeat.data.plm import mlm_corrupt, perm_mask_from_ranks, sample_ranks
 from genfeat.data.plm_synthetic import MASK, new_york, new_york_vocab, right_ctx, right_ctx_vocab
 from genfeat.losses.nll import nll
-from genfeat.losses.plm import mlm_corrupt, mlm_loss, plm_loss
+from genfeat.losses.plm import mlm_loss, plm_loss
 from genfeat.models.xlnet import XLNetConfig, XLNetLM
 
 NAME = "xlnet_dependency"

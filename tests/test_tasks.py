@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from genfeat.api import HFBackbone
-from genfeat.tasks.heads import SequenceClassifier, SequenceSummary, SpanExtractor
+from genfeat.nn.task_heads import SequenceClassifier, SequenceSummary, SpanExtractor
 
 
 def _bert():
@@ -155,9 +155,9 @@ def test_fit_task_keeps_the_best_weights_and_evaluates_every_split(tmp_path):
     import numpy as np
 
     from genfeat.data.batches import EpochBatches
+    from genfeat.paradigms import fit_task
     from genfeat.tasks.classification import SequenceClassification
     from genfeat.train.loop import TrainConfig
-    from genfeat.train.paradigms import fit_task
 
     torch.manual_seed(0)
     task = SequenceClassification({"train": _toy_rows(64, 0), "valid": _toy_rows(40, 1), "test": _toy_rows(40, 2)})

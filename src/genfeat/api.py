@@ -93,7 +93,7 @@ def score(model: CausalLM, tokenizer: Any, text: str) -> dict[str, float]:
 class HFBackbone(nn.Module):
     """A Hugging Face transformer (anything whose forward takes input_ids and returns last_hidden_state, e.g.
     `AutoModel`) as a genfeat backbone: `BackboneOutput(hidden (B, T, d), all_hidden (embeddings + every layer)
-    when output_all_hidden)`; also the encoder of a task model (`genfeat.tasks.heads.SequenceClassifier(
+    when output_all_hidden)`; also the encoder of a task model (`genfeat.nn.task_heads.SequenceClassifier(
     HFBackbone(bert), d, n_labels, pool="first")`)."""
 
     def __init__(self, model: nn.Module):

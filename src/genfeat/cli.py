@@ -217,7 +217,8 @@ def cmd_data(args: argparse.Namespace) -> int:
             print(f"{s.name:16s} {mark:8s} {s.method:10s} {s.spec:32s} {s.description}")
         return 0
     if args.data_cmd == "build":
-        from genfeat.data.built_tasks import build_task, write_tsv
+        from genfeat.data.built_task import write_tsv
+        from genfeat.data.built_tasks import build_task
 
         task = build_task(args.task, args.split_seed)
         print(json.dumps(task.describe(), indent=1))

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genfeat.data.built_tasks import BUILDERS, build_task, sized_split, splits_checksum, write_tsv
+from genfeat.data.built_task import sized_split, splits_checksum, write_tsv
+from genfeat.data.built_tasks import BUILDERS, build_task
 from genfeat.data.debian_sections import debian_sections, description_text, read_deb822
 from genfeat.data.wordnet import inflections, lexname_task, mentions, parse_gloss, read_synsets, wic_pairs, wic_task
 from genfeat.errors import ConfigError, DataError

@@ -54,7 +54,7 @@ def test_pairs_custom_columns_numeric_classes_and_a_carved_validation_split(tmp_
 def test_genfeats_own_built_task_files_read_the_same_way(tmp_path):
     import numpy as np
 
-    from genfeat.data.built_tasks import BuiltTask, write_tsv
+    from genfeat.data.built_task import BuiltTask, write_tsv
 
     pairs = [(f"text {i}", None) for i in range(10)]
     task = BuiltTask("t", {k: (pairs, np.arange(10) % 2) for k in ("train", "valid", "test")}, ["x", "y"], "none")

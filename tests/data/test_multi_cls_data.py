@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from genfeat.data.multi_cls import TripleBatches
-from genfeat.data.sentences import split_sentences
+from genfeat.data.sentence_split import split_sentences
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 

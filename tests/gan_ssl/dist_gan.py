@@ -12,6 +12,7 @@ from torch import nn
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator
 from genfeat.models.gan_ssl.train import GanSSLConfig, fit_gan_ssl
 from genfeat.nn.weight_norm import WNLinear
+from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import distributed as D
 
 
@@ -34,7 +35,9 @@ def main(out: str) -> None:
     disc = MNISTDiscriminator(10, 784, (24, 16), input_noise=0.0, hidden_noise=0.0)
     cfg = GanSSLConfig(epochs=2, labeled_per_class=2, batch_labeled=20, batch_unlabeled=40, init_samples=60,
                        lambda_pt=0.5, lambda_ent=0.3, lambda_ld=0.1, ld_samples=10, ld_quantile=50.0, device="cpu")
-    fit_gan_ssl(cfg, disc, Generator(), x, y, x[:50], y[:50], x[50:100], y[50:100], out,
+    task = SemiSupervisedImageClassification({"valid": {"x": x[:50], "y": y[:50]},
+                                              "test": {"x": x[50:100], "y": y[50:100]}})
+    fit_gan_ssl(cfg, disc, Generator(), x, y, task.all_errors, out,
                 log_density=lambda im: -((im - 0.5) ** 2).flatten(1).sum(1))
     D.teardown()  # as `genfeat run` does: the process group goes before the interpreter does
 

@@ -16,6 +16,7 @@ def test_feature_matching_gan_beats_supervised_on_real_mnist(tmp_path):
     from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTGenerator
     from genfeat.models.gan_ssl.train import GanSSLConfig, fit_gan_ssl
     from genfeat.recipes.gan_ssl import ImageDataConfig, load_images
+    from tests.gan_ssl import image_errors
 
     fetch("mnist")
     data = load_images(ImageDataConfig(limit_train=10_000))
@@ -27,6 +28,7 @@ def test_feature_matching_gan_beats_supervised_on_real_mnist(tmp_path):
         disc = MNISTDiscriminator(10, 784, (500, 250))
         gen = MNISTGenerator(100, 500) if method == "gan" else None
         cfg = GanSSLConfig(method=method, epochs=12, labeled_per_class=10, seed=0)
-        errors[method] = fit_gan_ssl(cfg, disc, gen, xt, yt, xv, yv, xv, yv, tmp_path / method).best["valid_errors"]
+        res = fit_gan_ssl(cfg, disc, gen, xt, yt, image_errors(xv, yv, xv, yv), tmp_path / method)
+        errors[method] = res.best["valid_errors"]
     print(f"validation errors of 1,000: {errors}")
     assert errors["gan"] < 0.85 * errors["supervised"], errors

@@ -12,6 +12,7 @@ from genfeat.losses.gan_ssl import uniform_noise
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNISTGenerator
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
 from genfeat.nn.weight_norm import init_all
+from tests.gan_ssl import image_errors
 
 SMALL = dict(sizes=(32, 16), input_noise=0.3, hidden_noise=0.5)
 
@@ -21,6 +22,11 @@ def _data(n=200, seed=0):
     y = torch.arange(n) % 10
     x = (torch.rand(n, 1, 28, 28, generator=g) * 0.3 + (y.view(-1, 1, 1, 1) / 10.0)).clamp(0, 0.999)
     return x, y
+
+
+def _errors(x, y):
+    """The first 50 images validate, the rest test."""
+    return image_errors(x[:50], y[:50], x[50:], y[50:])
 
 
 def _cfg(**kw):
@@ -38,7 +44,7 @@ def test_every_switch_trains(kw, tmp_path):
     def logp(img):  # a differentiable stand-in density (pixels ~ N(0.5, 0.3²))
         return -((img.flatten(1) - 0.5) ** 2 / (2 * 0.09)).sum(-1)
 
-    res = fit_gan_ssl(_cfg(**kw), disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], encoder=enc,
+    res = fit_gan_ssl(_cfg(**kw), disc, gen, x, y, _errors(x, y), encoder=enc,
                       log_density=logp if kw.get("lambda_ld") else None, run_dir=tmp_path)
     assert len(res.history) == 2
     # the returned discriminator is the best-validation one, and its recorded errors are its own
@@ -61,7 +67,7 @@ def test_generator_steps_leave_the_discriminator_unchanged(tmp_path):
     before = {k: v.clone() for k, v in disc.state_dict().items()}
     g_before = [p.detach().clone() for p in gen.parameters()]
     cfg = dataclasses.replace(_cfg(), lr_d=0.0, epochs=1)  # D steps move nothing; only G steps could
-    fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], run_dir=tmp_path)
+    fit_gan_ssl(cfg, disc, gen, x, y, _errors(x, y), run_dir=tmp_path)
     assert all(torch.equal(before[k], v) for k, v in disc.state_dict().items())
     assert any(not torch.equal(a, b) for a, b in zip(g_before, gen.parameters(), strict=True))
 
@@ -82,13 +88,13 @@ def test_config_errors(tmp_path):
     x, y = _data(60)
     with pytest.raises(ConfigError, match="encoder"):
         fit_gan_ssl(_cfg(lambda_vi=0.1), MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32),
-                    x, y, x, y, x, y, run_dir=tmp_path)
+                    x, y, image_errors(x, y, x, y), run_dir=tmp_path)
 
 
 def test_integer_betas_from_a_config_file_are_accepted(tmp_path):
     x, y = _data(100)
     cfg = dataclasses.replace(_cfg(), epochs=1, betas_g=(0, 0.999), betas_d=(0, 0.999))  # YAML gives ints
-    fit_gan_ssl(cfg, MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32), x, y, x, y, x, y,
+    fit_gan_ssl(cfg, MNISTDiscriminator(**SMALL), MNISTGenerator(d_z=8, hidden=32), x, y, image_errors(x, y, x, y),
                 run_dir=tmp_path)
 
 
@@ -100,7 +106,7 @@ def _run(tmp_path, lr_d=3e-3, lr_g=3e-3, n=1000, epochs=4, **kw):
     x, y = _data(n)
     disc, gen = MNISTDiscriminator(**QUIET), MNISTGenerator(d_z=8, hidden=32)
     cfg = dataclasses.replace(_cfg(**kw), lr_d=lr_d, lr_g=lr_g, epochs=epochs, lr_floor=1.0)
-    return fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], run_dir=tmp_path), gen
+    return fit_gan_ssl(cfg, disc, gen, x, y, _errors(x, y), run_dir=tmp_path), gen
 
 
 @torch.no_grad()
@@ -135,7 +141,7 @@ def test_low_density_term_lowers_the_generated_log_density(tmp_path):
     disc, gen = MNISTDiscriminator(**QUIET), MNISTGenerator(d_z=8, hidden=32)
     cfg = dataclasses.replace(_cfg(lambda_ld=10.0, ld_form="hinge", ld_samples=20, ld_quantile=0.0), lr_d=0.0,
                               lr_g=3e-3, epochs=4, lr_floor=1.0)
-    res = fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], log_density=logp, run_dir=tmp_path)
+    res = fit_gan_ssl(cfg, disc, gen, x, y, _errors(x, y), log_density=logp, run_dir=tmp_path)
     lds = [r["g_ld"] for r in res.history]
     assert lds[-1] < 0.5 * lds[0], lds
 
@@ -175,7 +181,7 @@ def _interruptible_run(run_dir, interrupt_after=None, resume=False, seed=0, dens
             density_rows.append(len(img))
         return -((img.flatten(1) - 0.5) ** 2 / (2 * density_sd**2)).sum(-1)
 
-    return fit_gan_ssl(cfg, disc, gen, x, y, x[:50], y[:50], x[50:], y[50:], run_dir=run_dir, log_density=logp,
+    return fit_gan_ssl(cfg, disc, gen, x, y, _errors(x, y), run_dir=run_dir, log_density=logp,
                        resume_from=latest_checkpoint(run_dir) if resume else None)
 
 

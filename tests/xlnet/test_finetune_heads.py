@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from genfeat.data.pair_inputs import SEG_CLS, SEG_PAD, pair_inputs
 from genfeat.data.text_classification import load_bbc_news, load_glue_tsv, stratified_split
 from genfeat.errors import DataError
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetMultipleChoice
-from genfeat.tasks.inputs import SEG_CLS, SEG_PAD, pair_inputs
 
 SEP, CLS, PAD = 4, 3, 5
 CFG = XLNetConfig(vocab_size=40, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, dropout=0.0, dropatt=0.0)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from genfeat.data.plm import perm_mask_from_ranks, sample_ranks
+from genfeat.data.plm import mlm_corrupt, perm_mask_from_ranks, sample_ranks
 from genfeat.data.plm_synthetic import MARK, MASK, new_york, new_york_vocab, right_ctx, right_ctx_vocab
-from genfeat.losses.plm import mlm_corrupt, mlm_loss, plm_loss
+from genfeat.losses.plm import mlm_loss, plm_loss
 from genfeat.models.xlnet import XLNetConfig, XLNetLM
 
 

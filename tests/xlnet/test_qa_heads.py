@@ -14,7 +14,7 @@ from genfeat.errors import DataError
 from genfeat.metrics.squad import exact_match, f1, normalize_answer, squad_scores
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetForSquad, XLNetMultipleChoice
-from genfeat.tasks.heads import KNRM
+from genfeat.nn.task_heads import KNRM
 
 CONTEXT = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region "
            "in France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway.")

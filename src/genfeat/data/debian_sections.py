@@ -11,7 +11,7 @@ breaks, whitespace collapsed); the label is the section. The build is determinis
 2. identical texts: kept once (the first package by name) when all their packages share a section, dropped when
    they disagree (e.g. a transitional package described identically in two sections);
 3. sections with at least `min_count` packages are kept (the issue's threshold: 200);
-4. packages sorted by name, then `built_tasks.sized_split` (class-stratified, fixed by the seed): n_valid
+4. packages sorted by name, then `built_task.sized_split` (class-stratified, fixed by the seed): n_valid
    validation and n_test test packages, the rest training.
 """
 
@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from genfeat.data.built_tasks import BuiltTask, labelled_splits
+from genfeat.data.built_task import BuiltTask, labelled_splits
 from genfeat.data.sources import require
 from genfeat.errors import DataError
 

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from genfeat.data.built_tasks import BUILDERS, Splits, build_task, splits_checksum
+from genfeat.data.built_task import Splits, splits_checksum
+from genfeat.data.built_tasks import BUILDERS, build_task
 from genfeat.data.text_classification import (
     GLUE_COLUMNS,
     SUPERGLUE_FIELDS,

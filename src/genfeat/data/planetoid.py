@@ -71,6 +71,11 @@ class GraphData:
         return int(self.labels.shape[0])
 
     @property
+    def split_idx(self) -> dict[str, np.ndarray]:
+        """{"train", "valid", "test"} -> node ids."""
+        return {"train": self.train_idx, "valid": self.val_idx, "test": self.test_idx}
+
+    @property
     def num_features(self) -> int:
         return int(self.features.shape[1])
 

@@ -140,7 +140,7 @@ class PretrainStream:
     reads its own contiguous slice of the corpus, the next batch starting reuse_len tokens later, so the memory
     cached from the reuse part precedes it. Targets / orders / masks from `plm_inputs` (the targets split between
     the reuse part and the rest, spans aligned to word starts). objective "mlm": the same targets, replaced by
-    BERT's corruption (`genfeat.losses.plm.mlm_corrupt`), no permutation. bi_data: the second half of the rows
+    BERT's corruption (`mlm_corrupt`), no permutation. bi_data: the second half of the rows
     reads the reversed corpus (thesis §2.2.3's bidirectional pipeline; the model must have bi_data=True, which
     negates their relative positions). Stateful (`state_dict`) for resuming.
     """
@@ -219,8 +219,6 @@ class PretrainStream:
         if self.objective == "plm":
             batch["perm_mask"] = d["perm_mask"]
         else:
-            from genfeat.losses.plm import mlm_corrupt
-
             batch["input_ids"] = mlm_corrupt(x, d["target_pos"], self.mask_id, self.vocab_size, self.gen)
         return batch
 
@@ -231,3 +229,13 @@ class PretrainStream:
         self.cursor = state["cursor"]
         self.rng.bit_generator.state = state["rng"]
         self.gen.set_state(state["gen"])
+
+
+def mlm_corrupt(tokens: Tensor, target_pos: Tensor, mask_id: int, vocab_size: int,
+                generator: torch.Generator | None = None, probs: tuple[float, float] = (0.8, 0.1)) -> Tensor:
+    """BERT corruption of the targets: <mask> with probs[0], a uniformly random token with probs[1], else kept."""
+    u = torch.rand(target_pos.shape, generator=generator).to(tokens.device)
+    rand = torch.randint(0, vocab_size, target_pos.shape, generator=generator).to(tokens.device)
+    orig = tokens.gather(1, target_pos)
+    new = torch.where(u < probs[0], torch.full_like(orig, mask_id), torch.where(u < sum(probs), rand, orig))
+    return tokens.scatter(1, target_pos, new)

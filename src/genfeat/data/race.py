@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
+from genfeat.data.pair_inputs import pair_inputs
 from genfeat.data.tokenizers import SentencePieceTokenizer
 from genfeat.errors import DataError
-from genfeat.tasks.inputs import pair_inputs
 
 
 @dataclass

@@ -1,10 +1,6 @@
 """Documents as ordered sentences, for the models trained on neighbouring sentences (Multi-CLS BERT's triples,
-the multi-facet sentence model).
+the multi-facet sentence model); sentences are cut by `data.sentence_split.split_sentences`.
 
-    split_sentences(text)   a sentence ends at . ! ? (followed by closing quotes / brackets) before whitespace and an
-                            upper-case letter, digit or opening quote, or at a paragraph break; the abbreviations
-                            Mr. Mrs. Ms. Dr. St. Mt. vs. e.g. i.e. etc. and single letters ("J.") do not end one.
-                            A documented rule, not a trained splitter.
     bbc_documents(...)      the BBC News articles of the train / valid splits (the split every BBC recipe shares),
                             each a list of sentences; the test articles are never read
     documents(corpus, ...)  the same for any offline prose, "+"-joined: bbc-news; wiki (the Wikipedia articles
@@ -17,30 +13,9 @@ the multi-facet sentence model).
 
 from __future__ import annotations
 
-import re
-
+from genfeat.data.sentence_split import split_sentences
 from genfeat.data.text_classification import load_bbc_news, stratified_split
 from genfeat.errors import ConfigError
-
-_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
-_ABBREV = {"mr.", "mrs.", "ms.", "dr.", "st.", "mt.", "vs.", "e.g.", "i.e.", "etc."}
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of a text, in order (module docstring for the rule)."""
-    out = []
-    for para in re.split(r"\n\s*\n", text):
-        para = " ".join(para.split())
-        start = 0
-        for m in _END.finditer(para):
-            word = para[:m.start() + 1].rsplit(" ", 1)[-1].lower()
-            if word in _ABBREV or re.fullmatch(r"[a-z]\.", word):  # "Mr." or an initial "J."
-                continue
-            out.append(para[start: m.end()].strip())
-            start = m.end()
-        if para[start:].strip():
-            out.append(para[start:].strip())
-    return out
 
 
 def _line_documents(name: str, lines_per_doc: int) -> dict[str, list[list[str]]]:

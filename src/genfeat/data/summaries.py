@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from genfeat.data.sentences import split_sentences
+from genfeat.data.sentence_split import split_sentences
 from genfeat.data.sources import require
 from genfeat.errors import DataError
 

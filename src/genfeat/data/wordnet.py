@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genfeat.data.built_tasks import BuiltTask, labelled_splits
+from genfeat.data.built_task import BuiltTask, labelled_splits
 from genfeat.data.sources import require
 from genfeat.errors import DataError
 

@@ -1,6 +1,8 @@
 """Classification, regression and correlation metrics, through scikit-learn and SciPy.
 
     accuracy                 mean(argmax = y)
+    split_accuracy           {split}_acc of one prediction of every item scored on several index sets (a graph's
+                             train / valid / test nodes)
     mcc                      Matthews correlation (CoLA)                       sklearn.metrics.matthews_corrcoef
     f1                       F1 of the positive class 1 (MRPC, QQP)            sklearn.metrics.f1_score
     macro_f1                 unweighted mean of the per-class F1
@@ -10,12 +12,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 # scipy.stats and sklearn.metrics are imported where they are used: they take seconds to import, and the
 # registry imports this module for every genfeat command
 
 GLUE_EXTRA = {"CoLA": "mcc", "MRPC": "f1", "QQP": "f1"}  # reported beside accuracy, as GLUE does
+
+
+def split_accuracy(pred, labels: np.ndarray, split_idx: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """{split}_acc: the fraction of each split's items whose predicted class (`pred` over all items, (N,)) is their
+    label (`labels` (N,)); NaN for an empty split."""
+    pred = np.asarray(pred)
+    return {f"{s}_acc": float((pred[idx] == labels[idx]).mean()) if len(idx) else float("nan")
+            for s, idx in split_idx.items()}
 
 
 def correlation(pred, gold) -> dict[str, float]:

@@ -46,6 +46,7 @@ from genfeat.models.gan_ssl.conv32 import Conv32Discriminator, Conv32Encoder, Co
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNISTGenerator
 from genfeat.models.gan_ssl.pixelcnn import PixelCNN, discretized_logistic_mixture_logp
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
+from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
@@ -293,7 +294,8 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
           f"({10 * train.labeled_per_class} labeled), " + (f"{train.epochs} epochs" if train.max_steps is None else
                                                             f"{train.max_steps} iterations"))
     t0 = time.perf_counter()
-    res = fit_gan_ssl(train, disc, gen, xt, yt, xv, yv, xs, ys, run_dir, encoder=enc,
+    task = SemiSupervisedImageClassification({"valid": {"x": xv, "y": yv}, "test": {"x": xs, "y": ys}})
+    res = fit_gan_ssl(train, disc, gen, xt, yt, task.all_errors, run_dir, encoder=enc,
                       log_density=log_density if density is not None else None, resume_from=resume_from)
     for m in (disc, gen, enc, density):  # the report's samples and ratios on the CPU
         if m is not None:

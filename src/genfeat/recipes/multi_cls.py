@@ -13,7 +13,7 @@ the BBC News training split (the fine-tuning test articles are never read) or an
 N triples [A; P; H] (`data/multi_cls.py`). Validation: MCQT loss and how often the positive is ranked first
 among the 2N candidates on fixed held-out triples (chance: 1 / 2N).
 
-Fine-tuning (paradigm: pretrain -> fine-tune, `train.paradigms.fit_task` on a `SequenceClassification` task):
+Fine-tuning (paradigm: pretrain -> fine-tune, `paradigms.fit_task` on a `SequenceClassification` task):
 `labels` training examples (100, 1000, or 0 for the full training split), each seed drawing its own subset (every
 model sees the same subset for the same seed); model selection on the validation split; test accuracy, macro-F1
 and ECE (App. D.1, Eq. D.1) of the selected weights. `pretrained`: a `multi_cls_pretrain` run (its K, inserted
@@ -58,13 +58,13 @@ from genfeat.models.multi_cls import (
 )
 from genfeat.models.multi_cls.model import AGGREGATIONS
 from genfeat.models.multi_cls.pretrain import positive_first
+from genfeat.nn.task_heads import SequenceClassifier
+from genfeat.paradigms import fit_task
 from genfeat.tasks.base import predict_rows
 from genfeat.tasks.classification import SequenceClassification
-from genfeat.tasks.heads import SequenceClassifier
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 from genfeat.train.loop import TrainConfig, build_optimizer, check_early_stop_metric, fit
-from genfeat.train.paradigms import fit_task
 from genfeat.train.record import write_record
 from genfeat.train.seed import seed_everything
 

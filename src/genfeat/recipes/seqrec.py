@@ -46,10 +46,10 @@ from genfeat.errors import ConfigError
 from genfeat.heads.config import head_name
 from genfeat.metrics.ranking import TIES
 from genfeat.models.seqrec import SeqRecConfig, build_seqrec
+from genfeat.paradigms import fit_task
 from genfeat.tasks.ranking import NextItemRanking
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
-from genfeat.train.paradigms import fit_task
 from genfeat.train.record import write_record
 from genfeat.train.seed import seed_everything
 

@@ -35,6 +35,7 @@ from torch import nn
 from genfeat.config import atomic_write_text
 from genfeat.data.batches import StreamBatches
 from genfeat.data.labelled import check_options, load_labelled
+from genfeat.data.pair_inputs import pair_inputs
 from genfeat.data.race import load_race, race_inputs
 from genfeat.data.squad import load_squad_json, squad_features
 from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_tokenizer
@@ -42,7 +43,6 @@ from genfeat.errors import ConfigError
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
 from genfeat.tasks.classification import MultipleChoice, SequenceClassification
-from genfeat.tasks.inputs import pair_inputs
 from genfeat.tasks.span_qa import SpanQA
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights

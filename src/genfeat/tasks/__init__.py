@@ -16,7 +16,7 @@ object with `.hidden` (B, T, d): genfeat's XLNet, or a Hugging Face model throug
                              SpanExtractor (span QA with answerability), KNRM (kernel-pooling ranking)
     inputs.py                input layouts (XLNet's [A, <sep>, B, <sep>, <cls>], left-padded)
 
-`train.paradigms.fit_task` trains a network on a task.
+`paradigms.fit_task` trains a network on a task.
 
 The XLNet fine-tuning models (`models/xlnet/heads.py`) are these task models on an XLNet encoder.
 """

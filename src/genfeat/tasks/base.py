@@ -13,7 +13,7 @@ target loss l_t and its evaluation; the generative loss l_g of a one-phase model
     task.evaluate_all(model)    -> every split's evaluation (a task whose one prediction pass covers every split,
                                 as node classification on a graph, overrides it)
 
-A recipe is then a network, a task and a paradigm (`train.paradigms`): `fit_task` trains a model on a task with
+A recipe is then a network, a task and a paradigm (`genfeat.paradigms`): `fit_task` trains a model on a task with
 model selection on its primary metric and returns its evaluation.
 """
 

@@ -3,7 +3,7 @@
 Rows: the encoder's inputs (`input_ids`, `token_type_ids`, `attention_mask`; (N, T), or (N, C, T) for multiple
 choice) and `labels` (N,) (class ids; floats for regression). The model is called as
 model(input_ids, token_type_ids, attention_mask) and returns logits (N, n_labels), (N,) for regression, or (N, C)
-for multiple choice (`tasks.heads.SequenceClassifier`, `MultipleChoice`). Metrics: `metrics.classification`.
+for multiple choice (`nn.task_heads.SequenceClassifier`, `MultipleChoice`). Metrics: `metrics.classification`.
 """
 
 from __future__ import annotations

@@ -48,3 +48,7 @@ class SemiSupervisedImageClassification(Task):
 
     def errors(self, model: nn.Module, split: str) -> int:
         return int(self.score(self.predict(model, split), split)["errors"])
+
+    def all_errors(self, model: nn.Module) -> dict[str, float]:
+        """{split}_errors of every split: the evaluation a complement-GAN run selects on (`models.gan_ssl`)."""
+        return {f"{split}_errors": self.errors(model, split) for split in self.splits}

@@ -15,14 +15,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from genfeat.metrics.classification import split_accuracy
 from genfeat.tasks.base import Task
 
 Predictor = Callable[[nn.Module], Tensor]  # network -> predicted class of every node (N,)
-
-
-def accuracy(pred: Tensor, labels: np.ndarray, idx: np.ndarray) -> float:
-    """Fraction of the nodes `idx` whose predicted class (`pred` over all nodes) is their label; NaN for none."""
-    return float((pred[torch.from_numpy(idx)].numpy() == labels[idx]).mean()) if len(idx) else float("nan")
 
 
 class NodeClassification(Task):
@@ -41,11 +37,12 @@ class NodeClassification(Task):
             return self.predictor(model).cpu()
 
     def score(self, pred: Tensor, split: str) -> dict[str, float]:
-        return {"acc": accuracy(pred, self.labels, self.split_idx[split])}
+        return {"acc": split_accuracy(pred, self.labels, {split: self.split_idx[split]})[f"{split}_acc"]}
 
     def evaluate_all(self, model: nn.Module, splits: Iterable[str] | None = None) -> dict[str, float]:
         return self.scores(self.predict(model), splits)
 
     def scores(self, pred: Tensor, splits: Iterable[str] | None = None) -> dict[str, float]:
         """{split}_acc of the node predictions `pred` (N,) on each split (default: all)."""
-        return {f"{s}_acc": self.score(pred, s)["acc"] for s in (self.splits if splits is None else splits)}
+        chosen = self.splits if splits is None else splits
+        return split_accuracy(pred, self.labels, {s: self.split_idx[s] for s in chosen})

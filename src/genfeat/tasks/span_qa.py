@@ -5,7 +5,7 @@ Per split: the questions (`data.squad.SquadExample`) and their windows over the 
 (`data.squad.squad_features`: max_len pieces, doc_stride overlap). Rows: the encoder's inputs per window
 (`input_ids`, `token_type_ids`, `attention_mask`), `p_mask` (1 where no answer may start: the question and the
 separators) and `cls_index`; training rows add `start_positions`, `end_positions` and `is_impossible`. The model
-is a span extractor (`tasks.heads.SpanExtractor`, `models.xlnet.heads.XLNetForSquad`) called with those keyword
+is a span extractor (`nn.task_heads.SpanExtractor`, `models.xlnet.heads.XLNetForSquad`) called with those keyword
 arguments: with the positions it returns {"loss": ...}, without them the start / end log-probabilities and the
 answerability logit of every window.
 

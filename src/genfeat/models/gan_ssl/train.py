@@ -54,7 +54,6 @@ from genfeat.losses.gan_ssl import (
     vi_nll,
 )
 from genfeat.nn.weight_norm import init_all
-from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
 from genfeat.train.logging import progress, read_metrics
@@ -292,12 +291,16 @@ def _saved_epsilon(ckpt: str | Path | None, ld_quantile: float, density_probe: l
 
 
 def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_train: Tensor, y_train: Tensor,
-                x_valid: Tensor, y_valid: Tensor, x_test: Tensor, y_test: Tensor, run_dir: str | Path,
+                errors: Callable[[nn.Module], dict[str, float]], run_dir: str | Path,
                 encoder: nn.Module | None = None, log_density: Callable[[Tensor], Tensor] | None = None,
                 resume_from: str | Path | None = None) -> GanSSLResult:
     """Train on a class-balanced labeled subset of (x_train, y_train) and all of x_train as unlabeled data, with
     checkpoints, metrics.jsonl and the best weights (model.safetensors: `discriminator.*`, `generator.*`,
-    `encoder.*`) in `run_dir`; `resume_from` continues a checkpoint of the same run."""
+    `encoder.*`) in `run_dir`; `resume_from` continues a checkpoint of the same run.
+
+    `errors(disc)`: the discriminator's misclassified images over its K real classes on the evaluated splits,
+    {"valid_errors", "test_errors"} (`tasks.image_classification.SemiSupervisedImageClassification.all_errors`);
+    the best-validation weights are selected on valid_errors."""
     if cfg.method == "gan" and gen is None:
         raise ConfigError("method=gan needs a generator")
     if cfg.lambda_vi and encoder is None:
@@ -341,11 +344,8 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     batches = SSLBatches(x_train, x_train[lab], y_train[lab], cfg.batch_labeled, cfg.batch_unlabeled, rng,
                          info.rank, info.world_size)
 
-    task = SemiSupervisedImageClassification({"valid": {"x": x_valid, "y": y_valid},
-                                              "test": {"x": x_test, "y": y_test}})
-
     def evaluate(_: nn.Module) -> dict[str, float]:  # the discriminator's K real classes
-        return {f"{split}_errors": task.errors(disc, split) for split in task.splits}
+        return errors(disc)
 
     budget = cfg.max_steps if cfg.max_steps is not None else cfg.epochs * iters
     loop = TrainConfig(max_steps=budget, clip_norm=0.0, precision="fp32", log_every=iters, eval_every=iters,

@@ -46,7 +46,7 @@ from torch import Tensor, nn
 from genfeat.config import require_at_least
 from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
-from genfeat.models.planetoid.train import node_task
+from genfeat.metrics.classification import split_accuracy
 from genfeat.nn.sparse_linear import SparseLinear, SparseRows
 from genfeat.train import checkpoint as C
 from genfeat.train.loop import TrainConfig, fit
@@ -97,12 +97,15 @@ def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, A
         ce = F.cross_entropy(z[train], y[train])
         return (ce if penalty is None else ce + penalty(z)), len(train)
 
-    task = node_task(data, lambda _: logits_fn(False).argmax(-1))
+
+    def evaluate(_: nn.Module) -> dict[str, float]:
+        with torch.no_grad():
+            return split_accuracy(logits_fn(False).argmax(-1).cpu(), data.labels, data.split_idx)
 
     loop = TrainConfig(max_steps=steps, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
                        log_every=eval_every, eval_every=eval_every, early_stop_metric="valid_acc",
                        early_stop_mode="max")
-    res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=task.evaluate_all, optimizer=opt,
+    res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=evaluate, optimizer=opt,
               desc="full batch", unit="nodes")
     C.load_model_weights(net, Path(run_dir) / C.WEIGHTS)  # the best-validation state
     accuracies = {k: res.best_eval[k] for k in ("train_acc", "valid_acc", "test_acc")}
@@ -195,8 +198,8 @@ def tsvm(data: GraphData, cfg: BaselineConfig, inductive: bool = False, seed: in
     svc = CalibratedClassifierCV(SVC(kernel="linear", random_state=seed), ensemble=False)  # Platt probabilities
     clf = SelfTrainingClassifier(svc, threshold=cfg.tsvm_threshold)
     clf.fit(data.features[seen], y[seen])
-    pred = torch.from_numpy(clf.predict(data.features).astype(np.int64))
-    return {**node_task(data).scores(pred), "self_labeled": int((clf.labeled_iter_ > 0).sum()),
+    pred = clf.predict(data.features).astype(np.int64)
+    return {**split_accuracy(pred, data.labels, data.split_idx), "self_labeled": int((clf.labeled_iter_ > 0).sum()),
             "train_seconds": time.perf_counter() - t0,  # one-vs-one linear SVMs: C(C-1)/2 weight vectors + biases
             "params": (data.num_features + 1) * data.num_classes * (data.num_classes - 1) // 2,
             "steps": int(clf.n_iter_), "best_step": None}
@@ -226,7 +229,7 @@ def label_propagation(data: GraphData) -> dict[str, Any]:
         scores[unl] = f_u.reshape(len(unl), c)
     majority = np.bincount(data.labels[lab], minlength=c).argmax()
     pred = np.where(reach, scores.argmax(1), majority)
-    return {**node_task(data).scores(torch.from_numpy(pred)),
+    return {**split_accuracy(pred, data.labels, data.split_idx),
             "unreachable_nodes": int((~reach).sum()), "train_seconds": time.perf_counter() - t0, "params": 0,
             "steps": 0, "best_step": None}
 

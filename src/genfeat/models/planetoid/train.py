@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,10 +30,10 @@ from torch import nn
 from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
 from genfeat.losses.graph_context import context_loss
+from genfeat.metrics.classification import split_accuracy
 from genfeat.models.planetoid.model import Planetoid
 from genfeat.models.planetoid.sampler import ContextSampler
 from genfeat.nn.sparse_linear import SparseRows
-from genfeat.tasks.node_classification import NodeClassification
 from genfeat.train import checkpoint as C
 from genfeat.train.loop import TrainConfig, fit
 from genfeat.train.step import Step, Update
@@ -179,12 +179,6 @@ class Triples:
         self.sampler.gen.set_state(state["gen"])
 
 
-def node_task(data: GraphData, predictor: Callable[[nn.Module], torch.Tensor] | None = None) -> NodeClassification:
-    """The graph's node classification task: its labels and the train / valid / test node sets."""
-    return NodeClassification(data.labels, {"train": data.train_idx, "valid": data.val_idx, "test": data.test_idx},
-                              predictor)
-
-
 def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cfg: PlanetoidTrainConfig,
                   run_dir: str | Path, seed: int = 0, context_only: bool = False,
                   resume_from: str | Path | None = None) -> dict[str, Any]:
@@ -200,7 +194,10 @@ def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cf
     batches = {"labeled": LabeledBatches(data.train_idx, data.labels, cfg.n1, gen),
                "triples": Triples(sampler, cfg.n2)}
     all_ids = torch.arange(data.num_nodes)
-    task = node_task(data, lambda m: m.predict(all_ids, method.x))
+
+    def evaluate(m: nn.Module) -> dict[str, float]:  # {train,valid,test}_acc of one pass over every node
+        with torch.no_grad():
+            return split_accuracy(m.predict(all_ids, method.x).cpu(), data.labels, data.split_idx)
 
     steps = warmup + (int(rounds * cfg.t2) if context_only else rounds)
     if cfg.max_steps is not None:
@@ -208,7 +205,7 @@ def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cf
     loop = TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=cfg.eval_every,
                        eval_every=cfg.eval_every, eval_from=warmup, ckpt_every=cfg.eval_every if context_only else 0,
                        early_stop_metric="valid_acc", early_stop_mode="max", patience=cfg.patience)
-    res = fit(model, method, batches, loop, run_dir, evaluate=None if context_only else task.evaluate_all,
+    res = fit(model, method, batches, loop, run_dir, evaluate=None if context_only else evaluate,
               resume_from=resume_from, desc="Planetoid" + (" (context only)" if context_only else ""),
               unit="nodes")  # the labeled nodes of the supervised updates
     run = {"params": sum(p.numel() for p in model.parameters()), "steps": res.step, "train_seconds": res.wall_time}

@@ -1,8 +1,8 @@
 """XLNet fine-tuning models (thesis Y §2.2.3; spec xlnet.md §2.12): the query stream is dropped and the content
 stream is a bidirectional Transformer-XL encoder (no perm mask, no memory, padding masked as keys), under the task
-models of `genfeat.tasks.heads`:
+models of `genfeat.nn.task_heads`:
 
-    inputs      `genfeat.tasks.inputs.pair_inputs`: [A, <sep>, (B, <sep>,) <cls>], left-padded
+    inputs      `genfeat.data.pair_inputs.pair_inputs`: [A, <sep>, (B, <sep>,) <cls>], left-padded
     summary     the last position's state (<cls>) -> Linear(d, d) -> tanh -> dropout ("last", projection on);
                 `pool="mean"`: the mean of the real tokens' states instead (HF's "mean", padding excluded)
     classify    `XLNetClassifier`, choice `XLNetMultipleChoice` (RACE), span QA `XLNetForSquad` (SQuAD 2.0)
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from genfeat.models.xlnet.config import XLNetConfig
 from genfeat.models.xlnet.model import XLNet
-from genfeat.tasks.heads import MultipleChoice, SequenceClassifier, SpanExtractor
+from genfeat.nn.task_heads import MultipleChoice, SequenceClassifier, SpanExtractor
 
 
 class XLNetClassifier(SequenceClassifier):
