@@ -5,7 +5,8 @@ so with r = the target's rank (1 = best):
 
     Hit@K  = 1[r <= K]        NDCG@K = 1[r <= K] / log2(r + 1)        MRR@K = 1[r <= K] / r
 
-Vectorised over a (B, n) score matrix: r = 1 + #{x : s_x > s_y} (+ #{x != y : s_x = s_y} with
+Vectorised over a (B, n) score matrix (`metrics.multi_positive.relevant_positions` with one relevant candidate):
+r = 1 + #{x : s_x > s_y} (+ #{x != y : s_x = s_y} with
 `ties="pessimistic"`, the default: a model gains nothing from ties, e.g. underflowing probabilities;
 "optimistic" counts ties in the target's favour). `exclude_ids` (padding 0) never rank. History items are
 *not* excluded (thesis protocol: on repeat datasets they are valid answers, and the context partition must
@@ -19,7 +20,7 @@ import math
 import torch
 from torch import Tensor
 
-TIES = ("pessimistic", "optimistic")
+from genfeat.metrics.multi_positive import TIES, relevant_positions
 
 
 def target_ranks(scores: Tensor, target: Tensor, exclude_ids: tuple[int, ...] = (0,), history: Tensor | None = None,
@@ -39,12 +40,9 @@ def target_ranks(scores: Tensor, target: Tensor, exclude_ids: tuple[int, ...] = 
         excluded.scatter_(1, history, True)
     rows = torch.arange(len(target), device=s.device)
     excluded[rows, target] = False
-    t = s[rows, target][:, None]
-    better = (s > t) & ~excluded
-    if ties == "pessimistic":
-        better = better | ((s == t) & ~excluded)
-        better[rows, target] = False
-    return 1.0 + better.sum(1).float()
+    relevant = torch.zeros_like(excluded)
+    relevant[rows, target] = True
+    return relevant_positions(s, relevant, ~excluded, ties)[0][:, 0].float()  # the one relevant candidate
 
 
 def ranking_metrics_from_ranks(ranks: Tensor, ks: tuple[int, ...] = (10,)) -> dict[str, Tensor]:

@@ -1,5 +1,15 @@
-"""Next-item ranking as a task (thesis C §2.5; spec sequential-recommendation.md §5): a user's history is the
-context, the next item the target, every item a candidate (full ranking, no sampled negatives).
+"""Ranking as a task: for each query of a split, score every candidate and compare the order with the relevant
+ones (`Ranking`; several relevant candidates per query: citation, co-citation and relation ranking, with the
+metrics of `metrics.multi_positive`). Next-item ranking is one instance (`NextItemRanking`).
+
+    Ranking             splits of queries, each with its relevant candidate ids and the ids that are not
+                        candidates for it (the query itself, edges seen in training); a `scorer(model, split, queries)`
+                        returns the (b, n) candidate scores of a batch of query indices. Metrics: AP, NDCG, MRR, AUC
+                        and NDCG / R / Rcap / MRR @k, each averaged over the queries with a relevant candidate.
+                        Primary: `metric` ("ap" unless set).
+
+Next-item ranking (thesis C §2.5; spec sequential-recommendation.md §5): a user's history is the
+context, the next item the one relevant candidate, every item a candidate (full ranking, no sampled negatives).
 
     loss        the NLL of the next item under the model's distribution (`next_item_loss`): prefix examples
                 (history, length, target) or windows (inputs, targets) scored at every position whose target
@@ -8,17 +18,109 @@ context, the next item the target, every item a candidate (full ranking, no samp
                 (`metrics.ranking`: pessimistic ties by default, history items stay candidates unless masked)
     primary     ndcg@{first K}
 
-Citation and relation ranking (the next wave) rank other candidate sets with the same metrics.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
 import torch
+from torch import Tensor, nn
 
 from genfeat.data.seqrec import Examples
+from genfeat.metrics.multi_positive import multi_positive_metrics
 from genfeat.metrics.ranking import history_mass, ranking_metrics_from_ranks, target_ranks
 from genfeat.tasks.base import Task
 from genfeat.train import distributed as D
+
+
+class RankingTask(Task):
+    """A split's queries are scored in batches (`query_metrics`: per-query metrics (b,) of each batch); `evaluate`
+    averages each metric over the queries where it is defined (not NaN), unweighted."""
+
+    unit = "queries"
+    mode = "max"
+
+    def query_metrics(self, model: nn.Module, split: str) -> Iterator[dict[str, Tensor]]:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
+        if split not in self.splits:
+            raise KeyError(f"{type(self).__name__} has no split {split!r}; it has {', '.join(self.splits)}")
+        net = D.unwrap(model)
+        was = net.training
+        net.eval()
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        try:
+            for batch in self.query_metrics(net, split):
+                for k, v in batch.items():
+                    ok = ~torch.isnan(v)
+                    sums[k] = sums.get(k, 0.0) + float(v[ok].sum())
+                    counts[k] = counts.get(k, 0) + int(ok.sum())
+        finally:
+            net.train(was)
+        return {f"{split}_{k}": (v / counts[k] if counts[k] else math.nan) for k, v in sums.items()}
+
+
+@dataclass
+class RankingSplit:
+    """Queries 0..Q-1 of one split: each query's relevant candidate ids and (optionally) the ids that are not
+    candidates for it."""
+
+    relevant: Sequence[np.ndarray]
+    excluded: Sequence[np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        if self.excluded is not None and len(self.excluded) != len(self.relevant):
+            raise ValueError(f"{len(self.relevant)} queries but {len(self.excluded)} exclusion lists")
+
+    def __len__(self) -> int:
+        return len(self.relevant)
+
+
+Scorer = Callable[[nn.Module, str, Tensor], Tensor]  # model, split, query indices (b,) -> candidate scores (b, n)
+
+
+class Ranking(RankingTask):
+    """Several relevant candidates per query over the full candidate list (module docstring). A relevant id that
+    is also excluded stays a candidate (an exclusion list need not know the answers)."""
+
+    def __init__(self, splits: Mapping[str, RankingSplit], n_candidates: int, scorer: Scorer,
+                 ks: tuple[int, ...] = (10,), ties: str = "pessimistic", metric: str = "ap", batch_size: int = 256,
+                 loss: Callable[[nn.Module, object], tuple[Tensor, float]] | None = None):
+        self.data, self.splits = dict(splits), tuple(splits)
+        self.n, self.scorer, self.ks, self.ties, self.batch_size = n_candidates, scorer, ks, ties, batch_size
+        self.metric, self._loss = metric, loss
+        for name, sp in self.data.items():
+            for ids in [*sp.relevant, *(sp.excluded or ())]:
+                if len(ids) and (int(np.min(ids)) < 0 or int(np.max(ids)) >= n_candidates):
+                    raise ValueError(f"split {name!r}: candidate ids must be in [0, {n_candidates})")
+
+    def loss(self, model: nn.Module, batch: object) -> tuple[Tensor, float]:
+        if self._loss is None:
+            raise NotImplementedError("this Ranking task is evaluation-only (no loss given)")
+        return self._loss(model, batch)
+
+    def query_metrics(self, model: nn.Module, split: str) -> Iterator[dict[str, Tensor]]:
+        sp = self.data[split]
+        for a in range(0, len(sp), self.batch_size):
+            q = torch.arange(a, min(a + self.batch_size, len(sp)))
+            scores = self.scorer(model, split, q).float().cpu()  # (b, n)
+            if scores.shape != (len(q), self.n):
+                raise ValueError(f"the scorer returned {tuple(scores.shape)} scores for {len(q)} queries and "
+                                 f"{self.n} candidates")
+            relevant = torch.zeros(len(q), self.n, dtype=torch.bool)
+            candidates = torch.ones(len(q), self.n, dtype=torch.bool)
+            for r, i in enumerate(q.tolist()):
+                if sp.excluded is not None:
+                    candidates[r, torch.as_tensor(sp.excluded[i], dtype=torch.long)] = False
+                relevant[r, torch.as_tensor(sp.relevant[i], dtype=torch.long)] = True
+            yield multi_positive_metrics(scores, relevant, candidates | relevant, self.ks, self.ties)
 
 
 def next_item_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, int]:
@@ -51,26 +153,14 @@ def ranking_metrics(model: torch.nn.Module, ex: Examples, ks: tuple[int, ...] = 
                     ties: str = "pessimistic", batch_size: int = 1024) -> dict[str, float]:
     """Full-ranking Hit/NDCG/MRR@K, NLL and mean history mass of the model's next-item distributions over `ex`
     (model(history, length) -> log-probabilities (B, n_items + 1)); the padding id 0 is never a candidate."""
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    sums: dict[str, float] = {}
-    for a in range(0, len(ex), batch_size):
-        hist, length, target = (torch.from_numpy(x[a: a + batch_size]).to(device)
-                                for x in (ex.history, ex.length, ex.target))
-        logp = model(hist, length)
-        ranks = target_ranks(logp, target, (0,), hist, mask_history, ties)
-        vals = ranking_metrics_from_ranks(ranks, ks)
-        vals["loss"] = -logp.gather(1, target[:, None]).squeeze(1)
-        vals["history_mass"] = history_mass(logp, hist)
-        for k, v in vals.items():
-            sums[k] = sums.get(k, 0.0) + float(v.sum())
-    model.train(was_training)
-    return {k: v / len(ex) for k, v in sums.items()}
+    task = NextItemRanking(ex, ex, ks, mask_history, ties, batch_size)
+    return {k.removeprefix("valid_"): v for k, v in task.evaluate(model, "valid").items()}
 
 
-class NextItemRanking(Task):
-    """Rows: training examples or windows (`train_rows`, batches drawn by the recipe); splits valid / test."""
+class NextItemRanking(RankingTask):
+    """Rows: training examples or windows (`train_rows`, batches drawn by the recipe); splits valid / test. The
+    one relevant candidate is the next item; the rank is `metrics.ranking.target_ranks`' (history items stay
+    candidates unless `mask_history`); extra metrics: the target's NLL (`loss`) and the history mass."""
 
     unit = "targets"  # next_item_loss counts the scored positions
 
@@ -84,8 +174,14 @@ class NextItemRanking(Task):
     def loss(self, model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, float]:
         return next_item_loss(model, batch)
 
-    def evaluate(self, model: torch.nn.Module, split: str) -> dict[str, float]:
-        """Metrics summed batch by batch (the (N, n_items) scores of a split are never held at once)."""
-        scores = ranking_metrics(D.unwrap(model), self.data[split], self.ks, self.mask_history, self.ties,
-                                 self.batch_size)
-        return {f"{split}_{k}": v for k, v in scores.items()}
+    def query_metrics(self, model: nn.Module, split: str) -> Iterator[dict[str, Tensor]]:
+        """Batches of examples: the (B, n_items) scores of a split are never held at once."""
+        ex = self.data[split]
+        device = next(model.parameters()).device
+        for a in range(0, len(ex), self.batch_size):
+            hist, length, target = (torch.from_numpy(x[a: a + self.batch_size]).to(device)
+                                    for x in (ex.history, ex.length, ex.target))
+            logp = model(hist, length)  # (B, n_items + 1)
+            ranks = target_ranks(logp, target, (0,), hist, self.mask_history, self.ties)  # (B,)
+            yield ranking_metrics_from_ranks(ranks, self.ks) | {
+                "loss": -logp.gather(1, target[:, None]).squeeze(1), "history_mass": history_mass(logp, hist)}
