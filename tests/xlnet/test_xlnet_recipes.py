@@ -184,6 +184,12 @@ def test_glue_classification_and_regression(pretrained_run, tmp_path):
         F.run_classify(F.XLNetClassifyConfig(task="MRPC", pretrained=str(pretrained_run)), tmp_path)
 
 
+def _trained_weights(run: Path) -> dict[str, bytes]:
+    from safetensors.torch import load_file
+
+    return {k: v.numpy().tobytes() for k, v in load_file(str(run / "model.safetensors")).items()}
+
+
 def test_race_and_squad_recipes(pretrained_run, tmp_path):
     ctx = "The Normans gave their name to Normandy, a region in France. They came from Denmark and Norway."
     for split in ("train", "dev", "test"):
@@ -193,18 +199,22 @@ def test_race_and_squad_recipes(pretrained_run, tmp_path):
             (d / f"{i}.txt").write_text(json.dumps({
                 "id": f"high{i}.txt", "article": ctx, "questions": ["Where is Normandy?"], "answers": ["B"],
                 "options": [["Denmark", "France", "Norway", "Mars"]]}))
-    main(["run", "xlnet_race", "--preset", "tiny", "--data_dir", str(tmp_path / "RACE"), "--pretrained",
-          str(pretrained_run), "--out", str(tmp_path / "race")])
+    for out in ("race", "race-again"):  # a fresh run of one config is the same run: every initialisation seeded
+        main(["run", "xlnet_race", "--preset", "tiny", "--data_dir", str(tmp_path / "RACE"), "--pretrained",
+              str(pretrained_run), "--out", str(tmp_path / out)])
     s = json.loads((tmp_path / "race" / "summary.json").read_text())
     assert 0 <= s["test_acc"] <= 1 and "test_acc_high" in s and "test_acc_middle" not in s
+    assert _trained_weights(tmp_path / "race") == _trained_weights(tmp_path / "race-again")
     squad = {"version": "v2.0", "data": [{"title": "N", "paragraphs": [{"context": ctx, "qas": [
         {"id": "a", "question": "Where is Normandy?", "is_impossible": False,
          "answers": [{"text": "France", "answer_start": ctx.index("France")}]},
         {"id": "b", "question": "What is on Mars?", "answers": [], "is_impossible": True}]}]}]}
     f = tmp_path / "squad.json"
     f.write_text(json.dumps(squad))
-    main(["run", "xlnet_squad", "--preset", "tiny", "--train_file", str(f), "--dev_file", str(f), "--pretrained",
-          str(pretrained_run), "--out", str(tmp_path / "squad")])
+    for out in ("squad", "squad-again"):
+        main(["run", "xlnet_squad", "--preset", "tiny", "--train_file", str(f), "--dev_file", str(f), "--pretrained",
+              str(pretrained_run), "--out", str(tmp_path / out)])
+    assert _trained_weights(tmp_path / "squad") == _trained_weights(tmp_path / "squad-again")
     s = json.loads((tmp_path / "squad" / "summary.json").read_text())
     assert s["dev_questions"] == 2 and s["dev_f1_best_threshold"] >= s["dev_f1"] - 1e-9
     assert set(json.loads((tmp_path / "squad" / "predictions.json").read_text())) == {"a", "b"}

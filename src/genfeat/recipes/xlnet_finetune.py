@@ -309,9 +309,9 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
     t0 = time.perf_counter()
     if not cfg.data_dir:
         raise ConfigError("xlnet_race needs data_dir (RACE/ with train/, dev/ and test/)")
+    seed_everything(cfg.seed)  # before the task head is initialised
     model, tok = build(XLNetMultipleChoice, cfg)
     model.to(D.setup(cfg.train.device).device)
-    seed_everything(cfg.seed)
     split = {k: load_race(Path(cfg.data_dir) / k) for k in ("train", "dev", "test")}
     x = {k: race_inputs(v, tok, cfg.max_len, cfg.max_qa) for k, v in split.items()}
     task = MultipleChoice(x)
@@ -338,9 +338,9 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     t0 = time.perf_counter()
     if not cfg.train_file or not cfg.dev_file:
         raise ConfigError("xlnet_squad needs train_file and dev_file (SQuAD JSON)")
+    seed_everything(cfg.seed)  # before the task head is initialised
     model, tok = build(XLNetForSquad, cfg)
     model.to(D.setup(cfg.train.device).device)
-    seed_everything(cfg.seed)
     examples = {k: load_squad_json(f) for k, f in (("train", cfg.train_file), ("dev", cfg.dev_file))}
     task = SpanQA(examples, {k: squad_features(v, tok, cfg.max_len, cfg.doc_stride, cfg.max_query)
                              for k, v in examples.items()}, cfg.max_answer)
