@@ -34,7 +34,7 @@ from genfeat.errors import ConfigError
 from genfeat.heads.config import HeadConfig, build_head, named_head
 from genfeat.losses.nll import nll
 from genfeat.models.lm import CausalLM
-from genfeat.nn.outputs import BackboneOutput
+from genfeat.nn.outputs import BackboneOffers, BackboneOutput
 
 __all__ = ["HFBackbone", "attach_head", "generate", "load", "load_with_config", "named_head", "score"]
 
@@ -95,6 +95,8 @@ class HFBackbone(nn.Module):
     `AutoModel`) as a genfeat backbone: `BackboneOutput(hidden (B, T, d), all_hidden (embeddings + every layer)
     when output_all_hidden)`; also the encoder of a task model (`genfeat.nn.task_heads.SequenceClassifier(
     HFBackbone(bert), d, n_labels, pool="first")`)."""
+
+    offers = BackboneOffers()  # hidden states only: no memory or cache that genfeat carries
 
     def __init__(self, model: nn.Module):
         super().__init__()

@@ -146,6 +146,26 @@ def test_a_head_without_needs_is_refused():
         CausalLM(torch.nn.Identity(), Bare())
 
 
+def test_a_backbone_declares_what_it_offers():
+    """The backbone half of the contract: CausalLM refuses a backbone without `offers`; the two decoders declare
+    their memory (GPT's cache, Transformer-XL's recurrent memory with its ext_len), which decides what generation
+    starts from."""
+    from genfeat.models.gpt import GPTConfig, GPTDecoder
+    from genfeat.models.lm import CausalLM
+    from genfeat.models.transformer_xl import TransformerXL, TXLConfig
+    from genfeat.nn.outputs import BackboneOffers
+
+    with pytest.raises(TypeError, match="BackboneOffers"):
+        CausalLM(torch.nn.Identity(), SoftmaxHead(8, 11))
+    gpt = GPTDecoder(GPTConfig(vocab_size=11, n_layer=1, n_head=2, d_model=8, max_len=6, dropout=0.0))
+    txl = TransformerXL(TXLConfig(vocab_size=11, n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=16, tgt_len=4,
+                                  mem_len=4, ext_len=1))
+    assert gpt.offers == BackboneOffers(memory="cache") and txl.offers == BackboneOffers("recurrent", ext_len=1)
+    assert CausalLM(gpt, SoftmaxHead(8, 11)).generation_memory() == ()
+    with pytest.raises(ValueError, match="memory must be"):
+        BackboneOffers(memory="kv")
+
+
 @pytest.mark.parametrize("name", list(HEADS))
 def test_every_named_head_declares_what_it_reads(name):
     """Registry heads: Mi / DOC / Rs2 ask for the lower layers, C / L / R / pointers for the ids, only C for the

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from genfeat.heads.base import HeadNeeds, HeadOutput
-from genfeat.nn.outputs import BackboneOutput
+from genfeat.nn.outputs import BackboneOffers, BackboneOutput
 
 
 class CausalLM(nn.Module):
@@ -21,17 +21,20 @@ class CausalLM(nn.Module):
         if not isinstance(getattr(head, "needs", None), HeadNeeds):
             raise TypeError(f"{type(head).__name__} does not declare what it reads: a head sets "
                             "`needs = HeadNeeds(...)` (genfeat.heads.base)")
+        if not isinstance(getattr(backbone, "offers", None), BackboneOffers):
+            raise TypeError(f"{type(backbone).__name__} does not declare what it offers: a backbone sets "
+                            "`offers = BackboneOffers(...)` (genfeat.nn.outputs)")
         self.backbone = backbone
         self.head = head
         self.max_len = max_len  # longest context the backbone accepts (None: unbounded)
 
     def generation_memory(self) -> tuple[()] | None:
         """What `sample` starts from: `()`, an empty memory the backbone fills, for a backbone with a memory
-        (`memory = "recurrent"`: Transformer-XL, where it is the model) or with an exact key / value cache
-        (`memory = "cache"`: the GPT decoder) whose head reads nothing a cache drops (the earlier positions'
+        (`offers.memory = "recurrent"`: Transformer-XL, where it is the model) or with an exact key / value cache
+        (`offers.memory = "cache"`: the GPT decoder) whose head reads nothing a cache drops (the earlier positions'
         hidden states, `needs.all_hidden`; their ids without the memory's, `needs.input_ids` without
         `needs.memory_ids`); None: re-read the context at every step."""
-        kind = getattr(self.backbone, "memory", None)
+        kind = self.backbone.offers.memory
         needs: HeadNeeds = self.head.needs
         if kind == "recurrent" or (kind == "cache" and not needs.all_hidden
                                    and (needs.memory_ids or not needs.input_ids)):
@@ -67,7 +70,7 @@ class CausalLM(nn.Module):
             if mem_ids is None or mem_ids.size(1) != old_len:
                 mem_ids = input_ids.new_full((input_ids.size(0), old_len), -1)
             ids = torch.cat([mem_ids, input_ids], 1)
-            end = old_len + max(0, input_ids.size(1) - getattr(getattr(self.backbone, "cfg", None), "ext_len", 0))
+            end = old_len + max(0, input_ids.size(1) - self.backbone.offers.ext_len)
             out.mems = (*out.mems, ids[:, end - out.mems[0].size(1):end])
             if old_len:
                 head_kwargs["mem_ids"] = mem_ids

@@ -15,3 +15,28 @@ class BackboneOutput:
     hidden: Tensor
     all_hidden: tuple[Tensor, ...] | None = None
     mems: tuple[Tensor, ...] | None = None
+
+
+MEMORY_KINDS = (None, "recurrent", "cache")
+
+
+@dataclass(frozen=True)
+class BackboneOffers:
+    """What a backbone offers beyond its hidden states, declared as `offers = BackboneOffers(...)` (the backbone's
+    half of the head contract; heads declare what they read in `heads.base.HeadNeeds`).
+
+    memory    None; "recurrent": a segment memory that is part of the model (Transformer-XL: carried through
+              `mems=`, generation always uses it); "cache": an exact key / value cache (the GPT decoder: a
+              shortcut generation uses where the head reads nothing the cache drops)
+    ext_len   the trailing positions of each input that do not enter the next memory (Transformer-XL's
+              reference option; 0 in every published configuration)
+    """
+
+    memory: str | None = None
+    ext_len: int = 0
+
+    def __post_init__(self) -> None:
+        if self.memory not in MEMORY_KINDS:
+            raise ValueError(f"memory must be one of {MEMORY_KINDS}, got {self.memory!r}")
+        if self.ext_len < 0:
+            raise ValueError(f"ext_len must be >= 0, got {self.ext_len}")

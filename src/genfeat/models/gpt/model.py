@@ -27,7 +27,7 @@ from genfeat.models.lm import CausalLM
 from genfeat.nn.attention import CausalSelfAttention
 from genfeat.nn.dropout import Dropout
 from genfeat.nn.feedforward import FeedForward
-from genfeat.nn.outputs import BackboneOutput
+from genfeat.nn.outputs import BackboneOffers, BackboneOutput
 
 
 class Block(nn.Module):
@@ -53,7 +53,7 @@ class GPTDecoder(nn.Module):
     tokens sit at positions P.., and the output carries the extended cache. Generation reads one token per step
     with it (`models.lm.sample`); the outputs equal a full re-read of the context (tests/models/test_gpt_cache.py)."""
 
-    memory = "cache"  # an exact shortcut: sample() uses it only where the head reads nothing the cache drops
+    offers = BackboneOffers(memory="cache")  # exact: sample() uses it only where the head reads nothing it drops
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()

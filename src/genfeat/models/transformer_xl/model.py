@@ -32,7 +32,7 @@ from genfeat.models.lm import CausalLM
 from genfeat.models.transformer_xl.config import TXLConfig
 from genfeat.nn.dropout import Dropout
 from genfeat.nn.embeddings import AdaptiveEmbedding
-from genfeat.nn.outputs import BackboneOutput
+from genfeat.nn.outputs import BackboneOffers, BackboneOutput
 from genfeat.nn.relative_attention import (
     RelPartialLearnableMultiHeadAttn,
     causal_memory_mask,
@@ -72,10 +72,10 @@ class RelPartialLearnableDecoderLayer(nn.Module):
 
 
 class TransformerXL(nn.Module):
-    memory = "recurrent"  # the segment memory is part of the model: generation always carries it
-
     def __init__(self, cfg: TXLConfig):
         super().__init__()
+        # the segment memory is part of the model: generation always carries it
+        self.offers = BackboneOffers(memory="recurrent", ext_len=cfg.ext_len)
         if cfg.vocab_size < 1:
             raise ValueError("TXLConfig.vocab_size must be set (the recipe takes it from the tokenizer)")
         self.cfg = cfg
