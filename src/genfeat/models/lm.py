@@ -1,4 +1,5 @@
-"""A causal language model = causal backbone + output head (DESIGN.md, "Contracts"), and sampling.
+"""A causal language model = causal backbone + output head (the contract: `heads.base.HeadNeeds` / `HeadOutput` and
+`nn.outputs.BackboneOffers` / `BackboneOutput`), and sampling.
 
 Any backbone returning a `BackboneOutput` composes with any head returning a `HeadOutput`.
 """

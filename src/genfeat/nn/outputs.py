@@ -1,4 +1,5 @@
-"""What every backbone returns; heads consume it (DESIGN.md, "Contracts")."""
+"""What every backbone returns (`BackboneOutput`) and declares it offers (`BackboneOffers`); heads consume it
+(`heads.base.HeadNeeds`)."""
 
 from __future__ import annotations
 
