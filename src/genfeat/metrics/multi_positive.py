@@ -20,8 +20,8 @@ below every irrelevant candidate with its score, so a constant scorer gains noth
 relevant candidates change no metric. AUC always counts a tie as one half. With one relevant candidate a query's
 rank is `metrics.ranking.target_ranks`'s, which is built on `relevant_positions`.
 
-Queries without a relevant candidate get NaN (and AUC NaN without an irrelevant one); `mean_metrics` averages
-each metric over the queries where it is defined, unweighted (the thesis's averages over test columns).
+Queries without a relevant candidate get NaN (and AUC NaN without an irrelevant one); `tasks.ranking.RankingTask`
+averages each metric over the queries where it is defined, unweighted (the thesis's averages over test columns).
 Vectorised: one sort of the irrelevant scores per query and a binary search per relevant one, O(n log n).
 """
 
@@ -55,18 +55,19 @@ def relevant_positions(scores: Tensor, relevant: Tensor, candidates: Tensor | No
     """(positions, above, level) of the relevant candidates, each (B, n) in descending score order of the relevant
     ones and +inf / 0 past the R-th: positions p_j (1 = best), `above` the irrelevant candidates scored strictly
     higher than the j-th relevant one, `level` those scored equal to it."""
+    cand, s = _check(scores, relevant, candidates)
+    return _positions(s, relevant.bool() & cand, ~relevant.bool() & cand, ties)
+
+
+def _positions(s: Tensor, rel: Tensor, irr: Tensor, ties: str) -> tuple[Tensor, Tensor, Tensor]:
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
-    cand, s = _check(scores, relevant, candidates)
-    rel = relevant.bool() & cand
-    irr = ~relevant.bool() & cand
     irr_sorted = torch.where(irr, s, torch.full_like(s, -math.inf)).sort(dim=1).values  # (B, n), pads first
-    n_irr = irr.sum(1, keepdim=True)  # (B, 1)
     rel_scores = torch.where(rel, s, torch.full_like(s, -math.inf)).sort(dim=1, descending=True).values  # (B, n)
     pads = (~irr).sum(1, keepdim=True)  # the -inf slots at the front of each sorted row
     le = torch.searchsorted(irr_sorted, rel_scores, right=True) - pads  # irrelevant <= the score
     lt = torch.searchsorted(irr_sorted, rel_scores, right=False) - pads  # irrelevant < the score
-    above, level = n_irr - le, le - lt  # (B, n)
+    above, level = irr.sum(1, keepdim=True) - le, le - lt  # (B, n)
     in_r = torch.arange(s.size(1), device=s.device)[None] < rel.sum(1, keepdim=True)  # (B, n): j < R
     ahead = above + (level if ties == "pessimistic" else 0)
     pos = torch.arange(1, s.size(1) + 1, device=s.device, dtype=s.dtype)[None] + ahead.to(s.dtype)
@@ -78,35 +79,33 @@ def multi_positive_metrics(scores: Tensor, relevant: Tensor, candidates: Tensor 
                            ks: tuple[int, ...] = (), ties: str = "pessimistic") -> dict[str, Tensor]:
     """Per-query metrics (B,) of the module docstring: ap, ndcg, mrr, auc and, for each k in `ks`, ndcg@k, r@k,
     rcap@k and mrr@k (MRR counting only a first hit within the top k); NaN where undefined."""
-    cand, _ = _check(scores, relevant, candidates)
-    pos, above, level = relevant_positions(scores, relevant, cand, ties)
+    if any(k < 1 for k in ks):
+        raise ValueError(f"every k must be >= 1, got {ks}")
+    cand, s = _check(scores, relevant, candidates)
+    rel, irr = relevant.bool() & cand, ~relevant.bool() & cand
+    pos, above, level = _positions(s, rel, irr, ties)
     dt = pos.dtype
-    n_rel = (relevant.bool() & cand).sum(1).to(dt)  # (B,)
-    n_irr = (~relevant.bool() & cand).sum(1).to(dt)
+    n_rel, n_irr = rel.sum(1), irr.sum(1).to(dt)  # (B,)
+    has_rel = n_rel > 0  # a query without positives: every metric NaN
+
+    def defined(x: Tensor, also: Tensor | bool = True) -> Tensor:
+        return torch.where(has_rel & also, x, math.nan)
+
+    found = torch.isfinite(pos)  # (B, n): the first R slots
     j = torch.arange(1, pos.size(1) + 1, device=pos.device, dtype=dt)[None]  # (1, n)
-    found = torch.isfinite(pos)
-    none = torch.where(n_rel > 0, n_rel, torch.full_like(n_rel, math.nan))  # NaN for a query without positives
     disc = torch.where(found, 1.0 / torch.log2(pos + 1.0), 0.0)
-    ideal = torch.cumsum(1.0 / torch.log2(j + 1.0), 1)  # (1, n): IDCG of the first m relevant
-    out = {"ap": torch.where(found, j / pos, 0.0).sum(1) / none,
-           "ndcg": disc.sum(1) / ideal[0, (n_rel.long() - 1).clamp(min=0)] * (none / none),
-           "mrr": (1.0 / pos[:, 0]) * (none / none),
-           "auc": torch.where(found, n_irr[:, None] - above - 0.5 * level, 0.0).sum(1)
-           / (none * torch.where(n_irr > 0, n_irr, torch.full_like(n_irr, math.nan)))}
+    ideal = torch.cumsum(1.0 / torch.log2(j[0] + 1.0), 0)  # (n,): the IDCG of the first m relevant, m = 1..n
+    r = n_rel.clamp(min=1).to(dt)
+    out = {"ap": defined(torch.where(found, j / pos, 0.0).sum(1) / r),
+           "ndcg": defined(disc.sum(1) / ideal[n_rel.clamp(min=1) - 1]),
+           "mrr": defined(1.0 / pos[:, 0]),
+           "auc": defined(torch.where(found, n_irr[:, None] - above - 0.5 * level, 0.0).sum(1)
+                          / (r * n_irr.clamp(min=1)), n_irr > 0)}
     for k in ks:
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
         hit = found & (pos <= k)
         hits = hit.sum(1).to(dt)
-        out[f"ndcg@{k}"] = torch.where(hit, disc, 0.0).sum(1) / ideal[0, (n_rel.clamp(max=k).long() - 1).clamp(min=0)] \
-            * (none / none)
-        out[f"r@{k}"] = hits / none
-        out[f"rcap@{k}"] = hits / none.clamp(max=k)
-        out[f"mrr@{k}"] = torch.where(pos[:, 0] <= k, 1.0 / pos[:, 0], 0.0) * (none / none)
+        out[f"ndcg@{k}"] = defined(torch.where(hit, disc, 0.0).sum(1) / ideal[n_rel.clamp(1, k) - 1])
+        out[f"r@{k}"] = defined(hits / r)
+        out[f"rcap@{k}"] = defined(hits / r.clamp(max=k))
+        out[f"mrr@{k}"] = defined(torch.where(pos[:, 0] <= k, 1.0 / pos[:, 0], 0.0))
     return out
-
-
-def mean_metrics(per_query: dict[str, Tensor]) -> dict[str, float]:
-    """Each metric averaged over the queries where it is defined (not NaN), unweighted; NaN if none is."""
-    return {k: float(v[~torch.isnan(v)].mean()) if (~torch.isnan(v)).any() else math.nan
-            for k, v in per_query.items()}

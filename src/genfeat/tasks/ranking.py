@@ -83,6 +83,16 @@ class RankingSplit:
         return len(self.relevant)
 
 
+def _mask(ids: Sequence[np.ndarray], n: int) -> Tensor:
+    """(len(ids), n) bool: row r True at ids[r]."""
+    lengths = [len(i) for i in ids]
+    rows = torch.from_numpy(np.repeat(np.arange(len(ids)), lengths))
+    cols = torch.from_numpy(np.concatenate([np.asarray(i, dtype=np.int64) for i in ids])) if ids else rows
+    out = torch.zeros(len(ids), n, dtype=torch.bool)
+    out[rows, cols] = True
+    return out
+
+
 Scorer = Callable[[nn.Module, str, Tensor], Tensor]  # model, split, query indices (b,) -> candidate scores (b, n)
 
 
@@ -114,13 +124,10 @@ class Ranking(RankingTask):
             if scores.shape != (len(q), self.n):
                 raise ValueError(f"the scorer returned {tuple(scores.shape)} scores for {len(q)} queries and "
                                  f"{self.n} candidates")
-            relevant = torch.zeros(len(q), self.n, dtype=torch.bool)
-            candidates = torch.ones(len(q), self.n, dtype=torch.bool)
-            for r, i in enumerate(q.tolist()):
-                if sp.excluded is not None:
-                    candidates[r, torch.as_tensor(sp.excluded[i], dtype=torch.long)] = False
-                relevant[r, torch.as_tensor(sp.relevant[i], dtype=torch.long)] = True
-            yield multi_positive_metrics(scores, relevant, candidates | relevant, self.ks, self.ties)
+            relevant = _mask(sp.relevant[a: a + len(q)], self.n)
+            candidates = ~_mask(sp.excluded[a: a + len(q)], self.n) if sp.excluded is not None else None
+            yield multi_positive_metrics(scores, relevant, None if candidates is None else candidates | relevant,
+                                         self.ks, self.ties)
 
 
 def next_item_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, int]:
