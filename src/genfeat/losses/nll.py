@@ -41,12 +41,12 @@ def check_aligned(out: HeadOutput, targets: Tensor) -> None:
     """Raise ValueError unless `out` scores exactly the positions of `targets`: scores (*targets.shape, V) or
     target_log_probs targets.shape."""
     if out.target_log_probs is not None:
-        have, want, what = tuple(out.target_log_probs.shape), tuple(targets.shape), "target log-probabilities"
+        what, shape, positions = "target log-probabilities", out.target_log_probs.shape, out.target_log_probs.shape
     elif out.scores is not None:
-        have, want, what = tuple(out.scores.shape[:-1]), tuple(targets.shape), "scores"
+        what, shape, positions = "scores", out.scores.shape, out.scores.shape[:-1]
     else:
         raise ValueError("the HeadOutput holds neither scores nor target log-probabilities")
-    if have != want:
-        full = tuple(out.scores.shape) if out.target_log_probs is None else have
-        raise ValueError(f"{what} of shape {full} do not align with targets of shape {want}: the model scores "
-                         f"positions {have}; call it on input_ids[:, :-1] with targets input_ids[:, 1:]")
+    if positions != targets.shape:
+        raise ValueError(f"{what} of shape {tuple(shape)} do not align with targets of shape {tuple(targets.shape)}: "
+                         f"the model scores positions {tuple(positions)}; call it on input_ids[:, :-1] with targets "
+                         "input_ids[:, 1:]")

@@ -7,16 +7,18 @@ object with `.hidden` (B, T, d): genfeat's XLNet, or a Hugging Face model throug
     language_modeling.py     LanguageModeling (next-token NLL, perplexity, bits per character; any backbone's pass)
     classification.py        SequenceClassification (classification / regression), MultipleChoice
     span_qa.py               SpanQA (SQuAD 2.0: spans with abstention, EM / F1, the null-threshold sweep)
-    ranking.py               NextItemRanking (full ranking of the next item; the recommenders)
+    ranking.py               Ranking (several relevant candidates per query, any candidate set), NextItemRanking
+                             (full ranking of the next item; the recommenders)
     similarity.py            Similarity (correlation with human judgements, and on the low half)
-    node_classification.py   NodeClassification (labels of a graph's nodes; Planetoid and its baselines)
-    image_classification.py  SemiSupervisedImageClassification (errors on labeled images; the complement GAN)
-    heads.py                 SequenceSummary (pooling), SequenceClassifier (classification / regression),
-                             MultipleChoice,
-                             SpanExtractor (span QA with answerability), KNRM (kernel-pooling ranking)
-    inputs.py                input layouts (XLNet's [A, <sep>, B, <sep>, <cls>], left-padded)
+    node_classification.py   NodeClassification (labels of a graph's nodes; its scores are
+                             `metrics.classification.split_accuracy`, which Planetoid's training reads directly)
+    image_classification.py  SemiSupervisedImageClassification (errors on labeled images; the complement GAN's
+                             evaluation, passed to `models.gan_ssl.train.fit_gan_ssl`)
+
+The task models (pooling, classification, multiple choice, span extraction, KNRM) are `nn.task_heads`; XLNet's
+input layout is `data.pair_inputs`.
 
 `paradigms.fit_task` trains a network on a task.
 
-The XLNet fine-tuning models (`models/xlnet/heads.py`) are these task models on an XLNet encoder.
+The XLNet fine-tuning models (`models/xlnet/heads.py`) are those task models on an XLNet encoder.
 """

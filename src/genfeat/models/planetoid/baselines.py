@@ -97,7 +97,6 @@ def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, A
         ce = F.cross_entropy(z[train], y[train])
         return (ce if penalty is None else ce + penalty(z)), len(train)
 
-
     def evaluate(_: nn.Module) -> dict[str, float]:
         with torch.no_grad():
             return split_accuracy(logits_fn(False).argmax(-1).cpu(), data.labels, data.split_idx)
