@@ -24,6 +24,16 @@ def _isolated_data_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GENFEAT_DATA", str(tmp_path_factory.mktemp("genfeat-data")))
 
 
+@pytest.fixture(autouse=True)
+def _fixed_thread_count(monkeypatch):
+    """A fresh run takes the CPUs free at its start (`train.threads`), which the load of a shared machine moves,
+    and CPU kernels sum in another order with another count: two fresh runs of one config compared bitwise need
+    one count. Tests of that choice itself unset GENFEAT_THREADS."""
+    from genfeat.train.threads import available_cpus
+
+    monkeypatch.setenv("GENFEAT_THREADS", str(available_cpus()))
+
+
 @pytest.fixture(scope="session")
 def ptb_dir(tmp_path_factory) -> Path:
     """A corpus folder in the standard ptb.{train,valid,test}.txt layout."""

@@ -258,7 +258,7 @@ def test_two_ranks_follow_one_process(tmp_path):
         main(str(tmp_path / "r1"))  # one process: this one (main pins one thread, as each rank has)
     finally:
         torch.set_num_threads(threads)
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}", "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}", "OMP_NUM_THREADS": "1", "GENFEAT_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                            str(ROOT / "tests/gan_ssl/dist_gan.py"), str(tmp_path / "r2")],
                           env=env, capture_output=True, text=True, timeout=300)
