@@ -6,6 +6,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -85,12 +86,17 @@ def result_sources(names: list[str]) -> dict[str, dict[str, str]]:
             for name in names if (rec := load_result(name)) is not None}
 
 
+TEST_BLOCK = re.compile(r"\n<!-- from (tests/\S+) .*?<!-- end of \1 -->\n", re.S)
+
+
 def render(name: str, markdown: str | Callable[[dict[str, Any]], str], record: dict[str, Any] | None = None) -> Path:
-    """(Re)write docs/results/<name>.md from the recorded JSON."""
+    """(Re)write docs/results/<name>.md from the recorded JSON. A section a test file writes into the page
+    (between `<!-- from tests/FILE ... -->` and `<!-- end of tests/FILE -->`) is kept, at the end."""
     record = record or json.loads((RESULTS / f"{name}.json").read_text())
-    text = markdown(record) if callable(markdown) else markdown
+    text = (markdown(record) if callable(markdown) else markdown).replace("{header}", header(record))
     path = RESULTS / f"{name}.md"
-    path.write_text(text.replace("{header}", header(record)))
+    kept = [m.group(0) for m in TEST_BLOCK.finditer(path.read_text())] if path.exists() else []
+    path.write_text(text.rstrip("\n") + "\n" + "".join(kept))
     return path
 
 

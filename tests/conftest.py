@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.recipe_data"]
+
 SUBJECTS = ["the company", "mr. smith", "the board", "investors", "the market", "the fund", "analysts"]
 VERBS = ["said", "expects", "sold", "bought", "reported", "will raise", "rejected"]
 OBJECTS = ["N shares", "the offer", "its stake", "<unk> bonds", "a new plan", "the deal", "$ N million"]

@@ -216,7 +216,8 @@ def _cli_process(args, cwd):
     def default_sigint():  # a suite started in the background inherits SIGINT ignored; a terminal's Ctrl-C is not
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
-    return subprocess.Popen([*cmd, *map(str, args)], cwd=cwd, env={**os.environ, "OMP_NUM_THREADS": "1", "GENFEAT_THREADS": "1"},
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GENFEAT_THREADS": "1"}
+    return subprocess.Popen([*cmd, *map(str, args)], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
 
 

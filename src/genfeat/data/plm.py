@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from genfeat.data.batches import rank_share
+
 
 def span_targets(n: int, num_predict: int, rng: np.random.Generator, is_start: np.ndarray | None = None,
                  allowed: np.ndarray | None = None, max_gram: int = 5, alpha: int = 6, beta: int = 1) -> np.ndarray:
@@ -143,12 +145,17 @@ class PretrainStream:
     BERT's corruption (`mlm_corrupt`), no permutation. bi_data: the second half of the rows
     reads the reversed corpus (thesis §2.2.3's bidirectional pipeline; the model must have bi_data=True, which
     negates their relative positions). Stateful (`state_dict`) for resuming.
+
+    Under torchrun every rank draws the whole batch of `batch_size` rows from the same seed and keeps its share
+    (`rank`, `world_size`): W ranks together train on exactly what one process would; with bi_data a share holds
+    its part of the forward rows, then the same part of the reversed rows, so the model's "second half is
+    reversed" holds on every rank.
     """
 
     def __init__(self, tokens: np.ndarray, batch_size: int, seq_len: int, reuse_len: int, num_predict: int,
                  sep_id: int, cls_id: int, word_start: np.ndarray | None = None, seed: int = 0,
                  objective: str = "plm", mask_id: int | None = None, vocab_size: int | None = None,
-                 bi_data: bool = False):
+                 bi_data: bool = False, rank: int = 0, world_size: int = 1):
         if objective not in ("plm", "mlm"):
             raise ValueError(f"objective must be plm or mlm, got {objective!r}")
         if objective == "mlm" and (mask_id is None or vocab_size is None):
@@ -160,6 +167,14 @@ class PretrainStream:
             raise ValueError(f"{len(tokens):,} tokens are too few for {batch_size} rows of {seq_len}")
         if bi_data and batch_size % 2:
             raise ValueError("bi_data needs an even batch_size")
+        if batch_size % (world_size * (2 if bi_data else 1)):
+            raise ValueError(f"a batch of {batch_size} rows{' (half of them reversed)' if bi_data else ''} does not "
+                             f"split over {world_size} ranks")
+        if bi_data:  # this rank's forward rows, then the same rows of the reversed half
+            fwd = np.arange(batch_size // 2)[rank_share(batch_size // 2, rank, world_size)]
+            self.share = torch.from_numpy(np.concatenate([fwd, fwd + batch_size // 2]))
+        else:
+            self.share = torch.arange(batch_size)[rank_share(batch_size, rank, world_size)]
         self.tokens = np.asarray(tokens, dtype=np.int64)
         self.bi_data = bi_data
         if bi_data:  # the second half of the rows reads the reversed corpus (the model negates its positions)
@@ -220,7 +235,7 @@ class PretrainStream:
             batch["perm_mask"] = d["perm_mask"]
         else:
             batch["input_ids"] = mlm_corrupt(x, d["target_pos"], self.mask_id, self.vocab_size, self.gen)
-        return batch
+        return batch if len(self.share) == self.B else {k: v[self.share] for k, v in batch.items()}
 
     def state_dict(self) -> dict:
         return {"cursor": self.cursor, "rng": self.rng.bit_generator.state, "gen": self.gen.get_state()}

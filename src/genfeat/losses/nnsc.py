@@ -114,14 +114,23 @@ def nnsc_loss(F: Tensor, W: Tensor, mask: Tensor, W_neg: Tensor, mask_neg: Tenso
                                              "er_neg": float(neg.detach().mean()), "zero_columns": dead}
 
 
-def rotated_negatives(W: Tensor, mask: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+def rotated_negatives(W: Tensor, mask: Tensor, generator: torch.Generator | None = None, groups: int = 1
+                      ) -> tuple[Tensor, Tensor]:
     """In-batch negatives: example b gets the targets of example (b + s) mod B for one random shift s in
-    [1, B - 1] (never its own)."""
+    [1, B - 1] (never its own). With `groups` G, the batch is G contiguous groups of B / G examples and each is
+    rotated within itself by the same s in [1, B / G - 1]: what G ranks, each holding one group, draw with one
+    seed (W (B, E, N), mask (B, N))."""
     B = W.size(0)
-    if B < 2:
-        raise ValueError("in-batch negatives need a batch of at least 2")
-    s = int(torch.randint(1, B, (1,), generator=generator))
-    return W.roll(-s, 0), mask.roll(-s, 0)
+    if groups < 1 or B % groups:
+        raise ValueError(f"a batch of {B} does not split into {groups} negative groups")
+    n = B // groups
+    if n < 2:
+        raise ValueError(f"in-batch negatives need groups of at least 2 examples, got {n}")
+    s = int(torch.randint(1, n, (1,), generator=generator))
+    if groups == 1:
+        return W.roll(-s, 0), mask.roll(-s, 0)
+    return (W.unflatten(0, (groups, n)).roll(-s, 1).flatten(0, 1),  # (G, n, E, N) rotated within each group
+            mask.unflatten(0, (groups, n)).roll(-s, 1).flatten(0, 1))
 
 
 class NNSCObjective:
@@ -131,19 +140,21 @@ class NNSCObjective:
     batch   input_ids (B, T), targets (B, N) rows of `table`, target_mask (B, N)
     model   input_ids -> facets (B, K, E)
 
-    Negatives: the targets of another example of the batch (`rotated_negatives`). The solver is `method` with
+    Negatives: the targets of another example of the batch (`rotated_negatives`), within each of `batch_groups`
+    groups of it. Under torchrun each rank's batch is its own pool, so one process with `batch_groups` W trains
+    what W ranks do. The solver is `method` with
     `iters` iterations; `exact=True` (evaluation) uses the exact E-step instead (FISTA, `exact_iters`), except for
     k-means, whose assignment is already exact. The random stream (rotations, RMSprop's initial M) is
     checkpointed through `state_dict`.
     """
 
     def __init__(self, table: Tensor, lam: float, method: str, iters: int | None, seed: int,
-                 neg_weight: float = 1.0, exact_iters: int = 500):
+                 neg_weight: float = 1.0, exact_iters: int = 500, batch_groups: int = 1):
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         self.table = torch.nn.functional.normalize(table.float(), dim=1)  # (V_t, E) unit rows
         self.lam, self.method, self.iters, self.neg_weight = lam, method, iters, neg_weight
-        self.exact_iters = exact_iters
+        self.exact_iters, self.batch_groups = exact_iters, batch_groups
         self.gen = torch.Generator().manual_seed(seed)
 
     def __call__(self, model: torch.nn.Module, batch: dict[str, Tensor], exact: bool = False
@@ -152,7 +163,7 @@ class NNSCObjective:
         F = model(batch["input_ids"].to(device)).transpose(1, 2)  # (B, E, K)
         W = self.table.to(device)[batch["targets"].to(device)].transpose(1, 2)  # (B, E, N)
         mask = batch["target_mask"].to(device)
-        W_neg, mask_neg = rotated_negatives(W, mask, self.gen)
+        W_neg, mask_neg = rotated_negatives(W, mask, self.gen, self.batch_groups)
         method, iters = ("pgd", self.exact_iters) if exact and self.method != "kmeans" else (self.method, self.iters)
         loss, parts = nnsc_loss(F, W, mask, W_neg, mask_neg, self.lam, method, iters, self.gen, self.neg_weight)
         return loss, int(mask.sum()), parts

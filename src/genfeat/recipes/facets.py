@@ -77,8 +77,12 @@ class NNSCConfig:
     solver: str = "rmsprop"  # rmsprop (the reference's 60 iterations) | pgd (exact) | kmeans (the ablation)
     iters: int = 60
     neg_weight: float = 1.0
+    batch_groups: int = 1  # negatives within this many groups of a batch (a torchrun rank's share is one: one
+    # process with W groups trains what W ranks do)
 
     def __post_init__(self) -> None:
+        if self.batch_groups < 1:
+            raise ConfigError(f"loss.batch_groups must be >= 1, got {self.batch_groups}")
         if self.solver not in METHODS:
             raise ConfigError(f"loss.solver must be one of {', '.join(METHODS)}, got {self.solver!r}")
         if self.lam < 0 or self.neg_weight < 0 or self.iters < 1:
@@ -190,7 +194,8 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
         raise ConfigError(f"model.d_target={cfg.model.d_target} but the vectors have {target_vecs.shape[1]} dimensions")
     vectors = torch.from_numpy(target_vecs).float()  # (V_t, E); the objective unit-normalises them
     lc = cfg.loss
-    objective = NNSCObjective(vectors, lc.lam, lc.solver, lc.iters, cfg.seed, lc.neg_weight)
+    objective = NNSCObjective(vectors, lc.lam, lc.solver, lc.iters, cfg.seed, lc.neg_weight,
+                              batch_groups=lc.batch_groups)
     table = objective.table  # (V_t, E) unit rows
     mcfg = dataclasses.replace(cfg.model, vocab_size=len(vocab), max_len=dc.max_len)
     tw = {w: i for i, w in enumerate(target_words)}

@@ -89,8 +89,15 @@ class PretrainData:
     max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
     n_triples: int = 10  # N: 3N sequences per batch (the thesis's BERT-Base batch of 30)
     hard_negatives: bool = True
+    batch_groups: int = 1  # the loss on this many groups of a batch's triples, averaged (a torchrun rank's share is
+    # one: one process with W groups trains what W ranks do)
     valid_batches: int = 8
     limit_docs: int = 0  # > 0: the first N documents (tests)
+
+    def __post_init__(self) -> None:
+        if self.batch_groups < 1 or self.n_triples % self.batch_groups:
+            raise ConfigError(f"data.batch_groups must be >= 1 and divide data.n_triples={self.n_triples}, got "
+                              f"{self.batch_groups}")
 
 
 @dataclass(frozen=True)
@@ -159,8 +166,8 @@ def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Ten
 
 def build_pretrainer(cfg: MultiCLSPretrainConfig, bert: BertModel) -> MultiCLSPretrainer | MTLPretrainer:
     if cfg.objective == "mtl":
-        return MTLPretrainer(bert, cfg.data.hard_negatives)
-    return MultiCLSPretrainer(MultiCLSEncoder(bert, cfg.model), cfg.data.hard_negatives)
+        return MTLPretrainer(bert, cfg.data.hard_negatives, cfg.data.batch_groups)
+    return MultiCLSPretrainer(MultiCLSEncoder(bert, cfg.model), cfg.data.hard_negatives, cfg.data.batch_groups)
 
 
 def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from genfeat.models.planetoid import (
 )
 from genfeat.models.planetoid import baselines as B
 from genfeat.models.planetoid.train import context_nodes_for
+from genfeat.train import distributed as D
 from genfeat.train.record import write_record
 
 METHODS = ("planetoid_t", "planetoid_i", "planetoid_g", "graphemb", "feat_lr", "feat_mlp", "lp", "gcn", "manireg_t",
@@ -224,6 +225,10 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | N
 
 def run(cfg: PlanetoidRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
+    if D.launched_ranks() > 1:
+        raise ConfigError(f"planetoid trains in one process (Algorithm 2 draws one batch at a time; a graph of "
+                          f"this size trains in seconds on a CPU), but torchrun launched {D.launched_ranks()} "
+                          "ranks: run it without torchrun")
     data = load_graph(cfg.data)
     print(data.summary())
     out = run_method(cfg, data, run_dir, resume_from)

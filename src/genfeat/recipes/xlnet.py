@@ -53,7 +53,7 @@ class PretrainDataConfig:
     seq_len: int = 128
     reuse_len: int = 64
     num_predict: int = 21  # about seq_len / K, K = 6
-    batch_size: int = 16
+    batch_size: int = 16  # rows per step, all ranks together (each rank keeps its share)
     bi_data: bool = False  # half of each batch reads the reversed text (model.bi_data follows)
     valid_batches: int = 20
     limit_docs: int = 0  # > 0: the first N documents per split (tests)
@@ -179,17 +179,18 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
     n_params = sum(p.numel() for p in lm_model.parameters())
     model = D.wrap(lm_model, info, cfg.train.distributed)
 
-    def stream(tokens: np.ndarray, seed: int, batch: int) -> PretrainStream:
+    def stream(tokens: np.ndarray, seed: int, batch: int, rank: int = 0, world: int = 1) -> PretrainStream:
         return PretrainStream(tokens, batch, dc.seq_len, dc.reuse_len, dc.num_predict, tok.ids["<sep>"],
                               tok.ids["<cls>"], tok.word_start, seed, cfg.objective, tok.ids["<mask>"],
-                              tok.vocab_size, dc.bi_data)
+                              tok.vocab_size, dc.bi_data, rank, world)
     n_valid = min(dc.batch_size, max(1, len(streams["valid"]) // (dc.seq_len + dc.reuse_len)))
     valid_stream = stream(streams["valid"], 12_345, n_valid + n_valid % 2 if dc.bi_data else n_valid)
     valid = [next(valid_stream) for _ in range(dc.valid_batches)]
     if info.is_main:
         print(f"xlnet_pretrain ({cfg.objective}): {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
               f"{len(streams['train']):,} training tokens ({len(docs['train'])} documents), device {info.device}")
-    result = fit(model, PretrainLoss(cfg.objective), stream(streams["train"], cfg.seed + info.rank, dc.batch_size),
+    train = stream(streams["train"], cfg.seed, dc.batch_size, info.rank, info.world_size)  # this rank's rows
+    result = fit(model, PretrainLoss(cfg.objective), train,
                  cfg.train, run_dir, evaluate=lambda m: evaluate_pretrain(m, valid, cfg.objective),
                  resume_from=resume_from, desc=f"xlnet {cfg.objective}")
     load_model_weights(lm_model, run_dir / "model.safetensors")  # the best validation weights

@@ -205,14 +205,14 @@ def load_pretrained(run: str | Path) -> tuple[SentencePieceTokenizer, XLNetConfi
     return load_tokenizer(run), cfg, run / "model.safetensors"
 
 
-def build(cls: Callable[..., nn.Module], cfg: Any, *args) -> tuple[nn.Module, SentencePieceTokenizer]:
+def build(cls: Callable[..., nn.Module], cfg: Any, *args, **kwargs) -> tuple[nn.Module, SentencePieceTokenizer]:
     """The task model on the pretrained run's network (fine-tuning mode: no memory, bi attention), its weights
     loaded unless init=scratch (init=body: all but the word embeddings, which keep their fresh initialisation --
     a diagnostic separating what the pretrained layers and the pretrained tied embeddings contribute)."""
     tok, model_cfg, weights = load_pretrained(cfg.pretrained)
     ft = dataclasses.replace(model_cfg, dropout=cfg.train.dropout, dropatt=cfg.train.dropout, mem_len=0,
                              reuse_len=0, bi_data=False, attn_type="bi")
-    model = cls(ft, *args)
+    model = cls(ft, *args, **kwargs)
     if cfg.init in ("pretrained", "body"):
         state = {k[len("transformer."):]: v for k, v in load_weights(weights).items() if k.startswith("transformer.")}
         if cfg.init == "body":  # keep this model's freshly initialised (tied) word embeddings
@@ -310,7 +310,7 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
     if not cfg.data_dir:
         raise ConfigError("xlnet_race needs data_dir (RACE/ with train/, dev/ and test/)")
     seed_everything(cfg.seed)  # before the task head is initialised
-    model, tok = build(XLNetMultipleChoice, cfg)
+    model, tok = build(XLNetMultipleChoice, cfg, dropout=cfg.train.dropout)
     model.to(D.setup(cfg.train.device).device)
     split = {k: load_race(Path(cfg.data_dir) / k) for k in ("train", "dev", "test")}
     x = {k: race_inputs(v, tok, cfg.max_len, cfg.max_qa) for k, v in split.items()}
@@ -339,7 +339,7 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     if not cfg.train_file or not cfg.dev_file:
         raise ConfigError("xlnet_squad needs train_file and dev_file (SQuAD JSON)")
     seed_everything(cfg.seed)  # before the task head is initialised
-    model, tok = build(XLNetForSquad, cfg)
+    model, tok = build(XLNetForSquad, cfg, dropout=cfg.train.dropout)
     model.to(D.setup(cfg.train.device).device)
     examples = {k: load_squad_json(f) for k, f in (("train", cfg.train_file), ("dev", cfg.dev_file))}
     task = SpanQA(examples, {k: squad_features(v, tok, cfg.max_len, cfg.doc_stride, cfg.max_query)

@@ -143,11 +143,13 @@ def _check_optimizer_params(model: nn.Module, optimizer: torch.optim.Optimizer, 
 
 def save_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
     """Full weights of a plain, DDP or FSDP2 model to one safetensors file. Collective (every rank calls
-    it, so FSDP shards can be gathered); rank 0 writes."""
+    it, so FSDP shards can be gathered); rank 0 writes, and every rank returns once the file is there (a rank
+    that reads it next, say to reload the final weights, finds it)."""
     dcp, full = _dcp(full_state_dict=True, cpu_offload=True)
     msd = dcp.get_model_state_dict(model, options=full)
     if D.current().is_main:
         save_weights(msd, path)
+    D.barrier()
 
 
 # ---------------------------------------------------------------- RNG

@@ -61,7 +61,7 @@ def setup(device: str = "auto") -> DistInfo:
     """Initialise the process group if launched by torchrun (idempotent); return this rank's info. The device is
     remembered for `current` (what a run's record names)."""
     global _run_device
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = launched_ranks()
     if world <= 1:
         _run_device = resolve_device(device)
         return DistInfo(device=_run_device)
@@ -73,6 +73,11 @@ def setup(device: str = "auto") -> DistInfo:
         dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo", device_id=dev
                                 if dev.type == "cuda" else None)
     return DistInfo(rank=rank, world_size=world, local_rank=local_rank, device=dev)
+
+
+def launched_ranks() -> int:
+    """How many ranks torchrun launched (WORLD_SIZE; 1 without torchrun), readable before any process group."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def current() -> DistInfo:

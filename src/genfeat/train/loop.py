@@ -165,6 +165,12 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, fast: Iterable[nn.Parame
     return adam(groups, lr=cfg.lr, betas=cfg.betas)
 
 
+def _global_count(n: float, device: torch.device) -> int | float:
+    """The sum over the ranks of a micro-batch's count (ranks may hold different numbers of tokens or targets)."""
+    total = D.all_reduce_sum(torch.tensor(float(n), dtype=torch.float64, device=device)).item()
+    return round(total) if float(total).is_integer() else total
+
+
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     if precision == "fp32":
         return None
@@ -364,8 +370,8 @@ def fit(
                             scaled = loss / cfg.grad_accum
                             (scaler.scale(scaled) if scaler else scaled).backward()
                         total += loss.detach().float()
-                        if update.data is not None:
-                            n_all = round(n_tok * info.world_size)  # the count of every rank together
+                        if update.data is not None:  # the count of every rank together
+                            n_all = _global_count(n_tok, device) if info.world_size > 1 else n_tok
                             count += n_all
                             count_log += n_all
                         for k, v in (parts[0] if parts else {}).items():

