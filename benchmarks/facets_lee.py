@@ -42,7 +42,6 @@ import torch
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
 from genfeat.analysis import facet_scores as S
-from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.data.facets import tokenize
 from genfeat.data.sentence_split import split_sentences
 from genfeat.data.similarity_sets import lee_background, lee_documents, lee_pairs
@@ -156,13 +155,8 @@ def facets_job(model: str, seed: int, steps: int) -> Job:
     spec = (MODELS | PHRASE_MODELS)[model]
     cfg = override(F.PRESETS[spec.preset](), spec.overrides | {
         "train.max_steps": str(steps), "seed": str(seed), "train.eval_every": str(max(1, steps // 5))})
-
-    def launch(out: Path, ckpt: Path | None) -> dict[str, Any]:
-        atomic_write_text(out / "config.yaml", dump_yaml({"recipe": "facets", "preset": spec.preset,
-                                                          "config": to_dict(cfg)}))
-        return F.run(cfg, out, resume_from=ckpt)
-
-    return Job(f"{model}-seed{seed}-steps{steps}", {"model": model, "seed": seed}, launch, group=model)
+    return Job(f"{model}-seed{seed}-steps{steps}", {"model": model, "seed": seed}, "facets", cfg, group=model,
+               preset=spec.preset)
 
 
 def covered_pairs(vocab: set[str], vec: Vectors) -> dict[str, list[tuple[str, str, float]]]:

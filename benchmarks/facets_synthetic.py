@@ -44,18 +44,13 @@ ARCHS = {"transformer": {}, "bow": {"model.arch": "bow", "train.lr": "3e-3"}}  #
 
 
 def job(model: str, seed: int, arch: str = "transformer") -> Job:
-    from genfeat.config import atomic_write_text, dump_yaml, override, to_dict
+    from genfeat.config import override
     from genfeat.recipes import facets as F
 
     cfg = override(F.synthetic(), MODELS[model] | ARCHS[arch] | {"seed": str(seed), "data.split_seed": str(seed)})
-
-    def launch(out: Path, ckpt: Path | None) -> dict[str, Any]:
-        atomic_write_text(out / "config.yaml", dump_yaml({"recipe": "facets", "preset": "synthetic",
-                                                          "config": to_dict(cfg)}))
-        return F.run(cfg, out, resume_from=ckpt)
-
     tag = "" if arch == "transformer" else f"-{arch}"
-    return Job(f"{model}{tag}-seed{seed}", {"model": model, "seed": seed}, launch, group=f"{model}{tag}")
+    return Job(f"{model}{tag}-seed{seed}", {"model": model, "seed": seed}, "facets", cfg, group=f"{model}{tag}",
+               preset="synthetic")
 
 
 def sentence_pairs(corpus: TopicCorpus, n: int, rng: np.random.Generator) -> tuple[list, list, np.ndarray]:

@@ -26,6 +26,7 @@ from benchmarks.common import mean_std, reading, render, result_args, write_resu
 from benchmarks.sweep import Job, Sweep
 from genfeat.models.gan_ssl.train import EPSILON_IMAGES
 from genfeat.recipes import gan_ssl as R
+from genfeat.runner import run_recipe
 from genfeat.train.checkpoint import latest_checkpoint
 
 NAME = "gan_ssl"
@@ -61,9 +62,11 @@ def density_run(root: Path, dataset: str, epochs: int, blocks: int) -> Path:
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the worker dies
         if not (out / "summary.json").exists():
-            cfg = R.PIXELCNN_PRESETS["mnist" if dataset == "mnist" else "fashion_mnist"]()
+            preset = "mnist" if dataset == "mnist" else "fashion_mnist"
+            cfg = R.PIXELCNN_PRESETS[preset]()
             cfg = dataclasses.replace(cfg, n_blocks=blocks, train=dataclasses.replace(cfg.train, epochs=epochs))
-            R.run_pixelcnn(cfg, out, resume_from=latest_checkpoint(out))  # a killed worker's run continues
+            resume = latest_checkpoint(out) is not None  # a killed worker's run continues
+            run_recipe("pixelcnn", cfg, out, preset=None if resume else preset, resume=resume)
     return out
 
 
@@ -72,15 +75,13 @@ def job(variant: str, seed: int, args) -> Job:
     cfg = R.PRESETS[preset]()
     cfg = dataclasses.replace(cfg, seed=seed, train=dataclasses.replace(cfg.train, epochs=args.epochs, **over))
 
-    def launch(run_dir: Path, ckpt: Path | None) -> dict[str, Any]:
-        c = cfg
-        if variant.startswith("mnist"):  # the density model also gives the max log-p column for every MNIST GAN
-            c = dataclasses.replace(cfg, density=R.DensityConfig(run=str(density_run(
-                Path(args.runs), "mnist", args.pixelcnn_epochs, args.pixelcnn_blocks))))
-        return R.run(c, run_dir, resume_from=ckpt)
+    def with_density() -> R.GanSSLRunConfig:  # the density model also gives the max log-p column of an MNIST GAN
+        return dataclasses.replace(cfg, density=R.DensityConfig(run=str(density_run(
+            Path(args.runs), "mnist", args.pixelcnn_epochs, args.pixelcnn_blocks))))
 
     name = f"{variant}-seed{seed}" + ("" if args.epochs == EPOCHS else f"-epochs{args.epochs}")
-    return Job(name, {"variant": variant, "seed": seed}, launch)
+    return Job(name, {"variant": variant, "seed": seed}, "gan_ssl",
+               with_density if variant.startswith("mnist") else cfg, preset=preset)
 
 
 COURSE_EPOCHS = (10, 25, 50, 75, 100)

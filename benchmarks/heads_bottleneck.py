@@ -45,11 +45,9 @@ def label(head: str) -> str:
 
 
 def job(head: str, dim: int, seed: int) -> Job:
-    from genfeat.recipes import lm as R
-
     cfg = config(head, dim, seed)
     return Job(f"{head}-d{dim}-seed{seed}", {"head": head, "dim": dim, "seed": seed},
-               lambda out, ckpt: R.run(cfg, out, resume_from=ckpt), group=f"{head}-d{dim}")
+               "lm", cfg, group=f"{head}-d{dim}")
 
 
 def cells(record: dict[str, Any]) -> dict[tuple[str, int], list[float]]:

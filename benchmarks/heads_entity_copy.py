@@ -118,7 +118,7 @@ def evaluate(lm, tok, tokens: np.ndarray, nouns: set[str], n_prompts: int, seed:
 def job(corpus: Path, head: str, seed: int, steps: int) -> Job:
     cfg = config(corpus, head, seed, steps)
     return Job(f"{head}-seed{seed}", {"head": head, "seed": seed},
-               lambda out, ckpt: R.run(cfg, out, resume_from=ckpt), group=head)
+               "lm", cfg, group=head)
 
 
 def evaluated(run_dir: Path, rec: dict[str, Any], corpus: Path, nouns: set[str], args) -> dict[str, Any]:

@@ -81,20 +81,15 @@ def finetune_config(head: str, seed: int, init: Path, steps: int, eval_tokens: i
 
 
 def pretrain_job(steps: int, eval_tokens: int = 0) -> Job:
-    from genfeat.recipes import lm as R
-
     cfg = pretrain_config(steps, eval_tokens)
-    return Job(f"pretrain-steps{steps}", {"stage": "pretrain"}, lambda out, ckpt: R.run(cfg, out, resume_from=ckpt),
-               group="pretrain")
+    return Job(f"pretrain-steps{steps}", {"stage": "pretrain"}, "lm", cfg, group="pretrain")
 
 
 def finetune_job(runs: Path, head: str, seed: int, pretrain_steps: int, steps: int, eval_tokens: int = 0) -> Job:
-    from genfeat.recipes import lm as R
-
     pre = runs / pretrain_job(pretrain_steps).name
     cfg = finetune_config(head, seed, pre / "hf", steps, eval_tokens)
     return Job(f"{head}-seed{seed}-steps{steps}", {"head": head, "seed": seed},
-               lambda out, ckpt: R.run(cfg, out, resume_from=ckpt), group=head, needs=(pre,))
+               "lm", cfg, group=head, needs=(pre,))
 
 
 # ----------------------------------------------------------------------------------------- collect

@@ -47,13 +47,8 @@ def config(arch: str, head: str, seed: int, txl_steps: int):
 
 
 def job(arch: str, head: str, seed: int, txl_steps: int) -> Job:
-    cfg = config(arch, head, seed, txl_steps)
-    if arch == "gpt":
-        from genfeat.recipes.lm import run
-    else:
-        from genfeat.recipes.transformer_xl import run
     return Job(f"{arch}-{head}-seed{seed}", {"arch": arch, "head": head, "seed": seed},
-               lambda out, ckpt: run(cfg, out, resume_from=ckpt), group=f"{arch}-{head}")
+               "lm" if arch == "gpt" else "transformer_xl", config(arch, head, seed, txl_steps), group=f"{arch}-{head}")
 
 
 def head_times(repeats: int) -> dict[str, dict[str, float]]:

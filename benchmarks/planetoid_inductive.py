@@ -26,7 +26,6 @@ import numpy as np
 from benchmarks.common import load_result, mean_std, reading, render, result_args, write_results
 from benchmarks.planetoid import config
 from benchmarks.sweep import Job, Sweep
-from genfeat.recipes import planetoid as P
 
 NAME = "planetoid_inductive"
 BASE = {"train.eval_every": "100", "train.rounds": "10000", "train.t1": "0.2"}  # the recorded (tuned) setting
@@ -48,7 +47,7 @@ def slug(row: str) -> str:
 def job(row: str, seed: int, protocol: str) -> Job:
     cfg = config("planetoid_i", seed, protocol, {"planetoid_i": BASE | ROWS[row]})
     return Job(f"{slug(row)}-seed{seed}", {"row": row, "seed": seed},
-               lambda out, ckpt: P.run(cfg, out, resume_from=ckpt), group=slug(row))
+               "planetoid", cfg, group=slug(row))
 
 
 def markdown(record: dict[str, Any]) -> str:

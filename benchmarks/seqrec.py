@@ -53,8 +53,7 @@ def config(encoder: str, head: str, seed: int, epochs: int, patience: int, devic
 def job(encoder: str, head: str, seed: int, args) -> Job:
     cfg = config(encoder, head, seed, args.epochs, args.patience, args.device, args.stride)
     return Job(f"{encoder}-{head}-seed{seed}" + (f"-stride{args.stride}" if args.stride else ""),
-               {"encoder": encoder, "head": head, "seed": seed}, lambda out, ckpt: R.run(cfg, out, resume_from=ckpt),
-               group=f"{encoder}-{head}")
+               {"encoder": encoder, "head": head, "seed": seed}, "seqrec", cfg, group=f"{encoder}-{head}")
 
 
 def ms(v: list[float]) -> str:

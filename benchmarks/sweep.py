@@ -1,10 +1,11 @@
 """The sweep harness of the results benchmarks: rows × seeds → recipe runs → summary.json → records → table.
 
-A benchmark lists its runs as `Job`s (a run directory name, the tags that place it in the table and a function that
-launches the recipe into a directory), and `Sweep` does the rest the same way for every benchmark:
+A benchmark lists its runs as `Job`s (a run directory name, the tags that place it in the table, the recipe and its
+config), and `Sweep` does the rest the same way for every benchmark, each run through `genfeat.run_recipe` (so every
+run writes config.yaml and resumes as `genfeat run` does):
 
     sweep = Sweep.from_args(args)        # common.result_args(..., runs=...): --runs, --collect, --train-only, --only
-    records = sweep.results([Job(f"{row}-seed{s}", {"row": row, "seed": s}, launch_fn(row, s), group=row)
+    records = sweep.results([Job(f"{row}-seed{s}", {"row": row, "seed": s}, "lm", config(row, s), group=row)
                              for s in args.seeds for row in rows])
     write_results(NAME, {"runs": records}, markdown, seeds=args.seeds, machine=sweep.machine())
 
@@ -23,28 +24,31 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Iterable, Mapping
+import shutil
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import claim_run_dir, ran_on
+from genfeat.runner import run_recipe
 from genfeat.train.checkpoint import latest_checkpoint
 from genfeat.train.logging import machine_info
-
-Launch = Callable[[Path, "Path | None"], Mapping[str, Any]]  # (run_dir, checkpoint to resume from) -> summary
 
 
 @dataclass(frozen=True)
 class Job:
     """One recipe run of a sweep: `name` is its directory under --runs, `tags` the keys that place its record in
-    the table (row, seed, ...), `launch` runs the recipe into the directory, `group` names its share for --only
+    the table (row, seed, ...), `recipe` and `cfg` what runs there (`cfg` may be a function returning the config,
+    called when the run starts: a config that names another run of the sweep), `group` names its share for --only
     (default: the first tag's value)."""
 
     name: str
     tags: Mapping[str, Any]
-    launch: Launch
+    recipe: str
+    cfg: Any
     group: str = ""
+    preset: str | None = None  # the preset `cfg` was made from, for the run's config.yaml (default "custom")
     needs: tuple[Path, ...] = field(default=())  # run directories that must be finished first (a pretraining run)
 
     @property
@@ -79,7 +83,13 @@ class Sweep:
             return None
         if not claim_run_dir(run_dir, resume=True):
             return None
-        summary = job.launch(run_dir, latest_checkpoint(run_dir))
+        resume = latest_checkpoint(run_dir) is not None
+        if not resume:  # a run killed before its first checkpoint left nothing to continue
+            for f in run_dir.iterdir():
+                if not f.name.startswith("."):
+                    shutil.rmtree(f) if f.is_dir() else f.unlink()
+        cfg = job.cfg() if callable(job.cfg) else job.cfg
+        summary = run_recipe(job.recipe, cfg, run_dir, preset=None if resume else job.preset, resume=resume)
         print(f"done {job.name}", flush=True)
         return self._record(dict(summary), job.tags)
 

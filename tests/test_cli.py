@@ -153,7 +153,7 @@ def test_corrupt_checkpoint_on_resume(capsys, trained, tmp_path):
     code, _, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
     assert code == 1 and f"checkpoint file {weights} is corrupt or truncated" in err
     code, _, err = run_cli(capsys, "run", "--resume", tmp_path)
-    assert code == 2 and "config.yaml does not exist" in err
+    assert code == 2 and "is not a genfeat run directory (no config.yaml)" in err
 
 
 def test_diverging_loss_stops_with_step(capsys, ptb_dir, tmp_path):

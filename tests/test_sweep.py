@@ -15,29 +15,56 @@ from genfeat.train.checkpoint import STATE, WEIGHTS
 from tests.test_run_claims import _dead_pid
 
 
-def _job(name, calls, device="cpu", needs=(), group=""):
-    def launch(run_dir, ckpt):
-        calls.append((name, ckpt))
+@pytest.fixture
+def calls(monkeypatch):
+    """The runs the sweep starts, as (job name, resume): `run_recipe` answered by a stand-in writing a summary."""
+    import benchmarks.sweep
+
+    made: list = []
+
+    def run_recipe(recipe, cfg, run_dir, preset=None, resume=False):
+        made.append((cfg["name"], resume))
+        device = cfg["device"]
         machine = {"torch_threads": 3, "cpu": "x", "cpu_count": 16, "device": device, "torch": "2.11", "python": "3.12"}
         summary = {"test_accuracy": 0.5, "device": device,
                    "machine": machine | ({"gpu": "NVIDIA H200"} if device.startswith("cuda") else {})}
         (run_dir / "summary.json").write_text(json.dumps(summary))
         return summary
 
-    return Job(name, {"row": name.split("-")[0], "seed": int(name[-1])}, launch, group=group, needs=needs)
+    monkeypatch.setattr(benchmarks.sweep, "run_recipe", run_recipe)
+    return made
 
 
-def test_trains_once_then_reads_the_finished_run(tmp_path):
-    calls = []
+def _job(name, calls, device="cpu", needs=(), group=""):
+    return Job(name, {"row": name.split("-")[0], "seed": int(name[-1])}, "lm", {"name": name, "device": device},
+               group=group, needs=needs)
+
+
+def test_a_job_runs_its_recipe_into_its_directory(ptb_dir, tmp_path):
+    """The real `run_recipe`: the run has its config.yaml and summary, and the record is the summary's."""
+    import dataclasses
+
+    import yaml
+
+    from genfeat.registry import get_preset, get_recipe
+
+    cfg = get_preset(get_recipe("lm")[0], "tiny")
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, corpus=f"dir:{ptb_dir}"))
+    [rec] = Sweep(tmp_path).results([Job("tiny-seed0", {"row": "tiny", "seed": 0}, "lm", cfg, preset="tiny")])
+    saved = yaml.safe_load((tmp_path / "tiny-seed0" / "config.yaml").read_text())
+    assert saved["recipe"] == "lm" and saved["preset"] == "tiny"
+    assert rec["test_ppl"] == json.loads((tmp_path / "tiny-seed0" / "summary.json").read_text())["test_ppl"]
+
+
+def test_trains_once_then_reads_the_finished_run(tmp_path, calls):
     jobs = [_job("a-seed0", calls), _job("b-seed1", calls)]
     first = Sweep(tmp_path).results(jobs)
-    assert [c[0] for c in calls] == ["a-seed0", "b-seed1"] and all(c[1] is None for c in calls)
+    assert calls == [("a-seed0", False), ("b-seed1", False)]
     assert Sweep(tmp_path).results(jobs) == first and len(calls) == 2  # read back, not retrained
     assert first[0] == {"test_accuracy": 0.5, "device": "cpu", "torch_threads": 3, "row": "a", "seed": 0}
 
 
-def test_collect_only_and_needs_select_the_workers_share(tmp_path):
-    calls = []
+def test_collect_only_and_needs_select_the_workers_share(tmp_path, calls):
     assert Sweep(tmp_path, collect=True).results([_job("a-seed0", calls)]) == [] and not calls
     jobs = [_job("a-seed0", calls, group="g1"), _job("b-seed0", calls, group="g2")]
     assert [r["row"] for r in Sweep(tmp_path, only=["g2"]).results(jobs)] == ["b"]
@@ -47,19 +74,27 @@ def test_collect_only_and_needs_select_the_workers_share(tmp_path):
     assert [r["row"] for r in Sweep(tmp_path).results([waiting])] == ["c"]
 
 
-def test_a_stopped_run_resumes_from_its_checkpoint(tmp_path):
-    calls = []
+def test_a_stopped_run_resumes_from_its_checkpoint(tmp_path, calls):
     ckpt = tmp_path / "a-seed0" / "checkpoints" / "step_00000004"
     ckpt.mkdir(parents=True)
     for f in (WEIGHTS, STATE):
         (ckpt / f).write_bytes(b"")
     (tmp_path / "a-seed0" / ".owner").write_text(f"{socket.gethostname()} {_dead_pid()}\n")  # its worker is gone
     Sweep(tmp_path).results([_job("a-seed0", calls)])
-    assert calls[0][1] is not None and calls[0][1].name == "step_00000004"
+    assert calls == [("a-seed0", True)]
 
 
-def test_machine_is_what_the_runs_report(tmp_path, monkeypatch):
-    calls = []
+def test_a_run_killed_before_its_first_checkpoint_starts_again(tmp_path, calls):
+    run = tmp_path / "a-seed0"
+    run.mkdir()
+    (run / "config.yaml").write_text("recipe: lm\n")
+    (run / "metrics.jsonl").write_text("{}\n")
+    (run / ".owner").write_text(f"{socket.gethostname()} {_dead_pid()}\n")
+    Sweep(tmp_path).results([_job("a-seed0", calls)])
+    assert calls == [("a-seed0", False)] and not (run / "metrics.jsonl").exists()
+
+
+def test_machine_is_what_the_runs_report(tmp_path, monkeypatch, calls):
     gpu, both, cpu = Sweep(tmp_path), Sweep(tmp_path), Sweep(tmp_path)
     gpu.results([_job("a-seed0", calls, device="cuda:0")])
     both.results([_job("a-seed0", calls, device="cuda:0"), _job("b-seed0", calls, device="cpu")])

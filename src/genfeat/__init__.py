@@ -3,13 +3,13 @@
 Models of Z. Yang, *Advances in Generative Feature Learning* (2019) and H.-S. Chang, *Modeling the
 Multi-mode Distribution in Self-Supervised Language Models* (2022). See README.md and docs/.
 
-Python API (genfeat/api.py): `genfeat.load(run_dir)`, `genfeat.generate(...)`, `genfeat.score(...)`,
-`genfeat.attach_head(hf_model, genfeat.named_head("mfs"))`.
+Python API (genfeat/api.py): `genfeat.run_recipe(name, cfg, run_dir)`, `genfeat.load(run_dir)`,
+`genfeat.generate(...)`, `genfeat.score(...)`, `genfeat.attach_head(hf_model, genfeat.named_head("mfs"))`.
 """
 
 __version__ = "0.1.0"
 
-_API = ("HFBackbone", "attach_head", "generate", "load", "named_head", "score")
+_API = ("HFBackbone", "attach_head", "generate", "load", "named_head", "run_recipe", "score")
 
 
 def __getattr__(name: str):

@@ -1,9 +1,12 @@
-"""The Python API: what the command line does with a trained language model, from Python, and a genfeat output
-head on a Hugging Face model.
+"""The Python API: what the command line does, from Python: run a recipe, use a trained language model, and put
+a genfeat output head on a Hugging Face model.
 
     import genfeat
+    from genfeat.data.sources import fetch
 
-    lm, tok = genfeat.load("runs/quickstart")                 # any `lm` / `transformer_xl` run, any head
+    fetch("ptb")                                               # = genfeat data fetch ptb
+    summary = genfeat.run_recipe("lm", preset="tiny", run_dir="runs/lm-tiny")   # = genfeat run lm --preset tiny
+    lm, tok = genfeat.load("runs/lm-tiny")                     # any `lm` / `transformer_xl` run, any head
     genfeat.generate(lm, tok, "the company said", n=3)         # -> three continuations (strings)
     genfeat.score(lm, tok, "the company said it would buy")   # -> {"tokens": 7, "nll": 5.1, "ppl": 164.0}
 
@@ -35,8 +38,9 @@ from genfeat.heads.config import HeadConfig, build_head, named_head
 from genfeat.losses.nll import nll
 from genfeat.models.lm import CausalLM
 from genfeat.nn.outputs import BackboneOffers, BackboneOutput
+from genfeat.runner import run_recipe
 
-__all__ = ["HFBackbone", "attach_head", "generate", "load", "load_with_config", "named_head", "score"]
+__all__ = ["HFBackbone", "attach_head", "generate", "load", "load_with_config", "named_head", "run_recipe", "score"]
 
 
 def load(run_dir: str | Path, device: str = "cpu") -> tuple[CausalLM, Any]:

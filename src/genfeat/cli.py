@@ -16,18 +16,15 @@ input) or 1 (data, checkpoint, divergence); an interrupted run exits with 130 (s
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
-import os
-import shutil
 import signal
 import sys
 import time
 from pathlib import Path
 
 from genfeat import __version__
-from genfeat.config import ConfigError, atomic_write_text, dump_yaml, from_dict, load_yaml, override, to_dict
+from genfeat.config import ConfigError, dump_yaml, from_dict, load_yaml, override, to_dict
 from genfeat.errors import GenfeatError, Interrupted
 
 RUN_OPTIONS = {"--preset", "--config", "--resume", "--out", "--print-config", "--help"}
@@ -77,28 +74,6 @@ def _first_sentence(preset: object) -> str:
     return doc if end < 0 else doc[: end + 1]
 
 
-def _new_run_dir(out: str | None, recipe: str, preset: str) -> Path:
-    if out:
-        path = Path(out)
-        if path.exists() and not path.is_dir():
-            raise ConfigError(f"--out {path} is a file; give a directory for the run")
-        if path.exists() and any(path.iterdir()):
-            raise ConfigError(f"run directory {path} already exists and is not empty; "
-                              "use --resume to continue it or choose another --out")
-        return path
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = Path("runs") / f"{recipe}-{preset}-{stamp}"
-    n = 1
-    while path.exists():
-        n += 1
-        path = Path("runs") / f"{recipe}-{preset}-{stamp}-{n}"
-    return path
-
-
-def _nonempty(path: Path) -> bool:
-    return path.is_file() and path.stat().st_size > 0
-
-
 def recipe_help(name: str, preset: str | None) -> int:
     """`genfeat run RECIPE [--preset P] --help`: the recipe, its presets and every field with its type, its value
     in the preset (default: the recipe's) and what it is."""
@@ -121,24 +96,18 @@ def recipe_help(name: str, preset: str | None) -> int:
 
 
 def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+    """The config (a recipe's preset, a recorded --config, or the --resume run's own), the overrides on it, then
+    `runner.run_recipe`."""
     from genfeat.registry import get_preset, get_recipe
-    from genfeat.train import checkpoint as C
+    from genfeat.runner import new_run_dir, run_recipe, saved_run
 
-    resume_from = None
+    threads = None
     if args.resume:
-        run_dir = Path(args.resume)
-        saved = load_yaml(run_dir / "config.yaml")
+        saved = saved_run(args.resume)
         recipe, _ = get_recipe(saved["recipe"])
         preset = saved.get("preset", "?")
         cfg = from_dict(recipe.config_cls, saved["config"])
-        resume_from = C.latest_checkpoint(run_dir)
-        if resume_from is None:
-            raise C.CheckpointError(f"{run_dir} has no checkpoint to resume from (looked in {run_dir}/checkpoints)")
-        if args.recipe and get_recipe(args.recipe)[0].name != recipe.name or args.preset and args.preset != preset:
-            raise ConfigError(f"{run_dir} is a `{recipe.name} --preset {preset}` run; --resume continues it as it "
-                              "is (drop the recipe / --preset, or start a new run with --out)")
-        skipped = [d.name for d in C.checkpoint_dirs(run_dir) if d.name > resume_from.name]
-        print(f"resuming from {resume_from}" + (f" (skipping incomplete {', '.join(skipped)})" if skipped else ""))
+        threads = saved.get("cpu_threads")
     elif args.config:
         saved = load_yaml(args.config)
         if "recipe" not in saved or "config" not in saved:
@@ -146,6 +115,7 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         recipe, _ = get_recipe(saved["recipe"])
         preset = saved.get("preset", "custom")
         cfg = from_dict(recipe.config_cls, saved["config"])
+        threads = saved.get("cpu_threads")
     else:
         if not args.recipe:
             raise ConfigError("give a recipe (see `genfeat ls`), --config FILE or --resume RUN_DIR")
@@ -153,57 +123,14 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         preset = args.preset or alias_preset or recipe.default_preset
         cfg = get_preset(recipe, preset)
     cfg = override(cfg, overrides)
-    record = {"recipe": recipe.name, "preset": preset, "genfeat_version": __version__, "config": to_dict(cfg)}
     if args.print_config:
-        print(dump_yaml(record), end="")
+        print(dump_yaml({"recipe": recipe.name, "preset": preset, "genfeat_version": __version__,
+                         "config": to_dict(cfg)}), end="")
         return 0
-    if resume_from is None:
-        run_dir = _new_run_dir(args.out, recipe.name, preset)
-    created = not run_dir.exists()
-    new_parents = [p for p in run_dir.absolute().parents if not p.exists()]  # e.g. runs/, made for this run
-    from genfeat.train import distributed as D
-    from genfeat.train.threads import configure_threads
-
-    # one thread per free CPU (a busy machine does not make every step spin); a resumed or re-run config keeps
-    # the thread count it was recorded with, so its arithmetic is the same (train/threads.py)
-    record["cpu_threads"] = configure_threads(saved.get("cpu_threads") if args.resume or args.config else None)
-    info = D.setup(getattr(getattr(cfg, "train", None), "device", "auto"))
-
-    def write_config(_: Path | None = None) -> None:
-        if info.is_main:
-            atomic_write_text(run_dir / "config.yaml", dump_yaml(record))
-
-    finished = False
-    try:
-        if info.is_main:
-            try:
-                run_dir.mkdir(parents=True, exist_ok=True)
-                probe = run_dir / f".write-test-{os.getpid()}"
-                probe.write_text("")
-                probe.unlink()
-            except OSError as e:
-                raise ConfigError(f"cannot write to the run directory {run_dir} ({e.strerror}); choose another "
-                                  "--out") from None
-        if resume_from is None:
-            write_config()
-        D.barrier()
-        # a resumed run's config.yaml changes only once its checkpoint has been restored into the new config
-        with C.on_restored(write_config) if resume_from is not None else contextlib.nullcontext():
-            recipe.run(cfg, run_dir, resume_from=resume_from)
-        finished = True
-    except BaseException as e:
-        # nothing half-written: a run that failed before its first checkpoint leaves no directory, but an
-        # interrupted one (Ctrl-C, SIGTERM) that has trained keeps what it logged
-        trained = C.latest_checkpoint(run_dir) is not None or (
-            isinstance(e, KeyboardInterrupt) and _nonempty(run_dir / "metrics.jsonl"))
-        if info.is_main and created and not trained:
-            shutil.rmtree(run_dir, ignore_errors=True)
-            for parent in new_parents:  # innermost first; only if still empty
-                with contextlib.suppress(OSError):
-                    parent.rmdir()
-        raise
-    finally:
-        D.teardown(wait_for_peers=finished)  # a failed rank must not wait for peers that may never get there
+    if args.resume:
+        run_recipe(args.recipe, cfg, args.resume, preset=args.preset, resume=True, cpu_threads=threads)
+    else:
+        run_recipe(recipe.name, cfg, new_run_dir(args.out, recipe.name, preset), preset=preset, cpu_threads=threads)
     return 0
 
 

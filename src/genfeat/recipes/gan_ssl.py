@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.config import atomic_write_text, dump_yaml, load_yaml, to_dict
+from genfeat.config import load_yaml
 from genfeat.data.batches import EpochBatches
 from genfeat.data.images import load_cifar10, load_fashion_mnist, load_mnist, load_svhn_mat
 from genfeat.errors import ConfigError
@@ -371,8 +371,6 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
                                       progress(range(0, len(xs), 250), "test bits/dim")]).mean())
         lp = torch.cat([model.log_prob(xt[a: a + 250].to(dev)).cpu() for a in
                         progress(range(0, min(len(xt), PERCENTILE_IMAGES), 250), "training log-p percentiles")])
-    if info.is_main and not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it
-        atomic_write_text(run_dir / "config.yaml", dump_yaml({"recipe": "pixelcnn", "config": to_dict(cfg)}))
     percentiles = {q: round(float(torch.quantile(lp, q / 100)), 1) for q in (2, 10, 20, 50)}
     summary = write_record(
         run_dir, f"PixelCNN density model of {cfg.data.dataset}", {"test_bits_per_dim": round(test_bpd, 4)},

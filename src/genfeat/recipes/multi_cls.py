@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from genfeat.config import atomic_write_text, dump_yaml, from_dict, load_yaml, to_dict
+from genfeat.config import from_dict, load_yaml
 from genfeat.data.batches import EpochBatches
 from genfeat.data.labelled import check_options, load_labelled
 from genfeat.data.multi_cls import TripleBatches
@@ -210,9 +210,6 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
               desc="mtl" if k == 0 else f"multi-cls K={k}")
     load_model_weights(pre, run_dir / WEIGHTS)
     final = evaluate_pretrain(pre, valid)
-    if info.is_main and not (run_dir / "config.yaml").exists():  # the CLI writes it; a direct call records it:
-        atomic_write_text(run_dir / "config.yaml",  # multi_cls_classify reads the run's K and inserted layers
-                          dump_yaml({"recipe": "multi_cls_pretrain", "config": to_dict(cfg)}))
     title = "MTL pretraining (pooled [CLS])" if k == 0 else f"Multi-CLS BERT pretraining (K={k}, λ={pre.lam})"
     return write_record(run_dir, title, final,
                         params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
