@@ -180,7 +180,7 @@ def word_rows(run: Path | None, vec: Vectors, tag: str, pairs: dict[str, list]) 
             kinds = {f"GloVe ({tag})": {w: vec.of([w])[0] for w in words}}
         else:
             model, vocab, _, _ = load_run(run)
-            ids, table = {w: i for i, w in enumerate(vocab)}, model.tok.weight.detach().numpy()
+            ids, table = {w: i for i, w in enumerate(vocab)}, model.encoder.tok.weight.detach().numpy()
             kinds = {f"input embeddings ({tag})": {w: table[ids[w]] for w in words},
                      f"mean facet ({tag})": dict(zip(words, (f.mean(0) for f in sentence_facets(model, vocab, words)),
                                                      strict=True))}

@@ -34,7 +34,6 @@ import dataclasses
 import json
 import math
 import re
-from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -92,7 +91,7 @@ def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
     name = "mtl" if variant == "mtl" else f"k{k}{var}"
     return Job(f"pretrain-{name}-seed{seed}-steps{args.pretrain_steps}{hlr}",
                {"k": k, "pretrain_seed": seed, "variant": variant},
-               partial(R.run_pretrain, cfg), group="pretrain:mtl" if variant == "mtl" else f"pretrain:{k}{var}")
+               "multi_cls_pretrain", cfg, group="pretrain:mtl" if variant == "mtl" else f"pretrain:{k}{var}")
 
 
 DEFAULT_LR = R.classify_bbc().train.lr
@@ -258,7 +257,7 @@ def finetune(model: str, source: str, seed: int, tag: str, args, aggregation: st
     bs = "" if batch_size(args) == DEFAULT_BATCH else f"-b{batch_size(args)}"
     return Job(f"ft-{task}{tag}{agg}-seed{seed}-labels{args.labels}-steps{args.finetune_steps}{bs}{rate}",
                {"model": model, "seed": seed, "lr": lr},
-               partial(R.run_classify, cfg), group=f"finetune:{model}",
+               "multi_cls_classify", cfg, group=f"finetune:{model}",
                needs=(Path(source),) if model != "released" else ())
 
 

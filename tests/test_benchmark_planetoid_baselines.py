@@ -7,7 +7,7 @@ from benchmarks import planetoid_baselines as B
 
 
 def _run(method, protocol, over, seed, val, test):
-    return {"method": method, "protocol": protocol, "overrides": over, "seed": seed, "val_acc": val, "test_acc": test}
+    return {"method": method, "protocol": protocol, "overrides": over, "seed": seed, "valid_acc": val, "test_acc": test}
 
 
 def test_selected_by_mean_validation_not_test():
@@ -30,11 +30,13 @@ def test_ties_go_to_the_earlier_setting():
 
 
 def test_a_grid_run_trains_with_its_setting(tmp_path):
+    from benchmarks.sweep import Sweep
+
     records = {}
     for gamma in ("0.01", "10.0"):
         job = B.job("manireg_i", 0, "sbm_a", {"baseline.manireg_gamma": gamma})
-        records[gamma] = job.launch(tmp_path / job.name, None)
-        assert (tmp_path / job.name / "summary.json").is_file()
+        [records[gamma]] = Sweep(tmp_path).results([job])
+        assert (tmp_path / job.name / "summary.json").is_file() and (tmp_path / job.name / "config.yaml").is_file()
     assert records["0.01"]["overrides"] == {"baseline.manireg_gamma": "0.01"}
-    assert (records["0.01"]["val_acc"], records["0.01"]["test_acc"]) != (records["10.0"]["val_acc"],
-                                                                         records["10.0"]["test_acc"])
+    assert (records["0.01"]["valid_acc"], records["0.01"]["test_acc"]) != (records["10.0"]["valid_acc"],
+                                                                           records["10.0"]["test_acc"])

@@ -81,11 +81,11 @@ def test_ablation_jobs(tmp_path):
     pre, ft = B.jobs(sweep, argparse.Namespace(**vars(args) | {"ablations": True}))
     assert [j.name for j in pre[:len(base_pre)]] == [j.name for j in base_pre]
     assert [j.name for j in ft[:len(base_ft)]] == [j.name for j in base_ft]
-    extra = {j.tags["variant"]: j.launch.args[0] for j in pre[len(base_pre):]}
+    extra = {j.tags["variant"]: j.cfg for j in pre[len(base_pre):]}
     assert set(extra) == {"nohard", "noinsert"} and all(c.seed == 0 and c.model.k == 5 for c in extra.values())
     assert not extra["nohard"].data.hard_negatives and extra["nohard"].model.insert_after is None
     assert extra["noinsert"].data.hard_negatives and extra["noinsert"].model.insert_after == ()
-    assert all(j.launch.args[0].data.hard_negatives and j.launch.args[0].model.insert_after is None
+    assert all(j.cfg.data.hard_negatives and j.cfg.model.insert_after is None
                for j in base_pre)
     rows = {}
     for j in ft[len(base_ft):]:
@@ -93,11 +93,11 @@ def test_ablation_jobs(tmp_path):
     assert sorted(rows) == ["k5-nohard", "k5-noinsert", "k5-sum"] and all(len(v) == 2 for v in rows.values())
     default_k5 = str(sweep.path(B.pretrain(5, 0, args)))
     for model, js in rows.items():
-        cfg = js[0].launch.args[0]
+        cfg = js[0].cfg
         assert cfg.aggregation == ("sum" if model == "k5-sum" else "reparam")
         assert (cfg.pretrained == default_k5) == (model == "k5-sum")
         assert js[0].needs == (Path(cfg.pretrained),)
-    assert all(j.launch.args[0].aggregation == "reparam" for j in base_ft)
+    assert all(j.cfg.aggregation == "reparam" for j in base_ft)
 
 
 def test_learning_rate_selected_on_validation():
@@ -110,7 +110,7 @@ def test_learning_rate_selected_on_validation():
     args = argparse.Namespace(task="bbc", max_len=64, labels=20, finetune_steps=2)
     assert B.finetune("k1", "x", 0, "k1-pre0", args).name == "ft-k1-pre0-seed0-labels20-steps2"
     other = B.finetune("k1", "x", 0, "k1-pre0", args, lr=1e-4)
-    assert other.name.endswith("-lr0.0001") and other.launch.args[0].train.lr == 1e-4 and other.tags["lr"] == 1e-4
+    assert other.name.endswith("-lr0.0001") and other.cfg.train.lr == 1e-4 and other.tags["lr"] == 1e-4
 
 
 def test_label_count_sets_batch_and_page():
@@ -121,10 +121,10 @@ def test_label_count_sets_batch_and_page():
                                 (0, 16, "multi_cls_wordnet-wic_full"), (500, 8, "multi_cls_wordnet-wic_500")):
         args = argparse.Namespace(**base, labels=labels, batch_size=0)
         job = B.finetune("k5", "x", 1, "k5-pre0", args)
-        assert job.launch.args[0].batch_size == batch and B.page_name(args.task, labels) == page
+        assert job.cfg.batch_size == batch and B.page_name(args.task, labels) == page
         assert job.name.endswith(f"-labels{labels}-steps2" + ("" if batch == 4 else f"-b{batch}"))
     args = argparse.Namespace(**base, labels=1000, batch_size=4)
-    assert B.finetune("k5", "x", 1, "k5-pre0", args).launch.args[0].batch_size == 4
+    assert B.finetune("k5", "x", 1, "k5-pre0", args).cfg.batch_size == 4
     assert B.page_name("bbc", 100) == "multi_cls" and B.page_name("bbc", 1000) == "multi_cls_1k"
 
 

@@ -12,30 +12,33 @@ from genfeat.models.facets import FacetConfig, FacetModel
 
 CFG = FacetConfig(vocab_size=40, d_model=16, d_target=8, k=3, n_enc=2, n_dec=2, n_head=2, d_inner=32, max_len=12,
                   dropout=0.0)
+LSTM = {"encoder": "lstm", "decoder": "lstm", "n_enc": 1, "n_dec": 1}
+BOW = {"encoder": "bow", "decoder": "linear"}
+ARCHS = {"transformer": {}, "lstm": LSTM, "bow": BOW}
 
 
 def test_shapes_distinct_facets_and_phrase_mode():
     torch.manual_seed(0)
     m = FacetModel(CFG).eval()
     ids = torch.randint(1, 40, (4, 7))
-    states, pooled = m.encode(ids)
+    enc = m.encode(ids)
     out = m(ids)
-    assert states.shape == (4, 7, 16) and pooled.shape == (4, 16) and out.shape == (4, 3, 8)
+    assert enc.states.shape == (4, 7, 16) and enc.pooled.shape == (4, 16) and out.shape == (4, 3, 8)
     assert not torch.allclose(out[:, 0], out[:, 1])  # distinct input maps: distinct facets at init
     phrase = FacetModel(FacetConfig(**{**CFG.__dict__, "cross_attention": False}))
     assert not any(".kv." in n or ".q." in n for n, _ in phrase.named_parameters())
     assert any(".kv." in n for n, _ in m.named_parameters())
-    lstm = FacetModel(FacetConfig(**{**CFG.__dict__, "arch": "lstm", "n_enc": 1, "n_dec": 1}))
+    lstm = FacetModel(FacetConfig(**{**CFG.__dict__, **LSTM}))
     assert lstm(ids).shape == (4, 3, 8)
-    bow = FacetModel(FacetConfig(**{**CFG.__dict__, "arch": "bow"})).eval()
-    assert bow(ids).shape == (4, 3, 8) and not hasattr(bow, "enc")
+    bow = FacetModel(FacetConfig(**{**CFG.__dict__, **BOW})).eval()
+    assert bow(ids).shape == (4, 3, 8) and not hasattr(bow.decoder, "layers")
     torch.testing.assert_close(bow(ids), bow(ids.flip(1)))  # order-free
 
 
-@pytest.mark.parametrize("arch", ["transformer", "lstm", "bow"])
+@pytest.mark.parametrize("arch", list(ARCHS))
 def test_left_padding_changes_nothing(arch):
     torch.manual_seed(0)
-    m = FacetModel(FacetConfig(**{**CFG.__dict__, "arch": arch, "n_enc": 1 if arch == "lstm" else 2})).eval()
+    m = FacetModel(FacetConfig(**{**CFG.__dict__, **ARCHS[arch]})).eval()
     ids = torch.randint(1, 40, (1, 5))
     padded = torch.cat([torch.zeros(1, 3, dtype=torch.long), ids], 1)
     torch.testing.assert_close(m(padded), m(ids), atol=1e-5, rtol=1e-5)
@@ -44,7 +47,7 @@ def test_left_padding_changes_nothing(arch):
 def test_init_embedding_rows_are_scaled_unit_vectors():
     table = torch.randn(40, 16) * 5
     m = FacetModel(CFG, init_embedding=table)
-    norms = m.tok.weight.detach().norm(dim=1)
+    norms = m.encoder.tok.weight.detach().norm(dim=1)
     torch.testing.assert_close(norms[1:], torch.full((39,), 4.0))
     assert float(norms[CFG.pad_id]) == 0.0  # the padding row stays zero
     with pytest.raises(ValueError, match="init_embedding"):

@@ -14,7 +14,7 @@ import torch
 from genfeat.analysis import facet_scores as S
 from genfeat.data.facets import build_vocab, collate, sentence_examples, target_composition, tokenize
 from genfeat.losses.nnsc import NNSCObjective, nnsc_coefficients, nnsc_loss, rotated_negatives
-from genfeat.models.facets import FacetConfig, FacetModel
+from genfeat.models.facets import Encoded, FacetConfig, FacetModel
 
 CFG = FacetConfig(vocab_size=40, d_model=16, d_target=8, k=3, n_enc=1, n_dec=2, n_head=2, d_inner=32, max_len=12,
                   dropout=0.0)
@@ -133,12 +133,12 @@ def test_decoder_reads_the_encoder_states_through_cross_attention(monkeypatch):
         m = FacetModel(FacetConfig(**{**CFG.__dict__, "cross_attention": cross})).eval()
         ids = torch.randint(3, 40, (2, 6))
         base = m(ids)
-        real = m.encode
+        real = m.encoder.forward
 
         def shifted(x, real=real):
-            states, pooled = real(x)
-            return torch.cat([states[:, :-1] + 1.0, states[:, -1:]], 1), pooled
-        monkeypatch.setattr(m, "encode", shifted)
+            e = real(x)
+            return Encoded(torch.cat([e.states[:, :-1] + 1.0, e.states[:, -1:]], 1), e.pooled, e.mask)
+        monkeypatch.setattr(m.encoder, "forward", shifted)
         moved = (m(ids) - base).abs().max()
         assert (moved > 1e-3) if cross else (moved < 1e-6), (cross, float(moved))
 
@@ -151,7 +151,7 @@ def test_facets_keep_their_norms_and_start_outside_the_dead_zone():
     f = m(torch.randint(3, 40, (16, 8)))  # (B, K, E)
     norms = f.norm(dim=-1)
     assert norms.std() > 0.05 and (norms - 1).abs().max() > 0.1
-    biases = torch.stack([lin.bias for lin in m.slots])
+    biases = torch.stack([lin.bias for lin in m.decoder.slots])
     assert 0.4 < float(biases.abs().max()) <= 0.5
     W = torch.nn.functional.normalize(torch.randn(16, 8, 10), dim=1)
     M = nnsc_coefficients(f.transpose(1, 2), W, 0.4, "pgd")
@@ -160,14 +160,14 @@ def test_facets_keep_their_norms_and_start_outside_the_dead_zone():
 
 def test_bag_of_words_encoder_ignores_padding_with_an_init_table():
     torch.manual_seed(0)
-    cfg = FacetConfig(**{**CFG.__dict__, "arch": "bow"})
+    cfg = FacetConfig(**{**CFG.__dict__, "encoder": "bow", "decoder": "linear"})
     m = FacetModel(cfg, init_embedding=torch.randn(40, 16)).eval()
-    assert float(m.tok.weight[cfg.pad_id].abs().max()) == 0.0
+    assert float(m.encoder.tok.weight[cfg.pad_id].abs().max()) == 0.0
     ids = torch.randint(3, 40, (1, 5))
     padded = torch.cat([torch.zeros(1, 4, dtype=torch.long), ids], 1)
     torch.testing.assert_close(m(padded), m(ids), atol=1e-6, rtol=1e-6)
     with torch.no_grad():
-        m.tok.weight[cfg.pad_id] = 3.0  # even a non-zero padding row is never read
+        m.encoder.tok.weight[cfg.pad_id] = 3.0  # even a non-zero padding row is never read
     torch.testing.assert_close(m(padded), m(ids), atol=1e-6, rtol=1e-6)
 
 

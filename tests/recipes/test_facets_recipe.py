@@ -105,10 +105,10 @@ def test_input_table_starts_from_the_target_vectors_when_the_widths_agree(bbc_ar
     model, vocab, _, _ = load_run(tmp_path / "g")
     index = {w: i for i, w in enumerate(vocab)}
     shared = [w for w in words if w in index]
-    table = model.tok.weight.detach()[[index[w] for w in shared]]
+    table = model.encoder.tok.weight.detach()[[index[w] for w in shared]]
     target = torch.from_numpy(np.stack([vecs[words.index(w)] for w in shared])).float()
     cos = torch.nn.functional.cosine_similarity(table, target, dim=1)
     assert len(shared) > 10 and cos.min() > 0.999
     assert main(["run", "facets", *common, "--out", str(tmp_path / "r")]) == 0  # d_model 16: a random table
     model, vocab, _, _ = load_run(tmp_path / "r")
-    assert model.tok.weight.shape[1] == 16
+    assert model.encoder.tok.weight.shape[1] == 16

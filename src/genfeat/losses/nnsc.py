@@ -13,8 +13,15 @@ E-step solvers (`nnsc_coefficients`, batched over examples and words, no Python 
     rmsprop   the reference's iterations: M from N(0, 1), ½||F M - W||² + λ' Σ|M| with λ' = λ / 2 (the thesis's
               λ = 0.4 is the reference's 0.2), RMSprop(lr 0.05, α 0.99, ε 1e-8), clamped to [0, 1] after every step;
               60 iterations in training, 1000 at evaluation (it oscillates with amplitude ~ lr)
-    kmeans    the hard-assignment ablation ("Our a (k-means)"): each word's facet of highest cosine, with the
-              coefficient clip(c_k^T w / ||c_k||², 0, 1) (the reference's scaled assignment)
+    kmeans    the hard-assignment ablation ("Our a (k-means)"): one facet per word with the coefficient
+              η_k = clip(c_k^T w / ||c_k||², 0, 1); `assign` picks the facet: "max_cos" the highest cosine (the
+              references' choice), "min_dist" the smallest residual ||w - η_k c_k||² (Eq. 3.8, Algorithm 2 of
+              universal schema); they differ once η clips at 1 for a facet
+
+A facet mask (B, K) (True = a real facet; `models.facets`' slot mask) leaves a row's missing facets out: they are
+zeroed before the solve and their coefficients are 0. Per-word weights (B, N) scale each target word's error (universal
+schema's pair weights r_ij); the per-example mean still divides by the number of real words, so weights of 1
+give the plain mean.
 
 Shapes: F (B, E, K), W (B, E, N), mask (B, N) (True: a real target word) -> M (B, K, N); padded columns get M = 0
 and contribute nothing. Losses are means over each example's real words, then over the batch (the reference).
@@ -30,21 +37,31 @@ from torch import Tensor
 METHODS = ("pgd", "rmsprop", "kmeans")
 
 
+ASSIGN = ("max_cos", "min_dist")
+
+
 @torch.no_grad()
 def nnsc_coefficients(F: Tensor, W: Tensor, lam: float, method: str = "pgd", mask: Tensor | None = None,
-                      iters: int | None = None, tol: float = 1e-7, generator: torch.Generator | None = None
-                      ) -> Tensor:
-    """M* of Eq. 3.1 (module docstring): F (B, E, K), W (B, E, N) -> (B, K, N), in [0, 1], zero on masked columns.
-    `iters`: pgd's cap (default 2000), rmsprop's count (default 60)."""
+                      iters: int | None = None, tol: float = 1e-7, generator: torch.Generator | None = None,
+                      facet_mask: Tensor | None = None, assign: str = "max_cos") -> Tensor:
+    """M* of Eq. 3.1 (module docstring): F (B, E, K), W (B, E, N) -> (B, K, N), in [0, 1], zero on masked columns
+    and masked facets (`facet_mask` (B, K)). `iters`: pgd's cap (default 2000), rmsprop's count (default 60);
+    `assign`: k-means' choice of facet."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if assign not in ASSIGN:
+        raise ValueError(f"assign must be one of {', '.join(ASSIGN)}, got {assign!r}")
     F, W = F.detach(), W.detach()
+    if facet_mask is not None:
+        F = F * facet_mask[:, None, :].to(F.dtype)  # a missing facet rebuilds nothing
     if method == "kmeans":
-        M = _kmeans(F, W)
+        M = _kmeans(F, W, assign)
     elif method == "rmsprop":
         M = _rmsprop(F, W, lam, 60 if iters is None else iters, generator)
     else:
         M = _fista(F, W, lam, 2000 if iters is None else iters, tol)
+    if facet_mask is not None:
+        M = M * facet_mask[:, :, None].to(M.dtype)
     return M if mask is None else M * mask[:, None, :].to(M.dtype)
 
 
@@ -81,12 +98,16 @@ def _rmsprop(F: Tensor, W: Tensor, lam: float, iters: int, generator: torch.Gene
     return M
 
 
-def _kmeans(F: Tensor, W: Tensor) -> Tensor:
+def _kmeans(F: Tensor, W: Tensor, assign: str) -> Tensor:
     dots = F.transpose(1, 2) @ W  # (B, K, N)
     norms2 = (F * F).sum(1)[:, :, None]  # (B, K, 1)
-    best = (dots / norms2.sqrt().clamp_min(1e-12)).argmax(1, keepdim=True)  # (B, 1, N): max cosine
-    coef = (dots / norms2.clamp_min(1e-12)).clamp(0.0, 1.0).gather(1, best)
-    return torch.zeros_like(dots).scatter_(1, best, coef)
+    eta = (dots / norms2.clamp_min(1e-12)).clamp(0.0, 1.0)  # (B, K, N) each facet's clipped coefficient
+    if assign == "max_cos":
+        score = dots / norms2.sqrt().clamp_min(1e-12)  # cosine (times |w|): higher is better
+    else:  # ||w - η c||² = |w|² - 2 η c·w + η² |c|²; the |w|² term is the same for every facet
+        score = 2 * eta * dots - eta * eta * norms2
+    best = score.argmax(1, keepdim=True)  # (B, 1, N); a masked (zeroed) facet scores 0 and gets η = 0 if chosen
+    return torch.zeros_like(dots).scatter_(1, best, eta.gather(1, best))
 
 
 def reconstruction_error(F: Tensor, M: Tensor, W: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -95,20 +116,28 @@ def reconstruction_error(F: Tensor, M: Tensor, W: Tensor, mask: Tensor | None = 
     return err if mask is None else err * mask.to(err.dtype)
 
 
-def mean_error(F: Tensor, M: Tensor, W: Tensor, mask: Tensor) -> Tensor:
-    """Each example's mean Er over its real words, (B,)."""
-    return reconstruction_error(F, M, W, mask).sum(1) / mask.sum(1).clamp_min(1).to(F.dtype)
+def mean_error(F: Tensor, M: Tensor, W: Tensor, mask: Tensor, weights: Tensor | None = None) -> Tensor:
+    """Each example's mean Er over its real words, each word's error times its weight (B, N) when given, (B,)."""
+    err = reconstruction_error(F, M, W, mask)
+    if weights is not None:
+        err = err * weights.to(err.dtype)
+    return err.sum(1) / mask.sum(1).clamp_min(1).to(F.dtype)
 
 
 def nnsc_loss(F: Tensor, W: Tensor, mask: Tensor, W_neg: Tensor, mask_neg: Tensor, lam: float,
               method: str = "pgd", iters: int | None = None, generator: torch.Generator | None = None,
-              neg_weight: float = 1.0) -> tuple[Tensor, dict[str, float]]:
+              neg_weight: float = 1.0, weights: Tensor | None = None, weights_neg: Tensor | None = None,
+              facet_mask: Tensor | None = None, assign: str = "max_cos") -> tuple[Tensor, dict[str, float]]:
     """Eq. 3.2 with Algorithm 1's stop-gradient: mean over the batch of Er(F, W) - neg_weight · Er(F, W_neg)
-    (per-word means), M solved on detached F. Returns (loss, {"er_pos", "er_neg", "zero_columns"}); zero_columns
-    is the share of real target words with M = 0 (all facets in the dead zone: a signal of a bad init)."""
-    M = nnsc_coefficients(F, W, lam, method, mask, iters, generator=generator)
-    M_neg = nnsc_coefficients(F, W_neg, lam, method, mask_neg, iters, generator=generator)
-    pos, neg = mean_error(F, M, W, mask), mean_error(F, M_neg, W_neg, mask_neg)
+    (per-word means; `weights` / `weights_neg` (B, N) scale each word's error), M solved on detached F with the
+    facets of `facet_mask` (B, K) only. Returns (loss, {"er_pos", "er_neg", "zero_columns"}); zero_columns is the
+    share of real target words with M = 0 (all facets in the dead zone: a signal of a bad init)."""
+    if facet_mask is not None:
+        F = F * facet_mask[:, None, :].to(F.dtype)
+    solve = dict(generator=generator, facet_mask=facet_mask, assign=assign)
+    M = nnsc_coefficients(F, W, lam, method, mask, iters, **solve)
+    M_neg = nnsc_coefficients(F, W_neg, lam, method, mask_neg, iters, **solve)
+    pos, neg = mean_error(F, M, W, mask, weights), mean_error(F, M_neg, W_neg, mask_neg, weights_neg)
     dead = float(((M.sum(1) == 0) & mask).sum() / mask.sum().clamp_min(1))
     return (pos - neg_weight * neg).mean(), {"er_pos": float(pos.detach().mean()),
                                              "er_neg": float(neg.detach().mean()), "zero_columns": dead}
@@ -149,12 +178,12 @@ class NNSCObjective:
     """
 
     def __init__(self, table: Tensor, lam: float, method: str, iters: int | None, seed: int,
-                 neg_weight: float = 1.0, exact_iters: int = 500, batch_groups: int = 1):
+                 neg_weight: float = 1.0, exact_iters: int = 500, batch_groups: int = 1, assign: str = "max_cos"):
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         self.table = torch.nn.functional.normalize(table.float(), dim=1)  # (V_t, E) unit rows
         self.lam, self.method, self.iters, self.neg_weight = lam, method, iters, neg_weight
-        self.exact_iters, self.batch_groups = exact_iters, batch_groups
+        self.exact_iters, self.batch_groups, self.assign = exact_iters, batch_groups, assign
         self.gen = torch.Generator().manual_seed(seed)
 
     def __call__(self, model: torch.nn.Module, batch: dict[str, Tensor], exact: bool = False
@@ -165,7 +194,8 @@ class NNSCObjective:
         mask = batch["target_mask"].to(device)
         W_neg, mask_neg = rotated_negatives(W, mask, self.gen, self.batch_groups)
         method, iters = ("pgd", self.exact_iters) if exact and self.method != "kmeans" else (self.method, self.iters)
-        loss, parts = nnsc_loss(F, W, mask, W_neg, mask_neg, self.lam, method, iters, self.gen, self.neg_weight)
+        loss, parts = nnsc_loss(F, W, mask, W_neg, mask_neg, self.lam, method, iters, self.gen, self.neg_weight,
+                                assign=self.assign)
         return loss, int(mask.sum()), parts
 
     def state_dict(self) -> dict[str, Any]:

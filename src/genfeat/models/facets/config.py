@@ -19,14 +19,17 @@ class FacetConfig:
     d_inner: int = 1200
     max_len: int = 50  # with <eos>
     dropout: float = 0.1
-    cross_attention: bool = True  # sentences: yes; phrases: no (the thesis removes it)
-    arch: str = "transformer"  # transformer | lstm (a bidirectional LSTM encoder and an LSTM decoder) | bow (a
-    #   bag-of-words MLP, the spec's §10 diagnostic)
+    encoder: str = "transformer"  # transformer | lstm (bidirectional) | bow (a bag-of-words MLP, the spec's §10
+    #   diagnostic); a pretrained network plugs in through `FacetModel(encoder=...)`
+    decoder: str = "transformer"  # transformer | lstm (over the K slots) | linear (the slots as they are)
+    cross_attention: bool = True  # the transformer decoder's: sentences yes; phrases no (the thesis removes it)
     pad_id: int = 0
 
     def __post_init__(self) -> None:
-        if self.arch not in ("transformer", "lstm", "bow"):
-            raise ConfigError(f"model.arch must be transformer, lstm or bow, got {self.arch!r}")
+        if self.encoder not in ("transformer", "lstm", "bow"):
+            raise ConfigError(f"model.encoder must be transformer, lstm or bow, got {self.encoder!r}")
+        if self.decoder not in ("transformer", "lstm", "linear"):
+            raise ConfigError(f"model.decoder must be transformer, lstm or linear, got {self.decoder!r}")
         if self.d_model % self.n_head:
             raise ConfigError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}")
         if min(self.k, self.n_enc, self.n_dec, self.d_target, self.max_len) < 1:
