@@ -173,11 +173,15 @@ def test_every_recipe_has_a_case():
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_resume_is_bitwise(name, request, tmp_path):
-    """The resume check, then a fresh run of the same config: the same weights and numbers (every
-    initialisation and stream seeded; the thread count is pinned by the suite's conftest)."""
+    """The resume check; a resume of a run killed after training (no summary.json) does the finishing work alone
+    (reload the best weights, evaluate, record) to the same summary; and a fresh run of the same config repeats
+    the first (every initialisation and stream seeded; the thread count is pinned by the suite's conftest)."""
     case = CASES[name]
     args = case.args(_paths(case, request))
     assert_resume_is_exact(args, tmp_path)
+    (tmp_path / "b" / "summary.json").unlink()  # killed after training, in the finishing work
+    assert main(["run", "--resume", str(tmp_path / "b")]) == 0  # which a resume does alone
+    assert_same(summary_numbers(tmp_path / "a"), summary_numbers(tmp_path / "b"), "summary of the finishing resume")
     assert main(["run", *args, "--out", str(tmp_path / "fresh")]) == 0
     assert_same(load_weights(tmp_path / "a" / "model.safetensors"),
                 load_weights(tmp_path / "fresh" / "model.safetensors"), "fresh run's weights")
@@ -238,7 +242,9 @@ def matrix_section() -> str:
             "the suite), tiny presets with a few steps, CPU. *Resume*: a copy of a finished run without its last "
             "checkpoint resumes from the one before; the last checkpoints' weights and trainer state (optimizers, "
             "schedules, random streams, data positions, a stateful loss's memory) and the summaries' numbers are "
-            "compared bit for bit, and a fresh run of the config repeats the first. *2 gloo ranks*: `torchrun` "
+            "compared bit for bit; a copy killed after training (no summary.json) resumes into the finishing work "
+            "alone (reload the best weights, evaluate, record) to the same summary; and a fresh run of the config "
+            "repeats the first. *2 gloo ranks*: `torchrun` "
             "against one process with the same global batch, weights within rtol 1e-4 / atol 1e-5 and the logged "
             "losses within 1e-4 (a bias that shifts every logit of a softmax alike has true gradient 0, so Adam "
             "turns float noise into steps: compared by the losses alone).", "",

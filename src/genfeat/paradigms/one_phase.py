@@ -1,7 +1,7 @@
 """Training paradigms on tasks (specs/framework.md §3), built on `train.fit`:
 
     fit_task      one phase: train a network on a task, select the weights on the task's primary metric of its
-                  selection split (valid, or dev), load them back and evaluate every split. Pretrain -> fine-tune
+                  selection split (valid, or dev), load them back and evaluate the splits. Pretrain -> fine-tune
                   is two of these, the second starting from the first's weights (`recipes/xlnet_finetune.py`);
                   alternating, adversarial and warm-up schedules are `train.step.Step`s (Planetoid's Algorithm3,
                   the complement GAN).
@@ -12,7 +12,7 @@ A recipe is then: data -> a task (`genfeat.tasks`), a network, a paradigm; and `
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -35,15 +35,20 @@ def selection_split(task: Task) -> str:
 
 def fit_task(model: nn.Module, task: Task, batches: Iterator, cfg: TrainConfig, run_dir: str | Path,
              method: Step | None = None, optimizer: torch.optim.Optimizer | None = None,
-             resume_from: str | Path | None = None, desc: str = "train") -> tuple[FitResult, dict[str, float]]:
+             resume_from: str | Path | None = None, desc: str = "train", select: bool = True,
+             final_splits: Iterable[str] | None = None) -> tuple[FitResult, dict[str, float]]:
     """Train `model` (maybe DDP-wrapped) on `task.loss` over `batches` with `cfg` (or `method`, a Step whose
     updates use the task's loss), evaluating the selection split every `cfg.eval_every` steps and keeping the
-    best weights by `{split}_{task.metric}` (early stopping as `cfg.patience`); load them back and return the
-    fit result and the evaluation of every split ({split}_{metric}, the names `write_record` wants)."""
-    split = selection_split(task)
-    cfg = dataclasses.replace(cfg, early_stop_metric=f"{split}_{task.metric}", early_stop_mode=task.mode)
-    res = fit(model, method or task.loss, batches, cfg, run_dir, evaluate=lambda m: task.evaluate(m, split),
-              resume_from=resume_from, optimizer=optimizer, desc=desc, unit=task.unit)
+    best weights by `{split}_{task.metric}` (early stopping as `cfg.patience`; `select=False`: no evaluation
+    during training, the last weights); load them back and return the fit result and the evaluation of
+    `final_splits` (default: every split) as {split}_{metric}, the names `write_record` wants."""
+    evaluate = None
+    if select:
+        split = selection_split(task)
+        cfg = dataclasses.replace(cfg, early_stop_metric=f"{split}_{task.metric}", early_stop_mode=task.mode)
+        evaluate = lambda m: task.evaluate(m, split)  # noqa: E731
+    res = fit(model, method or task.loss, batches, cfg, run_dir, evaluate=evaluate, resume_from=resume_from,
+              optimizer=optimizer, desc=desc, unit=task.unit)
     net = D.unwrap(model)
-    load_model_weights(net, Path(run_dir) / WEIGHTS)  # the best weights by the selection metric
-    return res, task.evaluate_all(net)
+    load_model_weights(net, Path(run_dir) / WEIGHTS)  # the best weights by the selection metric (or the last)
+    return res, task.evaluate_all(net, final_splits)

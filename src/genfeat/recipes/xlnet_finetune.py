@@ -42,11 +42,13 @@ from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_t
 from genfeat.errors import ConfigError
 from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
+from genfeat.paradigms import fit_task
+from genfeat.tasks.base import Task
 from genfeat.tasks.classification import MultipleChoice, SequenceClassification
 from genfeat.tasks.span_qa import SpanQA
 from genfeat.train import distributed as D
-from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
-from genfeat.train.loop import FitResult, TrainConfig, effective_warmup, fit
+from genfeat.train.checkpoint import load_weights
+from genfeat.train.loop import FitResult, TrainConfig, effective_warmup
 from genfeat.train.optim import finetune_optimizer
 from genfeat.train.record import write_record
 from genfeat.train.seed import seed_everything
@@ -222,28 +224,23 @@ def build(cls: Callable[..., nn.Module], cfg: Any, *args, **kwargs) -> tuple[nn.
     return model, tok
 
 
-def finetune(model: nn.Module, train: Batch, loss_fn: Callable[[nn.Module, Batch], tuple[torch.Tensor, int]],
-             evaluate: Callable[[nn.Module], float] | None, ft: FinetuneConfig, seed: int, run_dir: Path,
-             desc: str, metric: str = "valid", resume_from: Path | None = None) -> FitResult:
-    """Train on mini-batches of the `train` tensors (first dimension = examples) through `train.fit`:
-    checkpoints every eval_every steps, exact resume; keep the weights with the best `evaluate` score, logged
-    as `metric` (the last weights when evaluate is None); those weights are loaded back. `loss_fn(model, batch)
-    -> (mean loss, examples)` (a task's `loss`) moves the batch to the model's device. Under torchrun the model
-    is wrapped in DDP and each rank takes its share of every batch; `loss_fn` and `evaluate` get the wrapped model
-    (`D.unwrap` for its own methods)."""
+def finetune(model: nn.Module, task: Task, ft: FinetuneConfig, seed: int, run_dir: Path, desc: str,
+             resume_from: Path | None = None, select: bool = True, final_splits: tuple[str, ...] = ("test",)
+             ) -> tuple[FitResult, dict[str, float]]:
+    """The reference's fine-tuning as one `fit_task` phase: AdamW with layer-wise decay, linear warm-up then decay,
+    clipping at 1, fp32, a checkpoint at every evaluation; batches of `task.train_rows` (under torchrun DDP, each
+    rank its share of every batch). Keeps the best weights on the task's selection split (`select`), else the
+    last; returns the fit result and the evaluation of `final_splits`."""
     info = D.current()
     opt = finetune_optimizer(model, ft.lr, ft.weight_decay, ft.layer_decay, ft.adam_eps)
     warmup = effective_warmup(ft.warmup_steps, ft.max_steps)
-    method = OneLoss(loss_fn, opt, lambda s: min(
+    method = OneLoss(task.loss, opt, lambda s: min(
         (s + 1) / max(1, warmup), max(0.0, (ft.max_steps - s) / max(1, ft.max_steps - warmup))))
     loop = TrainConfig(max_steps=ft.max_steps, clip_norm=1.0, precision="fp32", log_every=10, eval_every=ft.eval_every,
-                       ckpt_every=ft.eval_every, early_stop_metric=metric, early_stop_mode="max")
-    batches = StreamBatches(train, ft.batch_size, np.random.default_rng(seed), info.rank, info.world_size)
-    res = fit(D.wrap(model, info), method, batches, loop, run_dir,
-              evaluate=(lambda m: {metric: evaluate(m)}) if evaluate is not None else None, resume_from=resume_from,
-              desc=desc, unit="examples")
-    load_model_weights(model, run_dir / WEIGHTS)  # the best-validation (or last) weights
-    return res
+                       ckpt_every=ft.eval_every)
+    batches = StreamBatches(task.train_rows, ft.batch_size, np.random.default_rng(seed), info.rank, info.world_size)
+    return fit_task(D.wrap(model, info), task, batches, loop, run_dir, method=method, resume_from=resume_from,
+                    desc=desc, select=select, final_splits=final_splits)
 
 
 # ----------------------------------------------------------------------------------------- classification
@@ -287,9 +284,9 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
     task = SequenceClassification({"train": train, "valid": xv | {"labels": yv}, "test": xt | {"labels": yt}},
                                   glue_task=cfg.task)
     key = task.metric
-    res = finetune(model, task.train_rows, task.loss, lambda m: task.evaluate(m, "valid")[f"valid_{key}"],
-                   cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})", f"valid_{key}", resume_from)
-    test = {k.removeprefix("test_"): v for k, v in task.evaluate(model, "test").items()}
+    res, scores = finetune(model, task, cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})",
+                           resume_from)
+    test = {k.removeprefix("test_"): v for k, v in scores.items()}
     summary = write_record(
         run_dir, f"XLNet fine-tuned on {cfg.task} ({len(idx)} labels, init {cfg.init})",
         {f"valid_{key}": res.best_metric, **{f"test_{k}": v for k, v in test.items()}},
@@ -315,8 +312,8 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
     split = {k: load_race(Path(cfg.data_dir) / k) for k in ("train", "dev", "test")}
     x = {k: race_inputs(v, tok, cfg.max_len, cfg.max_qa) for k, v in split.items()}
     task = MultipleChoice(x)
-    res = finetune(model, task.train_rows, task.loss, lambda m: task.evaluate(m, "dev")["dev_accuracy"], cfg.train,
-                   cfg.seed, run_dir, f"xlnet_race ({cfg.init})", "dev_acc", resume_from)
+    res, _ = finetune(model, task, cfg.train, cfg.seed, run_dir, f"xlnet_race ({cfg.init})", resume_from,
+                      final_splits=())
     pred = task.predict(model, "test")
     levels = np.array([e.level for e in split["test"]])
     test = {"test_acc": task.score(pred, "test")["accuracy"]}
@@ -344,8 +341,8 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     examples = {k: load_squad_json(f) for k, f in (("train", cfg.train_file), ("dev", cfg.dev_file))}
     task = SpanQA(examples, {k: squad_features(v, tok, cfg.max_len, cfg.doc_stride, cfg.max_query)
                              for k, v in examples.items()}, cfg.max_answer)
-    res = finetune(model, task.train_rows, task.loss, None, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})",
-                   resume_from=resume_from)
+    res, _ = finetune(model, task, cfg.train, cfg.seed, run_dir, f"xlnet_squad ({cfg.init})", resume_from,
+                      select=False, final_splits=())
     out = task.predict(model, "dev")
     scores = task.score(out, "dev")
     if D.current().is_main:

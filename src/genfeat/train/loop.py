@@ -278,7 +278,10 @@ def fit(
     step, count, best, best_step, bad_evals, best_eval, train_time = 0, 0, None, None, 0, {}, 0.0
     if resume_from is not None:
         done = int(Path(resume_from).name[len("step_"):])
-        if done >= cfg.max_steps:  # checked before the restore, so a refused resume changes nothing
+        # checked before the restore, so a refused resume changes nothing. A run whose training is done but whose
+        # finishing work (reload the best weights, evaluate, record) never wrote summary.json resumes into it
+        finished = (Path(run_dir) / "summary.json").is_file()
+        if done > cfg.max_steps or (done == cfg.max_steps and finished):
             raise ConfigError(f"{resume_from} is at step {done} and the run's budget is {cfg.max_steps} steps: "
                               "nothing to train; give a larger budget (train.max_steps, or the recipe's epochs)")
         state = C.restore_checkpoint(resume_from, model, optimizers, schedulers)
