@@ -212,9 +212,8 @@ def facet_rows(run: Path, docs: list[str], tokens, vec, probs, sc: bool, tag: st
 
 
 def minilm_rows(docs: list[str]) -> list[dict[str, Any]]:
-    from genfeat.models.bert import from_pretrained, mean_pool
+    from genfeat.models.bert import bert_dir, from_pretrained, mean_pool
     from genfeat.models.bert.tokenizer import encode, load_wordpiece
-    from genfeat.recipes.multi_cls import bert_dir
 
     d = bert_dir("minilm-l6")
     model, _ = from_pretrained(d)

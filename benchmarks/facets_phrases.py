@@ -60,9 +60,8 @@ def glove_scorer(vec: Vectors) -> Scorer:
 
 
 def minilm_scorers() -> dict[str, Scorer]:
-    from genfeat.models.bert import from_pretrained, mean_pool
+    from genfeat.models.bert import bert_dir, from_pretrained, mean_pool
     from genfeat.models.bert.tokenizer import encode, load_wordpiece
-    from genfeat.recipes.multi_cls import bert_dir
 
     d = bert_dir("minilm-l6")
     model, _ = from_pretrained(d)

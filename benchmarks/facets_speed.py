@@ -85,9 +85,8 @@ def main() -> None:
         loss.backward()
         opt.step()
 
-    from genfeat.models.bert import from_pretrained, mean_pool
+    from genfeat.models.bert import bert_dir, from_pretrained, mean_pool
     from genfeat.models.bert.tokenizer import encode, load_wordpiece
-    from genfeat.recipes.multi_cls import bert_dir
 
     src = bert_dir("minilm-l6")
     bert, _ = from_pretrained(src)

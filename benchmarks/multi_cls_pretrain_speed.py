@@ -30,7 +30,7 @@ def setup(k: int, batches: int = 3):
     """(pretrainer, optimizer, batches) for K facets, from the released MiniLM weights."""
     from genfeat.data.multi_cls import TripleBatches
     from genfeat.data.sentences import bbc_documents
-    from genfeat.models.bert import from_pretrained
+    from genfeat.models.bert import bert_dir, from_pretrained
     from genfeat.models.bert.tokenizer import load_wordpiece
     from genfeat.recipes import multi_cls as R
     from genfeat.train.loop import build_optimizer
@@ -39,7 +39,7 @@ def setup(k: int, batches: int = 3):
     cfg = R.minilm_bbc()
     cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, k=k), heads_lr=1e-3)
     seed_everything(0)
-    src = R.bert_dir(cfg.init)
+    src = bert_dir(cfg.init)
     bert, _ = from_pretrained(src)
     pre = R.build_pretrainer(cfg, bert.train())
     docs = bbc_documents(cfg.data.split_seed, 0, cfg.data.corpus)

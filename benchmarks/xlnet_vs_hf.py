@@ -33,6 +33,7 @@ def worker(impl: str, workload: str, steps: int, device: str, dtype: str) -> dic
     import torch
 
     from genfeat.data.plm import plm_inputs
+    from genfeat.losses.classification import classification_loss
 
     dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
                        ("cpu" if device == "auto" else device))
@@ -88,7 +89,7 @@ def worker(impl: str, workload: str, steps: int, device: str, dtype: str) -> dic
                 loss = torch.nn.functional.cross_entropy(out.logits.flatten(0, 1).float(), b["y"].flatten())
                 mems = out.mems
             elif impl == "genfeat":
-                loss = model.loss(model(b["x"], b["seg"], b["att"]).float(), b["y"])
+                loss = classification_loss(model(b["x"], b["seg"], b["att"]).float(), b["y"])
             else:
                 loss = model(b["x"], token_type_ids=b["seg"], attention_mask=b["att"], labels=b["y"]).loss
         opt.zero_grad(set_to_none=True)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from genfeat.api import HFBackbone
+from genfeat.losses.classification import classification_loss
 from genfeat.nn.task_heads import SequenceClassifier, SequenceSummary, SpanExtractor
 
 
@@ -41,7 +42,7 @@ def test_sequence_classifier_learns_on_a_bert_encoder(encoder):
     model = SequenceClassifier(encoder(), 32, 2, dropout=0.0, pool="first")
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(60):
-        loss = model.loss(model(x, torch.zeros_like(x), mask), y)
+        loss = classification_loss(model(x, torch.zeros_like(x), mask), y)
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from genfeat.losses.classification import classification_loss
 from genfeat.metrics.calibration import ece, facet_distributions, top_overlap, variance_score
 from genfeat.models.bert import BertConfig, BertModel
 from genfeat.models.multi_cls import (
@@ -289,7 +290,7 @@ def test_pretraining_losses_train_and_classifier_fits():
     y = (ids[:, 1] > 111).long()
     opt = torch.optim.Adam(clf.parameters(), lr=3e-3)
     for _ in range(60):
-        loss = clf.loss(clf(ids, types, mask), y)
+        loss = classification_loss(clf(ids, types, mask), y)
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -5,6 +5,7 @@ exclusion (LayerNorm, biases), checked on a real XLNet classifier and through on
 import pytest
 import torch
 
+from genfeat.losses.classification import classification_loss
 from genfeat.models.xlnet.config import tiny
 from genfeat.models.xlnet.heads import XLNetClassifier
 from genfeat.recipes.xlnet_finetune import SQUAD_PRESETS, FinetuneConfig
@@ -68,7 +69,7 @@ def test_one_adamw_step_moves_lower_layers_less():
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     opt = finetune_optimizer(model, lr=1e-3, weight_decay=0.0, layer_decay=0.25, eps=1e-12)
     x = torch.randint(0, 40, (4, 6))
-    model.loss(model(x), torch.tensor([0, 1, 0, 1])).backward()
+    classification_loss(model(x), torch.tensor([0, 1, 0, 1])).backward()
     opt.step()
 
     def move(name):

@@ -73,11 +73,6 @@ class SequenceClassifier(nn.Module):
         logits = self.logits_proj(self.sequence_summary(h, attention_mask))
         return logits[:, 0] if logits.size(1) == 1 else logits
 
-    def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
-        if logits.dim() == 1:
-            return nn.functional.mse_loss(logits, labels.float())
-        return nn.functional.cross_entropy(logits, labels)
-
 
 class MultipleChoice(nn.Module):
     """Inputs (B, C, T): one sequence per option, each scored by a one-output `SequenceClassifier`; logits (B, C)."""

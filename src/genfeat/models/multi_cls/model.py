@@ -212,9 +212,3 @@ class MultiCLSClassifier(nn.Module):
                 attention_mask: Tensor | None = None) -> Tensor:
         """Logits (B, n_labels), or (B,) for regression."""
         return self.head(self.facet_states(input_ids, token_type_ids, attention_mask))
-
-    @staticmethod
-    def loss(logits: Tensor, labels: Tensor) -> Tensor:
-        if logits.dim() == 1:
-            return nn.functional.mse_loss(logits, labels.float())
-        return nn.functional.cross_entropy(logits, labels)
