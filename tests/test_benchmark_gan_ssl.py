@@ -23,11 +23,12 @@ def test_budgets_keep_their_runs_and_pages_apart():
 def test_parallel_workers_train_the_density_model_once(tmp_path, monkeypatch):
     trained = []
 
-    def fake_pixelcnn(cfg, out, resume_from):
+    def fake_run(recipe, cfg, out, preset=None, resume=False):
+        assert recipe == "pixelcnn"
         trained.append(cfg.n_blocks)
         time.sleep(0.3)  # the second worker arrives while the first trains
         (out / "summary.json").write_text(json.dumps({"epochs": 1}))
-    monkeypatch.setattr(B.R, "run_pixelcnn", fake_pixelcnn)
+    monkeypatch.setattr(B, "run_recipe", fake_run)
     workers = [threading.Thread(target=B.density_run, args=(tmp_path, "mnist", 1, 2)) for _ in range(2)]
     for w in workers:
         w.start()
