@@ -62,3 +62,12 @@ def test_a_missing_file_and_a_missing_anchor_are_reported(tmp_path: Path) -> Non
 def test_links_resolve() -> None:
     bad = {str(p.relative_to(ROOT)): b for p in markdown_files() if (b := broken_links(p))}
     assert bad == {}, f"links to what does not exist: {bad}"
+
+
+def test_every_results_page_is_in_the_index() -> None:
+    """docs/results/README.md's index links every page (a `.reading.md` is part of its page)."""
+    results = ROOT / "docs" / "results"
+    index = prose(results / "README.md").split("## Digest")[0]
+    linked = {target for target, _ in LINK.findall(index)}
+    pages = {p.name for p in results.glob("*.md") if p.name != "README.md" and not p.name.endswith(".reading.md")}
+    assert pages <= linked, f"add to docs/results/README.md's index: {sorted(pages - linked)}"

@@ -176,3 +176,24 @@ def test_kernel_docs_build_is_deterministic(tmp_path):
     assert (a.adj != b.adj).nnz == 0 and (a.features != b.features).nnz == 0
     np.testing.assert_array_equal(a.train_idx, b.train_idx)
     np.testing.assert_array_equal(a.test_idx, b.test_idx)
+
+
+def test_published_graphs_are_checked_against_their_blob_ids(tmp_path, monkeypatch):
+    """Cora / Citeseer / Pubmed files are checked against the published ones (git blob ids: b"hello\\n" is git's
+    ce013625...); another version of one file is a ChecksumError naming it, a missing one a DataError."""
+    from genfeat.data import planetoid as P
+    from genfeat.errors import ChecksumError, DataError
+
+    assert P.git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+    files = {s: f"contents of {s}".encode() for s in (*P.SUFFIXES, "test.index")}
+    for s, data in files.items():
+        (tmp_path / f"ind.cora.{s}").write_bytes(data)
+    monkeypatch.setitem(P.PLANETOID_BLOBS, "cora", {s: P.git_blob_id(d) for s, d in files.items()})
+    P.check_planetoid_files(tmp_path, "cora")
+    (tmp_path / "ind.cora.ally").write_bytes(b"truncated")
+    with pytest.raises(ChecksumError, match="ind.cora.ally"):
+        P.check_planetoid_files(tmp_path, "cora")
+    (tmp_path / "ind.cora.graph").unlink()
+    with pytest.raises(DataError, match="ind.cora"):
+        P.check_planetoid_files(tmp_path, "cora")
+    P.check_planetoid_files(tmp_path, "toy")  # a graph without a manifest

@@ -32,10 +32,30 @@ from typing import Any
 
 import numpy as np
 
-from genfeat.errors import DataError
+from genfeat.errors import ChecksumError, DataError
 
 SUFFIXES = ("x", "y", "tx", "ty", "allx", "ally", "graph")
 PLANETOID_URL = "https://github.com/kimiyoung/planetoid/raw/master/data"
+# The manifest of the download: each file's git blob id in kimiyoung/planetoid (commit af6abf46, data/; tkipf/gcn
+# holds the same blobs), so a copy from either repository, or PyG's raw/ folder of them, checks too.
+PLANETOID_BLOBS = {
+    "cora": {"x": "c4a91d008245403e7f26aa616b437191509793c0", "y": "58e30ef120d3553cfaac33ff28c6b5436dbef661",
+             "tx": "6e856d777401ee15dc8619db76c97d0a40ba2d60", "ty": "da1734ab670b5c8ecee78a9c30b35566df916f4b",
+             "allx": "44d53b1fece343538e45592caac521d73c6f98d6", "ally": "04fbd0b083d09341fcf16b395c642329637f0542",
+             "graph": "4d3bf85dfc8b1c105a2c995597a1b3eed6947925",
+             "test.index": "ded8092db4cd767a367eebe09003b954a5316f24"},
+    "citeseer": {"x": "f094104a66f2689ffbd01085fe6a856689e9db9e", "y": "e857ac49b611da98e101a068cf4855350274f68a",
+                 "tx": "b2aff18aa1fc6f4f5e8c64db7643b59b24e42584", "ty": "3795f79df0cd1123f4478b77c148a5fbacc4cefb",
+                 "allx": "592091071ac35b78599c722d0e60b1c655711728",
+                 "ally": "7503f81a0b6ac1cc21cb5a97073542a6b1dfe99c",
+                 "graph": "a01dca663d0103c130f525017a4a9c313037e286",
+                 "test.index": "62d9e3d5ed53c66b069125af98529d76c70d9b3e"},
+    "pubmed": {"x": "16c0eca8d2b3297014ff80327416f9332eda10d7", "y": "e86670576c85340eeb2271b3c918bfa89322b2cf",
+               "tx": "eee4f3c988fde0da87a9ec7b01ca5e7863c1b1f1", "ty": "225a0bb9bb6430e3925d04688daf6a0da964c07a",
+               "allx": "3b86bccf08111c37c632a9dd8ab63db25ea76361", "ally": "4c8bcdc80882dd225fe4dd4fafd723baa616ac97",
+               "graph": "76eb87e628a6b9d43fc31ea42c8c6c8f3e52b404",
+               "test.index": "41f6befcb7750cc4858cb852f2b349a9598cb2f4"},
+}
 PLANETOID_NAMES = ("cora", "citeseer", "pubmed")
 
 
@@ -280,7 +300,26 @@ def download_planetoid(name: str, root: str | Path, url: str = PLANETOID_URL) ->
             raise DataError(f"cannot download {url}/ind.{name}.{suffix} ({e}); without a network, copy the eight "
                             f"ind.{name}.* files of kimiyoung/planetoid (or PyG's raw/ folder) to {root}/") from None
         target.write_bytes(blob)
+    check_planetoid_files(root, name)
     return root
+
+
+def git_blob_id(data: bytes) -> str:
+    """Git's object id of a file's contents: sha1 of b"blob <size>\\0" + data."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def check_planetoid_files(root: str | Path, name: str) -> None:
+    """ChecksumError naming the first of Cora's / Citeseer's / Pubmed's eight files under `root` that is not the
+    published one (`PLANETOID_BLOBS`); other names have no manifest and pass."""
+    for suffix, want in PLANETOID_BLOBS.get(name, {}).items():
+        path = Path(root) / f"ind.{name}.{suffix}"
+        if not path.is_file():
+            raise DataError(f"missing Planetoid file {path}")
+        got = git_blob_id(path.read_bytes())
+        if got != want:
+            raise ChecksumError(f"{path}: git blob id {got}, the published file has {want} (a partial download or "
+                                "another version: delete it and fetch again)")
 
 
 def files_sha256(root: str | Path, name: str) -> dict[str, str]:

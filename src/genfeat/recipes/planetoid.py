@@ -32,7 +32,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.data.planetoid import PLANETOID_NAMES, GraphData, download_planetoid, read_planetoid, standard_split
+from genfeat.data.planetoid import (
+    PLANETOID_NAMES,
+    GraphData,
+    check_planetoid_files,
+    download_planetoid,
+    read_planetoid,
+    standard_split,
+)
 from genfeat.data.sources import data_home
 from genfeat.errors import ConfigError
 from genfeat.models.planetoid import (
@@ -157,6 +164,7 @@ def _load_graph(cfg: GraphDataConfig) -> GraphData:
             download_planetoid(cfg.name, root)
         else:
             raise ConfigError(f"no Planetoid files ind.{cfg.name}.* in {root} (set data.root)")
+    check_planetoid_files(root, cfg.name)  # Cora, Citeseer and Pubmed against their published files
     return read_planetoid(root, cfg.name)
 
 
