@@ -145,14 +145,14 @@ def fragmentation(runs: dict[str, Path], corpus: str, n_tokens: int = 20_000, me
     out = {}
     for preset in PRESETS:
         cfg, lm, streams = load_run(runs[preset], preset, corpus, mem)
-        L, sums, mems = cfg.model.tgt_len, torch.zeros(cfg.model.tgt_len), None
+        L, sums, memory = cfg.model.tgt_len, torch.zeros(cfg.model.tgt_len), {}
         n = 0
         with torch.no_grad():
             for x, y in OrderedSegments(np.asarray(streams["test"][: n_tokens + 1]), 10, L, loop=False):
                 if x.size(1) < L:
                     break
-                o, bb = lm(x, **({"mems": mems} if mems is not None else {}))
-                mems = bb.mems
+                o, bb = lm(x, **memory)
+                memory = bb.carry()
                 sums += nll(o, y, reduction="none").sum(0)
                 n += x.size(0)
         per_pos = (sums / n).tolist()

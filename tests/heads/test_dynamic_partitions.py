@@ -221,12 +221,70 @@ def test_context_partition_sees_the_transformer_xl_memory():
     seg1 = torch.tensor([[1, 2, 30, 3, 4, 5]] * B)
     seg2 = torch.tensor([[6, 7, 8, 9, 10, 11]] * B)
     _, out1 = lm(seg1)
-    assert out1.mems[-1].dtype == torch.long and torch.equal(out1.mems[-1], seg1)  # ids ride with the memory
-    head_out, out2 = lm(seg2, mems=out1.mems)
-    bb = lm.backbone(seg2, mems=out1.mems[:-1], output_all_hidden=False)
+    assert torch.equal(out1.mem_ids, seg1) and out1.carry()["mem_ids"] is out1.mem_ids  # ids beside the memory
+    head_out, out2 = lm(seg2, **out1.carry())
+    bb = lm.backbone(seg2, mems=out1.mems, output_all_hidden=False)
     f_c = lm.head.dynamic.f_context(bb.hidden)
     got = head_out.scores
     torch.testing.assert_close(got[..., 30], f_c @ lm.head.weight[30])  # only in the previous segment
-    assert torch.equal(out2.mems[-1], seg2)
+    assert torch.equal(out2.mem_ids, seg2) and all(m.is_floating_point() for m in out2.mems)
     no_mem, _ = lm(seg2)
     assert not torch.allclose(no_mem.scores[..., 30], f_c @ lm.head.weight[30])
+
+
+def test_memory_loss_carries_the_memory_ids_and_resumes_with_them():
+    """Transformer-XL training with a context partition: MemoryLMLoss hands the next segment the memory and its
+    token ids (`carry`), and its checkpointed state restores both (a resumed loss gives the same next loss)."""
+    from genfeat.heads.config import HeadConfig
+    from genfeat.losses.nll import nll
+    from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
+    from genfeat.tasks.language_modeling import MemoryLMLoss
+
+    torch.manual_seed(0)
+    lm = build_txl_lm(TXLConfig(vocab_size=V, n_layer=2, d_model=D, n_head=2, d_head=8, d_inner=32, tgt_len=6,
+                                mem_len=6, dropout=0.0, head=HeadConfig(kind="multi_facet", context=True))).eval()
+    scramble(lm.head)
+    seg1, seg2 = torch.randint(0, V, (B, 6)), torch.randint(0, V, (B, 6))
+    y1, y2 = seg1.roll(1, 1), seg2.roll(1, 1)
+    loss = MemoryLMLoss()
+    loss(lm, (seg1, y1))
+    assert torch.equal(loss.memory["mem_ids"], seg1)
+    _, bb = lm(seg1, targets=y1)
+    want = nll(lm(seg2, targets=y2, **bb.carry())[0], y2)
+    resumed = MemoryLMLoss()
+    resumed.load_state_dict(loss.state_dict())
+    torch.testing.assert_close(resumed(lm, (seg2, y2))[0], want)
+    torch.testing.assert_close(loss(lm, (seg2, y2))[0], want)
+    without_ids = nll(lm(seg2, targets=y2, mems=bb.mems)[0], y2)
+    assert (want - without_ids).abs() > 1e-5
+
+
+def test_generation_carries_the_memory_ids():
+    """`sample` on Transformer-XL with a context partition continues each step from the last output's memory and
+    its ids: greedy decoding equals a loop that calls the model on one token at a time with `carry()`."""
+    from genfeat.heads.config import HeadConfig
+    from genfeat.models.lm import sample
+    from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
+
+    torch.manual_seed(0)
+    lm = build_txl_lm(TXLConfig(vocab_size=V, n_layer=2, d_model=D, n_head=2, d_head=8, d_inner=32, tgt_len=6,
+                                mem_len=6, dropout=0.0, head=HeadConfig(kind="multi_facet", context=True))).eval()
+    scramble(lm.head)
+    prompt = torch.tensor([[1, 2, 30, 3, 4, 5]] * B)
+    got = sample(lm, prompt, 5, top_k=1)
+    ids = prompt
+    with torch.no_grad():
+        head_out, out = lm(ids, last_only=True, mems=())
+        for _ in range(5):
+            ids = torch.cat([ids, head_out.log_probs()[:, -1].argmax(-1, keepdim=True)], 1)
+            head_out, out = lm(ids[:, -1:], last_only=True, **out.carry())
+    assert torch.equal(got, ids)
+    calls = []
+    forward = lm.forward
+
+    def recording(*args, **kwargs):
+        calls.append(set(kwargs))
+        return forward(*args, **kwargs)
+    lm.forward = recording
+    sample(lm, prompt, 3, top_k=1)
+    assert len(calls) == 3 and all({"mems", "mem_ids"} <= c for c in calls[1:])  # each step gets the ids too

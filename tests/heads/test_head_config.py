@@ -209,9 +209,9 @@ def test_target_path_with_memory_sees_the_memory_tokens():
     ids = torch.randint(0, V, (2, 12))
     _, bb = lm(ids[:, :6])
     y = ids[:, :6].flip(1)  # targets that occur in the memory
-    full = nll(lm(ids[:, 6:], mems=bb.mems)[0], y)
-    tgt = nll(lm(ids[:, 6:], targets=y, mems=bb.mems)[0], y)
-    no_mem_ids = nll(lm(ids[:, 6:], targets=y, mems=bb.mems[:-1])[0], y)
+    full = nll(lm(ids[:, 6:], **bb.carry())[0], y)
+    tgt = nll(lm(ids[:, 6:], targets=y, **bb.carry())[0], y)
+    no_mem_ids = nll(lm(ids[:, 6:], targets=y, mems=bb.mems)[0], y)
     torch.testing.assert_close(tgt, full)
     assert (tgt - no_mem_ids).abs() > 1e-4
 

@@ -34,5 +34,5 @@ class HeadInputBottleneck(nn.Module):
         p = self.proj
         narrow = BackboneOutput(hidden=p(out.hidden),  # (B, T, d_head)
                                 all_hidden=tuple(p(h) for h in out.all_hidden) if out.all_hidden else None,
-                                mems=out.mems)
+                                mems=out.mems, mem_ids=out.mem_ids)
         return self.head(narrow, **head_kwargs)

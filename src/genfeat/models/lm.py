@@ -43,24 +43,19 @@ class CausalLM(nn.Module):
         return None
 
     def forward(self, input_ids: Tensor, targets: Tensor | None = None, last_only: bool = False,
-                **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
+                mem_ids: Tensor | None = None, **backbone_kwargs) -> tuple[HeadOutput, BackboneOutput]:
         """backbone_kwargs: e.g. `mems=` for recurrent backbones (Transformer-XL). `targets` (B, T): a head that
         can (`needs.targets`) computes only log p(target) -- what training needs. `last_only`: scores (B, 1, V)
         for the last position only (generation); a head with `needs.positions` computes nothing else.
 
         A head that reads the memory's token ids (`needs.memory_ids`, the context partition) also sees the
-        tokens held in a backbone's memory: their ids travel as one extra integer tensor at the end of `mems`
-        (aligned with the memory's positions, -1 where unknown), so callers carry them with the memory
-        unchanged."""
+        tokens held in a backbone's memory: `mem_ids` (B, M), aligned with the memory's positions (-1 where
+        unknown), comes back updated as `out.mem_ids`; `out.carry()` is what the next segment's call takes."""
         needs: HeadNeeds = self.head.needs
         if targets is not None and targets.shape != input_ids.shape:
             raise ValueError(f"targets of shape {tuple(targets.shape)} do not align with input_ids of shape "
                              f"{tuple(input_ids.shape)}: targets[:, t] is the token after input_ids[:, t] "
                              "(call lm(ids[:, :-1], targets=ids[:, 1:]))")
-        mems = backbone_kwargs.get("mems")
-        mem_ids = None
-        if mems and not mems[-1].is_floating_point():
-            mem_ids, backbone_kwargs["mems"] = mems[-1], tuple(mems[:-1])
         if needs.all_hidden:
             backbone_kwargs.setdefault("output_all_hidden", True)
         out = self.backbone(input_ids, **backbone_kwargs)  # hidden (B, T, d)
@@ -72,7 +67,7 @@ class CausalLM(nn.Module):
                 mem_ids = input_ids.new_full((input_ids.size(0), old_len), -1)
             ids = torch.cat([mem_ids, input_ids], 1)
             end = old_len + max(0, input_ids.size(1) - self.backbone.offers.ext_len)
-            out.mems = (*out.mems, ids[:, end - out.mems[0].size(1):end])
+            out.mem_ids = ids[:, end - out.mems[0].size(1):end]
             if old_len:
                 head_kwargs["mem_ids"] = mem_ids
         if targets is not None and needs.targets:
@@ -112,14 +107,14 @@ def sample(
     ids = prompt
     done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
     start = lm.generation_memory()
-    mems = None
+    memory: dict = {}  # what the next call continues from (`BackboneOutput.carry`)
     for _ in range(max_new_tokens):
-        if mems is not None and (lm.max_len is None or mems[0].size(1) < lm.max_len):
-            head_out, out = lm(ids[:, -1:], mems=mems, last_only=True)
+        if memory and (lm.max_len is None or memory["mems"][0].size(1) < lm.max_len):
+            head_out, out = lm(ids[:, -1:], last_only=True, **memory)
         else:
             head_out, out = lm(ids if lm.max_len is None else ids[:, -lm.max_len :], last_only=True,
                                **({"mems": start} if start is not None else {}))
-        mems = out.mems if out.mems is not None and out.mems[0].size(1) > 0 else None
+        memory = out.carry() if out.mems is not None and out.mems[0].size(1) > 0 else {}
         logp = head_out.log_probs()[:, -1] / temperature  # (B, V)
         if top_k is not None and top_k < logp.size(-1):
             kth = logp.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)

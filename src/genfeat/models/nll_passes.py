@@ -27,13 +27,13 @@ def segment_nll(model: torch.nn.Module, tokens: np.ndarray, batch_size: int, seq
     streams). With `carry_memory` the backbone's memory flows from each segment to the next
     (Transformer-XL evaluation); it starts empty."""
     device = next(model.parameters()).device
-    total, count, mems = torch.zeros((), dtype=torch.float64, device=device), 0, None
+    total, count, memory = torch.zeros((), dtype=torch.float64, device=device), 0, {}
     segments = OrderedSegments(tokens, batch_size, seq_len, loop=False)
     for x, y in progress(segments, total=len(segments), desc=f"{split} pass"):
         y = y.to(device)
-        out, bb = model(x.to(device), targets=y, **({"mems": mems} if mems is not None else {}))
+        out, bb = model(x.to(device), targets=y, **memory)
         if carry_memory:
-            mems = bb.mems
+            memory = bb.carry()
         total += nll(out, y, reduction="sum").double()
         count += y.numel()
     return total.item(), count

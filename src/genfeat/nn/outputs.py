@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from torch import Tensor
 
@@ -11,11 +12,20 @@ from torch import Tensor
 @dataclass
 class BackboneOutput:
     """hidden: (B, T, d) last layer; all_hidden: per-layer (B, T, d) incl. embeddings, if asked;
-    mems: per-layer memory for recurrent backbones (Transformer-XL), else None."""
+    mems: per-layer memory for recurrent backbones (Transformer-XL), else None; mem_ids: (B, M) the token ids at
+    the memory's positions (-1: unknown), set by `models.lm.CausalLM` for a head that reads them."""
 
     hidden: Tensor
     all_hidden: tuple[Tensor, ...] | None = None
     mems: tuple[Tensor, ...] | None = None
+    mem_ids: Tensor | None = None
+
+    def carry(self) -> dict[str, Any]:
+        """The keyword arguments that continue from this output's memory (`mems`, and `mem_ids` when set):
+        `model(next_ids, **out.carry())`; {} without a memory."""
+        if self.mems is None:
+            return {}
+        return {"mems": self.mems} | ({"mem_ids": self.mem_ids} if self.mem_ids is not None else {})
 
 
 MEMORY_KINDS = (None, "recurrent", "cache")

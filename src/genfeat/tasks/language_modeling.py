@@ -37,27 +37,36 @@ def lm_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, int
     return loss, y.numel()
 
 
+def _to(x: Any, device) -> Any:
+    """Tensors, or a tuple / dict of them, on `device`."""
+    if isinstance(x, dict):
+        return {k: _to(v, device) for k, v in x.items()}
+    if isinstance(x, tuple | list):
+        return tuple(t.to(device) for t in x)
+    return x.to(device)
+
+
 class MemoryLMLoss:
     """Next-token NLL on consecutive segments, carrying the backbone's (detached) memory from one call to the next
     (Transformer-XL training, thesis Y §2.1); the memory is its state, checkpointed with the run, so a resume is
     exact."""
 
     def __init__(self):
-        self.mems: tuple[torch.Tensor, ...] | None = None
+        self.memory: dict[str, Any] = {}  # the last output's `carry()`: mems (and mem_ids for a head that reads them)
 
     def __call__(self, model: torch.nn.Module, batch) -> tuple[torch.Tensor, int]:
         device = next(model.parameters()).device
         x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
-        mems = None if self.mems is None else tuple(m.to(device) for m in self.mems)  # no-op unless resumed
-        out, bb = model(x, targets=y, **({"mems": mems} if mems is not None else {}))
-        self.mems = bb.mems
+        memory = _to(self.memory, device)  # a no-op unless resumed
+        out, bb = model(x, targets=y, **memory)
+        self.memory = bb.carry()
         return nll(out, y), y.numel()
 
     def state_dict(self) -> dict[str, Any]:
-        return {"mems": [m.cpu() for m in self.mems] if self.mems is not None else []}
+        return {k: _to(v, "cpu") for k, v in self.memory.items()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.mems = tuple(state["mems"]) or None
+        self.memory = {k: tuple(v) if k == "mems" else v for k, v in state.items()}
 
 
 def lm_scores(total_nll: float, count: int, per_char: bool) -> dict[str, float]:
