@@ -1,7 +1,9 @@
 """XLNet's mechanism on synthetic data with analytic optima (spec xlnet.md §6.2 D1, D2); records
-docs/results/xlnet_dependency.{md,json}.
+docs/results/xlnet_dependency.{md,json}. Each model is a `genfeat run xlnet_dependency` run (the data, the
+evaluations and the training are the recipe's: `data/plm_synthetic.py`, `tasks/plm_dependency.py`,
+`recipes/xlnet_dependency.py`), through the sweep harness.
 
-    python -m benchmarks.xlnet_dependency [--seeds 0 1 2] [--steps 1500]
+    python -m benchmarks.xlnet_dependency [--seeds 0 1 2] [--steps 1500] [--runs runs/bench_xlnet_dependency]
 
 D1 "New York": joint NLL of a two-token slot whose tokens determine each other. Permutation LM (query stream,
 -log p(a) - log p(b | a), both orders) vs a masked LM on the same backbone (Eq. 2.2: both slot tokens masked,
@@ -17,141 +19,41 @@ linear decay, batch 64, sequences of 12 tokens; PLM targets: the task's tokens p
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
-import time
 from typing import Any
 
-import numpy as np
-import torch
-
 from benchmarks.common import mean_std, reading, render, result_args, write_results
-from genfeat.data.plm import mlm_corrupt, perm_mask_from_ranks, sample_ranks
-from genfeat.data.plm_synthetic import MASK, new_york, new_york_vocab, right_ctx, right_ctx_vocab
-from genfeat.losses.nll import nll
-from genfeat.losses.plm import mlm_loss, plm_loss
-from genfeat.models.xlnet import XLNetConfig, XLNetLM
+from benchmarks.sweep import Job, Sweep
+from genfeat.recipes.xlnet_dependency import spec
 
 NAME = "xlnet_dependency"
-T, BATCH = 12, 64
+MODELS = {"d1_plm": ("new_york", "plm"), "d1_mlm": ("new_york", "mlm"), "d2_plm": ("right_context", "plm"),
+          "d2_ar": ("right_context", "ar")}  # the page's key prefix: (study, objective)
 
 
-def model(vocab: int, seed: int) -> XLNetLM:
-    torch.manual_seed(seed)
-    return XLNetLM(XLNetConfig(vocab_size=vocab, n_layer=2, d_model=128, n_head=4, d_head=32, d_inner=512))
+def job(model: str, seed: int, steps: int) -> Job:
+    study, objective = MODELS[model]
+    cfg = spec()
+    cfg = dataclasses.replace(cfg, seed=seed, study=study, objective=objective,
+                              train=dataclasses.replace(cfg.train, max_steps=steps))
+    return Job(f"{model}-seed{seed}-steps{steps}", {"model": model, "seed": seed}, "xlnet_dependency", cfg,
+               group=model, preset="spec")
 
 
-def targets_mask(target_pos: torch.Tensor, extra_rate: float, g: torch.Generator) -> torch.Tensor:
-    B = target_pos.size(0)
-    m = torch.rand(B, T, generator=g) < extra_rate
-    return m.scatter(1, target_pos, True)
-
-
-def plm_batch(d: dict[str, torch.Tensor], is_target: torch.Tensor, g: torch.Generator,
-              identity: bool = False) -> dict[str, torch.Tensor]:
-    """Random order of the targets (identity: left to right over all tokens, an AR LM); the targets padded to the
-    batch maximum with label -100."""
-    B = is_target.size(0)
-    rank = torch.arange(T).expand(B, -1) if identity else sample_ranks(B, T, generator=g)
-    n = int(is_target.sum(1).max())
-    key = torch.where(is_target, torch.arange(T).float(), T + torch.arange(T).float())
-    pos = key.argsort(1)[:, :n]
-    labels = torch.where(is_target.gather(1, pos), d["input_ids"].gather(1, pos), -100)
-    return {"input_ids": d["input_ids"], "perm_mask": perm_mask_from_ranks(rank, is_target), "target_pos": pos,
-            "labels": labels}
-
-
-def train(lm: XLNetLM, make_batch, steps: int, loss_fn) -> float:
-    opt = torch.optim.Adam(lm.parameters(), lr=1e-3)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps)
-    lm.train()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        loss, _ = loss_fn(lm, make_batch())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-    lm.eval()
-    return time.perf_counter() - t0
-
-
-@torch.no_grad()
-def joint_nll_plm(lm: XLNetLM, d: dict[str, torch.Tensor], first: int) -> float:
-    """Mean over sequences of -Σ log p over the target_pos tokens, the target `first` (index into target_pos)
-    predicted first, the others after it in the listed order; everything else is context."""
-    B, P = d["target_pos"].shape
-    order = [first] + [i for i in range(P) if i != first]
-    rank = torch.zeros(B, T, dtype=torch.long)
-    for r, i in enumerate(order):
-        rank.scatter_(1, d["target_pos"][:, i:i + 1], torch.full((B, 1), r))
-    is_t = torch.zeros(B, T, dtype=torch.bool).scatter(1, d["target_pos"], True)
-    b = {"input_ids": d["input_ids"], "perm_mask": perm_mask_from_ranks(rank, is_t), "target_pos": d["target_pos"],
-         "labels": d["input_ids"].gather(1, d["target_pos"])}
-    out, _ = lm(b["input_ids"], perm_mask=b["perm_mask"], target_pos=b["target_pos"])
-    return float(nll(out, b["labels"], reduction="none").sum(1).mean())
-
-
-@torch.no_grad()
-def fill_in_nll(lm: XLNetLM, d: dict[str, torch.Tensor], identity: bool) -> float:
-    """Mean NLL of each target_pos token predicted alone: from all other tokens (PLM) or from the tokens to its
-    left (identity order: the AR LM)."""
-    B, P = d["target_pos"].shape
-    total = 0.0
-    for i in range(P):
-        pos = d["target_pos"][:, i:i + 1]
-        is_t = torch.ones(B, T, dtype=torch.bool) if identity else \
-            torch.zeros(B, T, dtype=torch.bool).scatter(1, pos, True)
-        rank = torch.arange(T).expand(B, -1)
-        out, _ = lm(d["input_ids"], perm_mask=perm_mask_from_ranks(rank, is_t), target_pos=pos)
-        total += float(nll(out, d["input_ids"].gather(1, pos)))
-    return total / P
-
-
-@torch.no_grad()
-def joint_nll_mlm(lm: XLNetLM, d: dict[str, torch.Tensor]) -> float:
-    x = d["input_ids"].scatter(1, d["target_pos"], MASK)
-    loss, _ = mlm_loss(lm, {"input_ids": x, "target_pos": d["target_pos"],
-                            "labels": d["input_ids"].gather(1, d["target_pos"])})
-    return float(loss) * d["target_pos"].size(1)
-
-
-def run_seed(seed: int, steps: int) -> dict[str, Any]:
-    rng, g = np.random.default_rng(seed), torch.Generator().manual_seed(seed)
-    test1 = new_york(2000, T, np.random.default_rng(10_000 + seed))
-    test2 = right_ctx(2000, T, np.random.default_rng(20_000 + seed))
-    res: dict[str, Any] = {"seed": seed}
-
-    def ny_plm():
-        d = new_york(BATCH, T, rng)
-        return plm_batch(d, targets_mask(d["target_pos"], 0.0, g), g)
-
-    def ny_mlm():
-        d = new_york(BATCH, T, rng)
-        x = mlm_corrupt(d["input_ids"], d["target_pos"], MASK, new_york_vocab(), g)
-        return {"input_ids": x, "target_pos": d["target_pos"], "labels": d["input_ids"].gather(1, d["target_pos"])}
-
-    lm = model(new_york_vocab(), seed)
-    res["d1_plm_s"] = train(lm, ny_plm, steps, plm_loss)
-    res["d1_plm_a_first"], res["d1_plm_b_first"] = joint_nll_plm(lm, test1, 0), joint_nll_plm(lm, test1, 1)
-    lm = model(new_york_vocab(), seed)
-    res["d1_mlm_s"] = train(lm, ny_mlm, steps, mlm_loss)
-    res["d1_mlm"] = joint_nll_mlm(lm, test1)
-
-    def rc(identity: bool):
-        def make():
-            d = right_ctx(BATCH, T, rng)
-            is_t = torch.ones(BATCH, T, dtype=torch.bool) if identity else targets_mask(d["target_pos"], 1 / 6, g)
-            return plm_batch(d, is_t, g, identity=identity)
-        return make
-
-    lm = model(right_ctx_vocab(), seed)
-    res["d2_plm_s"] = train(lm, rc(False), steps, plm_loss)
-    res["d2_plm"] = fill_in_nll(lm, test2, identity=False)
-    lm = model(right_ctx_vocab(), seed)
-    res["d2_ar_s"] = train(lm, rc(True), steps, plm_loss)
-    res["d2_ar"] = fill_in_nll(lm, test2, identity=True)
-    print({k: round(v, 4) if isinstance(v, float) else v for k, v in res.items()})
-    return res
+def per_seed(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row a seed in the page's keys: d1_plm_a_first, d1_plm_b_first, d1_mlm, d2_plm, d2_ar, and each
+    model's training seconds (<model>_s)."""
+    rows: dict[int, dict[str, Any]] = {}
+    for r in records:
+        row = rows.setdefault(r["seed"], {"seed": r["seed"]})
+        m = r["model"]
+        if m == "d1_plm":
+            row["d1_plm_a_first"], row["d1_plm_b_first"] = r["test_joint_nll_a_first"], r["test_joint_nll_b_first"]
+        else:
+            row[m] = r["test_joint_nll"] if m == "d1_mlm" else r["test_fill_in_nll"]
+        row[f"{m}_s"] = r["train_s"]
+    return [rows[s] for s in sorted(rows) if len(rows[s]) == 1 + 2 * len(MODELS) + 1]
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -197,14 +99,17 @@ AR D2 {ms('d2_ar_s')}.
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=1500)
-    result_args(ap, [0, 1, 2])
+    result_args(ap, [0, 1, 2], runs="runs/bench_xlnet_dependency")
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
         return
-    runs = [run_seed(s, args.steps) for s in args.seeds]
-    print(write_results(NAME, {"steps": args.steps, "runs": runs}, markdown,
-                        seeds=args.seeds))
+    sweep = Sweep.from_args(args)
+    records = sweep.results(job(m, s, args.steps) for m in MODELS for s in args.seeds)
+    if args.train_only:
+        return
+    print(write_results(NAME, {"steps": args.steps, "runs": per_seed(records)}, markdown, seeds=args.seeds,
+                        machine=sweep.machine()))
 
 
 if __name__ == "__main__":

@@ -278,3 +278,33 @@ def test_classification_scores_include_calibration():
     reg = SequenceClassification({"valid": {"input_ids": torch.zeros(50, 2, dtype=torch.long),
                                             "labels": torch.randn(50, generator=g)}})
     assert "ece" not in reg.score(torch.randn(50, generator=g), "valid")
+
+
+def test_next_token_sets_score_ce_and_top_s_by_group():
+    """Two rows with targets {0, 1}: the first puts ½ : ½ on them (CE log 2, both in its top 2), the second ¼ on
+    each of four tokens (CE log 4; token 2 ties into its top 2 before token 1)."""
+    import math
+
+    from genfeat.tasks.token_sets import NextTokenSet
+
+    rows = {"input_ids": torch.zeros(2, 3, dtype=torch.long), "targets": torch.tensor([[0, 1], [0, 1]]),
+            "diagonal": torch.tensor([True, False])}
+    task = NextTokenSet(rows, group="diagonal")
+    logp = torch.log(torch.tensor([[0.5, 0.5, 1e-9, 1e-9], [0.25, 0.24, 0.26, 0.25]]))
+    s = task.score(logp, "train")
+    assert s["ce_group"] == pytest.approx(math.log(2), abs=1e-6) and s["top_s_group"] == 1.0
+    assert s["ce_other"] == pytest.approx(-0.5 * (math.log(0.25) + math.log(0.24)), abs=1e-6)
+    task2 = NextTokenSet(rows | {"diagonal": torch.tensor([False, True])}, group="diagonal")
+    assert task2.score(logp, "train")["top_s_group"] == 0.0
+
+
+def test_dependency_batches_split_one_global_batch_over_ranks():
+    from genfeat.data.plm_synthetic import DependencyBatches
+
+    for study, objective in (("new_york", "plm"), ("new_york", "mlm"), ("right_context", "plm"),
+                             ("right_context", "ar")):
+        one = next(DependencyBatches(study, objective, 8, 12, seed=3))
+        parts = [next(DependencyBatches(study, objective, 8, 12, seed=3, rank=r, world_size=2)) for r in range(2)]
+        assert all(torch.equal(torch.cat([p[k] for p in parts]), v) for k, v in one.items())
+    with pytest.raises(ValueError, match="trains plm or ar"):
+        DependencyBatches("right_context", "mlm", 8, 12, seed=0)

@@ -11,7 +11,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from genfeat.errors import ConfigError
-from genfeat.recipes import facets, gan_ssl, lm, multi_cls, planetoid, seqrec, transformer_xl, xlnet, xlnet_finetune
+from genfeat.recipes import (
+    facets,
+    gan_ssl,
+    heads_synthetic,
+    lm,
+    multi_cls,
+    planetoid,
+    seqrec,
+    transformer_xl,
+    xlnet,
+    xlnet_dependency,
+    xlnet_finetune,
+)
 
 
 @dataclass(frozen=True)
@@ -42,9 +54,17 @@ RECIPES: dict[str, Recipe] = {
     "xlnet_squad": Recipe("xlnet_squad", "XLNet fine-tuning: SQuAD 2.0 span extraction with answerability",
                           xlnet_finetune.XLNetSquadConfig, xlnet_finetune.SQUAD_PRESETS, xlnet_finetune.run_squad,
                           "squad2"),
+    "xlnet_dependency": Recipe("xlnet_dependency", "XLNet's mechanism on synthetic data with analytic optima: the "
+                               "permutation LM vs a masked LM (D1) or a left-to-right LM (D2) (thesis Y §2.2)",
+                               xlnet_dependency.XLNetDependencyConfig, xlnet_dependency.PRESETS, xlnet_dependency.run,
+                               "spec"),
     "planetoid": Recipe("planetoid", "graph semi-supervised node classification: Planetoid-T/I/G (thesis Y §3.3) "
                         "and baselines (Feat, LP, GraphEmb, GCN)", planetoid.PlanetoidRunConfig, planetoid.PRESETS,
                         planetoid.run, "linuxdoc"),
+    "heads_synthetic": Recipe("heads_synthetic", "an output head's capacity for a multimodal next-word distribution "
+                              "on a planted parallelogram (thesis C §2.2-2.4, spec S2)",
+                              heads_synthetic.HeadsSyntheticConfig, heads_synthetic.PRESETS, heads_synthetic.run,
+                              "s2"),
     "seqrec": Recipe("seqrec", "sequential recommendation: SASRec / GRU4Rec with every output head, RepeatNet "
                      "(thesis C §2.5)", seqrec.SeqRecRunConfig, seqrec.PRESETS, seqrec.run, "sasrec_ml100k"),
     "gan_ssl": Recipe("gan_ssl", "complement-GAN semi-supervised image classification: FM, LD, PT, VI, Ent and the "

@@ -189,3 +189,26 @@ def test_a_tie_with_the_best_keeps_the_later_weights_but_is_no_improvement(tmp_p
     fresh, _ = make()
     load_model_weights(fresh, tmp_path / WEIGHTS)
     assert all(torch.equal(a, b) for a, b in zip(fresh.parameters(), saved[0.7], strict=True))  # step 10's weights
+
+
+def test_a_parameter_without_gradient_resumes_without_optimizer_state(tmp_path):
+    """A trained parameter the loss never reaches has no AdamW state; a resume must not give it one (loading an
+    optimizer state first makes a state for every parameter): the resumed optimizer equals the uninterrupted."""
+    import shutil
+
+    from tests.resume_check import assert_same
+
+    def run(out, resume=None):
+        lm, data = make()
+        lm.unused = torch.nn.Parameter(torch.zeros(3))  # trained, never in the loss
+        cfg = TrainConfig(max_steps=4, eval_every=0, ckpt_every=2, keep_last=2)
+        fit(lm, lm_loss, data, cfg, out, resume_from=resume)
+        return lm
+
+    run(tmp_path / "a")
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    shutil.rmtree(tmp_path / "b" / "checkpoints" / "step_00000004")
+    run(tmp_path / "b", resume=tmp_path / "b" / "checkpoints" / "step_00000002")
+    a, b = (C.load_trainer_state(tmp_path / r / "checkpoints" / "step_00000004") for r in ("a", "b"))
+    assert "unused" not in a["optimizers"]["model"]["state"]
+    assert_same(a["optimizers"], b["optimizers"], "optimizers")

@@ -141,6 +141,19 @@ def _check_optimizer_params(model: nn.Module, optimizer: torch.optim.Optimizer, 
                            f"in the file, {[len(g) for g in own]} in this optimizer")
 
 
+def _drop_state_not_saved(model: nn.Module, optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
+    """`set_optimizer_state_dict` first gives every parameter a state (a zero-gradient step) and then loads the
+    file's; a parameter the file has no state for (it never had a gradient) would keep that made-up state, so
+    the resumed optimizer would differ from the uninterrupted one. It is removed here: the parameter is as it
+    was, stateless."""
+    names: dict[nn.Parameter, set[str]] = {}
+    for n, p in D.unwrap(model).named_parameters(remove_duplicate=False):
+        names.setdefault(p, set()).add(n)  # a tied weight: the file may key its state by any of its names
+    for p, ns in names.items():
+        if p in optimizer.state and not ns & set(saved["state"]):
+            del optimizer.state[p]
+
+
 def save_model_weights(model: nn.Module, path: str | os.PathLike) -> None:
     """Full weights of a plain, DDP or FSDP2 model to one safetensors file. Collective (every rank calls
     it, so FSDP shards can be gathered); rank 0 writes, and every rank returns once the file is there (a rank
@@ -295,6 +308,7 @@ def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizers: Ma
             # tell its device from an empty state and refuses, so it loads as a local state dict
             dcp.set_optimizer_state_dict(model, opt, osd, options=loose if osd["state"] else
                                          dcp.StateDictOptions(full_state_dict=False, strict=False))
+            _drop_state_not_saved(model, opt, osd)
         if set(state["schedulers"]) != set(schedulers):
             raise RuntimeError(f"schedulers {sorted(state['schedulers'])} in the file, {sorted(schedulers)} here")
         for name, scheduler in schedulers.items():
