@@ -1,10 +1,11 @@
-"""benchmarks/multi_cls_pooling: the pooled vectors it measures are the classifier's (Eq. 5.4 and the sum)."""
+"""analysis.facet_pooling: the pooled vectors it measures are the classifier's (Eq. 5.4 and the sum)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from benchmarks.multi_cls_pooling import pooled_stats
+
+from genfeat.analysis.facet_pooling import pooled_stats
 
 
 def test_pooled_stats_are_eq_5_4_and_the_sum():
