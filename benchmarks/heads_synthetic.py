@@ -16,8 +16,8 @@ import math
 import re
 from typing import Any
 
-from benchmarks.common import mean_std, render, result_args, write_results
-from benchmarks.sweep import Job, Sweep
+from benchmarks.common import mean_std, result_args
+from benchmarks.sweep import Job, sweep_page
 from genfeat.heads.config import HeadConfig
 from genfeat.recipes.heads_synthetic import s2
 
@@ -83,16 +83,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3000)
     result_args(ap, [0, 1, 2], runs="runs/bench_heads_synthetic")
     args = ap.parse_args()
-    if args.render_only:
-        print(render(NAME, markdown))
-        return
-    sweep = Sweep.from_args(args)
-    runs = sweep.results(job(name, s, args.steps) for name in HEADS for s in args.seeds)
-    if args.train_only:
-        return
-    print(write_results(NAME, {"steps": args.steps, "log4": math.log(4), "runs": runs}, markdown, seeds=args.seeds,
-                        machine=sweep.machine()))
-
+    sweep_page(args, NAME, (job(name, s, args.steps) for name in HEADS for s in args.seeds), markdown,
+               lambda runs: {"steps": args.steps, "log4": math.log(4), "runs": runs})
 
 if __name__ == "__main__":
     main()

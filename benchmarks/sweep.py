@@ -25,12 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, ran_on
+from benchmarks.common import claim_run_dir, ran_on, render, write_results
 from genfeat.runner import run_recipe
 from genfeat.train.checkpoint import latest_checkpoint
 from genfeat.train.logging import machine_info
@@ -116,6 +116,20 @@ class Sweep:
             out["gpu"] = " + ".join(sorted({str(b.get("gpu") or b["device"]) if str(b["device"]).startswith("cuda")
                                             else str(b["device"]) for b in blocks}))
         return out
+
+
+def sweep_page(args: argparse.Namespace, name: str, jobs: Iterable[Job], markdown: Callable[[dict[str, Any]], str],
+               results: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> None:
+    """The main of a benchmark whose page is one sweep (`common.result_args` options): --render-only rewrites the
+    page from its JSON; else the jobs run (or are read), --train-only stops there, and `results(records)` is
+    recorded with the runs' machine block."""
+    if args.render_only:
+        print(render(name, markdown))
+        return
+    sweep = Sweep.from_args(args)
+    records = sweep.results(jobs)
+    if not args.train_only:
+        print(write_results(name, results(records), markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 def record(summary: Mapping[str, Any], tags: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,8 +23,8 @@ import dataclasses
 import math
 from typing import Any
 
-from benchmarks.common import mean_std, reading, render, result_args, write_results
-from benchmarks.sweep import Job, Sweep
+from benchmarks.common import mean_std, reading, result_args
+from benchmarks.sweep import Job, sweep_page
 from genfeat.recipes.xlnet_dependency import spec
 
 NAME = "xlnet_dependency"
@@ -101,16 +101,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1500)
     result_args(ap, [0, 1, 2], runs="runs/bench_xlnet_dependency")
     args = ap.parse_args()
-    if args.render_only:
-        print(render(NAME, markdown))
-        return
-    sweep = Sweep.from_args(args)
-    records = sweep.results(job(m, s, args.steps) for m in MODELS for s in args.seeds)
-    if args.train_only:
-        return
-    print(write_results(NAME, {"steps": args.steps, "runs": per_seed(records)}, markdown, seeds=args.seeds,
-                        machine=sweep.machine()))
-
+    sweep_page(args, NAME, (job(m, s, args.steps) for m in MODELS for s in args.seeds), markdown,
+               lambda records: {"steps": args.steps, "runs": per_seed(records)})
 
 if __name__ == "__main__":
     main()
