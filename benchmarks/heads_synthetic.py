@@ -86,5 +86,6 @@ def main() -> None:
     sweep_page(args, NAME, (job(name, s, args.steps) for name in HEADS for s in args.seeds), markdown,
                lambda runs: {"steps": args.steps, "log4": math.log(4), "runs": runs})
 
+
 if __name__ == "__main__":
     main()

@@ -104,5 +104,6 @@ def main() -> None:
     sweep_page(args, NAME, (job(m, s, args.steps) for m in MODELS for s in args.seeds), markdown,
                lambda records: {"steps": args.steps, "runs": per_seed(records)})
 
+
 if __name__ == "__main__":
     main()
