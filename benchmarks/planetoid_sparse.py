@@ -40,7 +40,8 @@ def one(deg: float, seed: int) -> dict[str, Any]:
     np.random.seed(seed)
     model = Planetoid(dataclasses.replace(cfg.model, variant="T"), data.num_nodes, data.num_features, data.num_classes)
     with tempfile.TemporaryDirectory() as run_dir:
-        out = P.fit_planetoid(model, data, P.make_sampler(data, cfg.sampler, "T", seed), cfg.train, run_dir, seed=seed)
+        sampler = P.make_sampler(data, cfg.sampler, "T", seed)
+        out = P.train_planetoid(model, data, sampler, cfg.train, run_dir, seed=seed)
     model.eval()
     with torch.no_grad():
         logits, (z_feat, z_emb) = model(torch.arange(data.num_nodes), SparseRows(data.features))

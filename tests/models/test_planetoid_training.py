@@ -61,7 +61,7 @@ def test_inductive_context_steps_train_the_context_branch(graph_only, tmp_path):
             return context_loss(model.context_embed(i, x), model.context(c), gamma, reduction="mean").item()
 
     start = held_out_ctx_loss()
-    P.fit_planetoid(model, data, sampler, FAST, tmp_path, seed=0)
+    P.train_planetoid(model, data, sampler, FAST, tmp_path, seed=0)
     assert all(not torch.equal(a, b) for a, b in zip(before, model.context_parameters(), strict=True))
     assert held_out_ctx_loss() < start - 0.05
 

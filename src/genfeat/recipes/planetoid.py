@@ -48,11 +48,14 @@ from genfeat.models.planetoid import (
     PlanetoidConfig,
     PlanetoidTrainConfig,
     SamplerConfig,
-    fit_planetoid,
+    planetoid_method,
 )
 from genfeat.models.planetoid import baselines as B
-from genfeat.models.planetoid.train import context_nodes_for
+from genfeat.models.planetoid.train import branch_accuracy, context_nodes_for
+from genfeat.paradigms import fit_task
+from genfeat.tasks.node_classification import NodeClassification
 from genfeat.train import distributed as D
+from genfeat.train.loop import fit
 from genfeat.train.record import write_record
 
 METHODS = ("planetoid_t", "planetoid_i", "planetoid_g", "graphemb", "feat_lr", "feat_mlp", "lp", "gcn", "manireg_t",
@@ -182,6 +185,21 @@ def sampler_throughput(sampler: ContextSampler, batch: int = 200, repeats: int =
     return batch * repeats / (time.perf_counter() - t0)
 
 
+def train_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, train: PlanetoidTrainConfig,
+                    run_dir: str | Path, seed: int = 0, resume_from: str | Path | None = None) -> dict[str, Any]:
+    """Algorithm 3 (`models.planetoid.planetoid_method`) as one `fit_task` phase on the graph's node
+    classification: selection on valid_acc, the best-validation weights loaded back; returns their accuracies,
+    the best round, each branch's test accuracy and the evaluations (`history`)."""
+    method = planetoid_method(model, data, sampler, train, seed)
+    all_ids = torch.arange(data.num_nodes)
+    task = NodeClassification(data.labels, data.split_idx, predictor=lambda m: m.predict(all_ids, method.step.x))
+    res, scores = fit_task(model, task, method.batches, method.loop, run_dir, method=method.step,
+                           resume_from=resume_from, desc="Planetoid")
+    return {**scores, "best_round": res.best_step - method.warmup, "best_step": res.best_step,
+            "branch_test_acc": branch_accuracy(model, data, method.step.x), "history": res.evals,
+            "params": sum(p.numel() for p in model.parameters()), "steps": res.step, "train_seconds": res.wall_time}
+
+
 def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | None = None,
                resume_from: str | Path | None = None) -> dict[str, Any]:
     """Train and evaluate `cfg.method` on `data`; returns accuracies (best validation state) and time. The
@@ -201,17 +219,18 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | N
         model = Planetoid(dataclasses.replace(cfg.model, variant=variant), data.num_nodes, data.num_features,
                           data.num_classes)
         sampler = make_sampler(data, cfg.sampler, variant, cfg.seed)
-        out = fit_planetoid(model, data, sampler, cfg.train, run_dir, seed=cfg.seed, resume_from=resume_from)
-        out["sampler_triples_per_s"] = sampler_throughput(sampler, cfg.train.n2)
-        return out
+        out = train_planetoid(model, data, sampler, cfg.train, run_dir, cfg.seed, resume_from)
+        return out | {"sampler_triples_per_s": sampler_throughput(sampler, cfg.train.n2)}
     if m == "graphemb":  # two phases: context-only embeddings (resumable), then logistic regression on them
         model = Planetoid(dataclasses.replace(cfg.model, variant="G"), data.num_nodes, 0, data.num_classes)
         sampler = make_sampler(data, dataclasses.replace(cfg.sampler, r2=1.0), "G", cfg.seed)
-        emb = fit_planetoid(model, data, sampler, cfg.train, run_dir, seed=cfg.seed, context_only=True,
-                            resume_from=resume_from)  # the classifier (seconds, in classifier/) is trained again
+        method = planetoid_method(model, data, sampler, cfg.train, cfg.seed, context_only=True)
+        emb = fit(model, method.step, method.batches, method.loop, run_dir, resume_from=resume_from,
+                  desc="Planetoid (context only)", unit="nodes")  # the classifier (seconds) is trained again
         out = B.logistic_regression(model.embedding.weight.detach(), data, cfg.baseline, run_dir / "classifier")
-        for k in ("train_seconds", "params", "steps"):
-            out[k] += emb[k]
+        out["train_seconds"] += emb.wall_time
+        out["params"] += sum(p.numel() for p in model.parameters())
+        out["steps"] += emb.step
         return out
     if m == "feat_lr":
         from genfeat.nn.sparse_linear import SparseRows

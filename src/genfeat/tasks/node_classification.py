@@ -24,6 +24,7 @@ Predictor = Callable[[nn.Module], Tensor]  # network -> predicted class of every
 class NodeClassification(Task):
     metric = "acc"
     mode = "max"
+    unit = "nodes"
 
     def __init__(self, labels: np.ndarray, split_idx: Mapping[str, np.ndarray], predictor: Predictor | None = None):
         self.labels, self.split_idx, self.predictor = labels, dict(split_idx), predictor
@@ -33,8 +34,12 @@ class NodeClassification(Task):
         """The predicted class of every node (the split does not change the pass)."""
         if self.predictor is None:
             raise ValueError("NodeClassification needs a predictor (network -> class of every node) to predict")
+        was = model.training
+        model.eval()
         with torch.no_grad():
-            return self.predictor(model).cpu()
+            pred = self.predictor(model).cpu()
+        model.train(was)
+        return pred
 
     def score(self, pred: Tensor, split: str) -> dict[str, float]:
         return {"acc": split_accuracy(pred, self.labels, {split: self.split_idx[split]})[f"{split}_acc"]}

@@ -2,6 +2,7 @@
 
 from genfeat.models.planetoid.model import Planetoid, PlanetoidConfig
 from genfeat.models.planetoid.sampler import ContextSampler, SamplerConfig
-from genfeat.models.planetoid.train import PlanetoidTrainConfig, fit_planetoid
+from genfeat.models.planetoid.train import PlanetoidMethod, PlanetoidTrainConfig, planetoid_method
 
-__all__ = ["ContextSampler", "Planetoid", "PlanetoidConfig", "PlanetoidTrainConfig", "SamplerConfig", "fit_planetoid"]
+__all__ = ["ContextSampler", "Planetoid", "PlanetoidConfig", "PlanetoidMethod", "PlanetoidTrainConfig", "SamplerConfig",
+           "planetoid_method"]

@@ -20,22 +20,18 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
 from genfeat.losses.graph_context import context_loss
-from genfeat.metrics.classification import split_accuracy
 from genfeat.models.planetoid.model import Planetoid
 from genfeat.models.planetoid.sampler import ContextSampler
 from genfeat.nn.sparse_linear import SparseRows
-from genfeat.train import checkpoint as C
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import TrainConfig
 from genfeat.train.step import Step, Update
 
 
@@ -179,43 +175,33 @@ class Triples:
         self.sampler.gen.set_state(state["gen"])
 
 
-def fit_planetoid(model: Planetoid, data: GraphData, sampler: ContextSampler, cfg: PlanetoidTrainConfig,
-                  run_dir: str | Path, seed: int = 0, context_only: bool = False,
-                  resume_from: str | Path | None = None) -> dict[str, Any]:
-    """Train `model` on `data` by Algorithm 3 through `train.fit` (checkpoints, metrics.jsonl and the
-    best-validation weights in `run_dir`); returns the accuracies of the best-validation state and the
-    evaluations (`history`).
+@dataclass
+class PlanetoidMethod:
+    """What `train.fit` (through `paradigms.fit_task`) needs to run Algorithm 3 on a graph: the Step, its two
+    batch streams by name, and the loop's settings (evaluation every `eval_every` steps after the warm-up,
+    selection on valid_acc, fp32, no clipping)."""
 
-    `context_only` trains only the context loss for warmup_steps + rounds * t2 steps (GraphEmb)."""
+    step: Algorithm3
+    batches: dict[str, Any]
+    loop: TrainConfig
+    warmup: int
+
+
+def planetoid_method(model: Planetoid, data: GraphData, sampler: ContextSampler, cfg: PlanetoidTrainConfig,
+                     seed: int = 0, context_only: bool = False) -> PlanetoidMethod:
+    """Algorithm 3 for `model` on `data`; `context_only` trains only the context loss for warmup_steps + rounds * t2
+    steps (GraphEmb's embeddings), checkpointed every eval_every steps."""
     gen = torch.Generator().manual_seed(seed)
     warmup, rounds = context_budget(cfg, data.num_nodes)
     x = SparseRows(data.features) if model.feat_branch is not None or model.cfg.variant == "I" else None
-    method = Algorithm3(model, cfg, warmup, gen, x, context_only)
+    step = Algorithm3(model, cfg, warmup, gen, x, context_only)
     batches = {"labeled": LabeledBatches(data.train_idx, data.labels, cfg.n1, gen),
                "triples": Triples(sampler, cfg.n2)}
-    all_ids = torch.arange(data.num_nodes)
-
-    def evaluate(m: nn.Module) -> dict[str, float]:  # {train,valid,test}_acc of one pass over every node
-        with torch.no_grad():
-            return split_accuracy(m.predict(all_ids, method.x).cpu(), data.labels, data.split_idx)
-
     steps = warmup + (int(rounds * cfg.t2) if context_only else rounds)
-    if cfg.max_steps is not None:
-        steps = cfg.max_steps
-    loop = TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=cfg.eval_every,
-                       eval_every=cfg.eval_every, eval_from=warmup, ckpt_every=cfg.eval_every if context_only else 0,
-                       early_stop_metric="valid_acc", early_stop_mode="max", patience=cfg.patience)
-    res = fit(model, method, batches, loop, run_dir, evaluate=None if context_only else evaluate,
-              resume_from=resume_from, desc="Planetoid" + (" (context only)" if context_only else ""),
-              unit="nodes")  # the labeled nodes of the supervised updates
-    run = {"params": sum(p.numel() for p in model.parameters()), "steps": res.step, "train_seconds": res.wall_time}
-    if context_only:
-        return run
-    C.load_model_weights(model, Path(run_dir) / C.WEIGHTS)  # the best-validation state
-    best = res.best_eval
-    return {"best_round": res.best_step - warmup, **{k: best[k] for k in ("train_acc", "valid_acc", "test_acc")},
-            "branch_test_acc": branch_accuracy(model, data, method.x), **run, "best_step": res.best_step,
-            "history": res.evals}
+    loop = TrainConfig(max_steps=steps if cfg.max_steps is None else cfg.max_steps, clip_norm=0.0, precision="fp32",
+                       log_every=cfg.eval_every, eval_every=cfg.eval_every, eval_from=warmup,
+                       ckpt_every=cfg.eval_every if context_only else 0, patience=cfg.patience)
+    return PlanetoidMethod(step, batches, loop, warmup)
 
 
 @torch.no_grad()
