@@ -71,3 +71,25 @@ def test_every_results_page_is_in_the_index() -> None:
     linked = {target for target, _ in LINK.findall(index)}
     pages = {p.name for p in results.glob("*.md") if p.name != "README.md" and not p.name.endswith(".reading.md")}
     assert pages <= linked, f"add to docs/results/README.md's index: {sorted(pages - linked)}"
+
+
+def test_the_readme_quotes_numbers_its_result_pages_hold() -> None:
+    """Every number in the README's table of systems is on a page under docs/results of that row's system, up to
+    the README's rounding (the pages render their JSON; a number typed by hand that no page holds fails)."""
+    readme = prose(ROOT / "README.md")
+    table = readme.split("## The systems", 1)[1].split("\n## ", 1)[0]
+    results = ROOT / "docs" / "results"
+    index = prose(results / "README.md")
+    checked = 0
+    for row in (line for line in table.splitlines() if line.startswith("| ") and "docs/results/README.md#" in line):
+        anchor = re.search(r"docs/results/README\.md#([\w\-]+)", row).group(1)
+        section = next(s for s in index.split("\n### ")[1:] if slug(s.splitlines()[0]) == anchor)
+        pages = " ".join(prose(results / t) for t, _ in LINK.findall(section) if (results / t).is_file())
+        on_pages = [float(x) for x in re.findall(r"\d+\.\d+", pages.replace(",", ""))]
+        headline = row.split(" | ")[3]
+        for number in re.findall(r"\d+\.\d+", headline):
+            half = 0.5 * 10 ** -len(number.split(".")[1]) + 1e-9
+            assert any(abs(p - float(number)) <= half for p in on_pages), \
+                f"{number} ({headline[:60]}...) is on no page of {anchor}"
+            checked += 1
+    assert checked >= 15
