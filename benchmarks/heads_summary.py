@@ -29,8 +29,10 @@ def collect() -> dict[str, Any]:
     out: dict[str, Any] = {"sources": result_sources(PARTS)}
     if (syn := load_result("heads_synthetic")) is not None:
         res = syn["results"]
-        out["synthetic"] = {h: round(statistics.mean(r["ce_diagonal"] for r in runs), 4)
-                            for h, runs in res["runs"].items()}
+        by_head: dict[str, list[float]] = {}
+        for r in res["runs"]:  # one record a run: the head, the seed, the recipe's train_ce_group (diagonal CE)
+            by_head.setdefault(r["head"], []).append(r["train_ce_group"])
+        out["synthetic"] = {h: round(statistics.mean(v), 4) for h, v in by_head.items()}
         out["synthetic_bound"] = {"log4": round(res["log4"], 4), "log2": 0.6931}
     if (ptb := load_result("heads_ptb")) is not None:
         out["ptb_test_ppl"] = _means(ptb["results"]["runs"], ("arch", "head"))

@@ -58,6 +58,7 @@ def s2() -> HeadsSyntheticConfig:
 
 
 def tiny() -> HeadsSyntheticConfig:
+    """60 steps (tests)."""
     return dataclasses.replace(s2(), train=dataclasses.replace(s2().train, max_steps=60, log_every=10))
 
 

@@ -52,10 +52,12 @@ class XLNetDependencyConfig:
 
 
 def spec() -> XLNetDependencyConfig:
+    """Spec §6.2: 1,500 steps of batch 64, 2,000 held-out sequences (D1 "New York" PLM; --study / --objective)."""
     return XLNetDependencyConfig()
 
 
 def tiny() -> XLNetDependencyConfig:
+    """8 steps of batch 16, 64 held-out sequences (tests)."""
     cfg = spec()
     return dataclasses.replace(cfg, test_sequences=64, batch_size=16,
                                train=dataclasses.replace(cfg.train, max_steps=8, log_every=2))
