@@ -44,3 +44,30 @@ def plm_loss(lm: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, int]:
 def mlm_loss(lm: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, int]:
     out, _ = mlm_forward(lm, batch)
     return nll(out, batch["labels"]), int((batch["labels"] != -100).sum())
+
+
+class PretrainingLoss:
+    """XLNet pretraining's loss for `train.fit`: PLM or MLM on consecutive batches of a `data.plm.PretrainStream`,
+    carrying the backbone's (detached) memory of each batch's reuse part into the next (thesis Y §2.2.3's segment
+    recurrence). The memory is the loss's state, checkpointed with the run, so a resume is exact."""
+
+    def __init__(self, objective: str):
+        if objective not in ("plm", "mlm"):
+            raise ValueError(f"objective must be plm or mlm, got {objective!r}")
+        self.forward = plm_forward if objective == "plm" else mlm_forward
+        self.mems: tuple[Tensor, ...] | None = None
+
+    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, int]:
+        device = next(model.parameters()).device
+        batch = {k: v.to(device) for k, v in batch.items()}
+        if self.mems is not None:
+            batch["mems"] = tuple(m.to(device) for m in self.mems)
+        out, o = self.forward(model, batch)
+        self.mems = o.mems
+        return nll(out, batch["labels"]), int((batch["labels"] != -100).sum())
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"mems": [m.cpu() for m in self.mems] if self.mems is not None else []}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.mems = tuple(state["mems"]) or None

@@ -34,8 +34,7 @@ from genfeat.data.plm import PretrainStream
 from genfeat.data.text_classification import load_bbc_news, stratified_split
 from genfeat.data.tokenizers import GENFEAT_FILE, SPM_FILE, SentencePieceTokenizer, load_tokenizer, save_tokenizer
 from genfeat.errors import ConfigError
-from genfeat.losses.nll import nll
-from genfeat.losses.plm import mlm_forward, plm_forward
+from genfeat.losses.plm import PretrainingLoss
 from genfeat.models.xlnet import XLNetConfig, XLNetLM
 from genfeat.models.xlnet.hf import save_pretrained
 from genfeat.train import distributed as D
@@ -121,29 +120,6 @@ def encode_documents(tok: SentencePieceTokenizer, docs: list[str]) -> np.ndarray
     return np.concatenate(parts)
 
 
-class PretrainLoss:
-    """PLM or MLM loss on consecutive batches, carrying the (detached) memory of the reuse part."""
-
-    def __init__(self, objective: str):
-        self.forward = plm_forward if objective == "plm" else mlm_forward
-        self.mems: tuple[torch.Tensor, ...] | None = None
-
-    def __call__(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
-        device = next(model.parameters()).device
-        batch = {k: v.to(device) for k, v in batch.items()}
-        if self.mems is not None:
-            batch["mems"] = tuple(m.to(device) for m in self.mems)
-        out, o = self.forward(model, batch)
-        self.mems = o.mems
-        return nll(out, batch["labels"]), int((batch["labels"] != -100).sum())
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"mems": [m.cpu() for m in self.mems] if self.mems is not None else []}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.mems = tuple(state["mems"]) or None
-
-
 # ----------------------------------------------------------------------------------------- pretraining
 @torch.no_grad()
 def evaluate_pretrain(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]], objective: str
@@ -151,7 +127,7 @@ def evaluate_pretrain(model: torch.nn.Module, batches: list[dict[str, torch.Tens
     """Mean target NLL over fixed validation batches read in order (with their memory)."""
     was = model.training
     model.eval()
-    loss_fn, total, count = PretrainLoss(objective), 0.0, 0
+    loss_fn, total, count = PretrainingLoss(objective), 0.0, 0
     for b in batches:
         loss, n = loss_fn(model, b)
         total, count = total + float(loss) * n, count + n
@@ -190,7 +166,7 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
         print(f"xlnet_pretrain ({cfg.objective}): {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
               f"{len(streams['train']):,} training tokens ({len(docs['train'])} documents), device {info.device}")
     train = stream(streams["train"], cfg.seed, dc.batch_size, info.rank, info.world_size)  # this rank's rows
-    result = fit(model, PretrainLoss(cfg.objective), train,
+    result = fit(model, PretrainingLoss(cfg.objective), train,
                  cfg.train, run_dir, evaluate=lambda m: evaluate_pretrain(m, valid, cfg.objective),
                  resume_from=resume_from, desc=f"xlnet {cfg.objective}")
     load_model_weights(lm_model, run_dir / "model.safetensors")  # the best validation weights
