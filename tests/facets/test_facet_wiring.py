@@ -242,3 +242,27 @@ def test_topic_recovery_and_facet_spread():
     assert S.facet_spread(facets) == pytest.approx((0 + 1 + 0) / 3)
     with pytest.raises(ValueError, match="at least 2"):
         S.facet_spread(facets[:1])
+
+
+def test_the_facet_task_scores_valid_with_fixed_negatives():
+    """tasks.facet_prediction: training takes the objective itself (its stream is checkpointed through it); every
+    evaluation draws the same negatives (a fixed seed, not the training stream), with the exact E-step."""
+    from genfeat.tasks.facet_prediction import NeighbourWordFacets
+
+    torch.manual_seed(0)
+    m = FacetModel(CFG).eval()
+    table = torch.randn(30, CFG.d_target)
+    objective = NNSCObjective(table, 0.4, "rmsprop", 20, seed=0)
+    valid = [collate([torch.randint(3, 40, (5,)).tolist() for _ in range(6)],
+                     [torch.randint(0, 30, (4,)).tolist() for _ in range(6)])]
+    task = NeighbourWordFacets(objective, valid)
+    assert task.loss is objective
+    first = task.evaluate(m, "valid")
+    objective(m, valid[0])  # the training stream moves on
+    assert task.evaluate(m, "valid") == first
+    assert first["valid_loss"] == pytest.approx(first["valid_er_pos"] - first["valid_er_neg"], abs=1e-6)
+    with torch.no_grad():
+        exact, _, _ = NNSCObjective(table, 0.4, "pgd", 500, seed=12_345)(m, valid[0])  # the exact E-step's loss
+    assert first["valid_loss"] == pytest.approx(exact.item(), abs=1e-5)
+    with pytest.raises(KeyError):
+        task.evaluate(m, "test")

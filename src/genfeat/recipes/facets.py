@@ -64,6 +64,7 @@ from genfeat.data.topic_corpus import topic_corpus, topic_examples
 from genfeat.errors import ConfigError
 from genfeat.losses.nnsc import ASSIGN, METHODS, NNSCObjective
 from genfeat.models.facets import FacetConfig, FacetModel
+from genfeat.tasks.facet_prediction import METRICS, NeighbourWordFacets
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
@@ -183,11 +184,8 @@ def training_data(cfg: FacetRunConfig) -> tuple[list[str], list[str], np.ndarray
     return vocab, target_words, target_vecs, ex
 
 
-VALID_METRICS = ("valid_loss", "valid_er_pos", "valid_er_neg")  # what a run's evaluation reports
-
-
 def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    check_early_stop_metric(cfg.train, VALID_METRICS)
+    check_early_stop_metric(cfg.train, METRICS)
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
@@ -211,26 +209,17 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     valid = [collate(ex["valid"].inputs[a: a + 64], ex["valid"].targets[a: a + 64])
              for a in range(0, min(len(ex["valid"]), 640), 64)]
 
-    @torch.no_grad()
-    def evaluate(m: torch.nn.Module) -> dict[str, float]:
-        check = NNSCObjective(vectors, lc.lam, lc.solver, lc.iters, 12_345, lc.neg_weight,  # fixed negatives
-                              assign=lc.kmeans_assign)
-        sums = dict.fromkeys(VALID_METRICS, 0.0)
-        for b in valid:
-            loss, _, parts = check(D.unwrap(m), b, exact=True)
-            sums["valid_loss"] += float(loss) / len(valid)
-            sums["valid_er_pos"] += parts["er_pos"] / len(valid)
-            sums["valid_er_neg"] += parts["er_neg"] / len(valid)
-        return sums
+    task = NeighbourWordFacets(objective, valid)
     n_params = sum(p.numel() for p in model.parameters())
     if info.is_main:
         print(f"facets K={mcfg.k}: {n_params / 1e6:.2f}M parameters, vocab {len(vocab):,}, {len(target_words):,} "
               f"target words, {len(ex['train']):,} training {dc.unit}s")
     batches = FacetBatches(ex["train"], dc.batch_size, cfg.seed, info.rank, info.world_size)
-    res = fit(D.wrap(model, info), objective, batches, cfg.train, run_dir, evaluate=evaluate,
-              resume_from=resume_from, desc=f"facets K={mcfg.k}")
+    res = fit(D.wrap(model, info), task.loss, batches, cfg.train, run_dir,
+              evaluate=lambda m: task.evaluate(D.unwrap(m), "valid"), resume_from=resume_from,
+              desc=f"facets K={mcfg.k}")  # selection on cfg.train.early_stop_metric, one of METRICS
     load_model_weights(model, run_dir / WEIGHTS)
-    final = evaluate(model)
+    final = task.evaluate(model, "valid")
     if info.is_main:
         (run_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
         (run_dir / "target_words.txt").write_text("\n".join(target_words) + "\n")
