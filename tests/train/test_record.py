@@ -40,3 +40,20 @@ def test_the_record_names_the_device_the_run_was_set_up_on(tmp_path, monkeypatch
     assert D.setup("auto").device == torch.device("meta") and D.current().device == torch.device("meta")
     s = write_record(tmp_path, "x", {"test_acc": 1.0}, params=1, steps=1, best_step=None, wall_s=0, train_s=0)
     assert s["device"] == "meta" and s["machine"]["device"] == "meta"
+
+
+def test_record_fit_takes_the_fit_and_the_clock(tmp_path):
+    """record_fit: steps, training time and best step from the FitResult (best step None with last_weights), the
+    wall time since `started`."""
+    import time
+
+    from genfeat.train.loop import FitResult
+    from genfeat.train.record import record_fit
+
+    fit = FitResult(step=12, count=0, wall_time=3.0, unit="tokens", best_metric=1.0, best_step=8, start_step=0,
+                    train_time=2.5)
+    s = record_fit(tmp_path, "t", {"test_acc": 0.5}, fit=fit, started=time.perf_counter() - 4.0, params=7)
+    assert (s["steps"], s["best_step"], s["train_s"], s["params"]) == (12, 8, 2.5, 7) and 4.0 <= s["wall_s"] < 60
+    last = record_fit(tmp_path, "t", {"test_acc": 0.5}, fit=fit, started=time.perf_counter(), params=7,
+                      last_weights=True)
+    assert last["best_step"] is None

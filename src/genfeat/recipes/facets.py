@@ -68,7 +68,7 @@ from genfeat.tasks.facet_prediction import METRICS, NeighbourWordFacets
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
 
@@ -223,12 +223,11 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     if info.is_main:
         (run_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
         (run_dir / "target_words.txt").write_text("\n".join(target_words) + "\n")
-    return write_record(run_dir, f"Multi-facet {dc.unit} embeddings (K={mcfg.k}, {cfg.loss.solver})", final,
-                        params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
-                        train_s=res.train_time,
-                        details={"k": mcfg.k, "solver": cfg.loss.solver, "lam": cfg.loss.lam, "vocab": len(vocab),
-                                 "target_words": len(target_words), "unit": dc.unit,
-                                 f"train_{dc.unit}s": len(ex["train"]),
-                                 "train_targets": target_composition(ex["train"], target_words)},
-                        notes=["valid_loss: Er(positives) - Er(rotated negatives) per word with the exact E-step on "
-                               f"{sum(len(b['input_ids']) for b in valid)} held-out sentences (best weights)."])
+    return record_fit(run_dir, f"Multi-facet {dc.unit} embeddings (K={mcfg.k}, {cfg.loss.solver})", final,
+                      fit=res, started=t0, params=n_params,
+                      details={"k": mcfg.k, "solver": cfg.loss.solver, "lam": cfg.loss.lam, "vocab": len(vocab),
+                               "target_words": len(target_words), "unit": dc.unit,
+                               f"train_{dc.unit}s": len(ex["train"]),
+                               "train_targets": target_composition(ex["train"], target_words)},
+                      notes=["valid_loss: Er(positives) - Er(rotated negatives) per word with the exact E-step on "
+                             f"{sum(len(b['input_ids']) for b in valid)} held-out sentences (best weights)."])

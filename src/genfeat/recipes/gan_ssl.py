@@ -52,7 +52,7 @@ from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
 from genfeat.train.loop import TrainConfig, fit
 from genfeat.train.optim import adam
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit, write_record
 from genfeat.train.seed import seed_everything
 
 DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
@@ -372,10 +372,9 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
         lp = torch.cat([model.log_prob(xt[a: a + 250].to(dev)).cpu() for a in
                         progress(range(0, min(len(xt), PERCENTILE_IMAGES), 250), "training log-p percentiles")])
     percentiles = {q: round(float(torch.quantile(lp, q / 100)), 1) for q in (2, 10, 20, 50)}
-    summary = write_record(
+    summary = record_fit(
         run_dir, f"PixelCNN density model of {cfg.data.dataset}", {"test_bits_per_dim": round(test_bpd, 4)},
-        params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=None,
-        wall_s=time.perf_counter() - t0, train_s=res.train_time,
+        fit=res, started=t0, params=sum(p.numel() for p in model.parameters()), last_weights=True,
         details={"epochs": round(res.step / batches.per_epoch, 2), "filters": cfg.filters, "n_blocks": cfg.n_blocks,
                  "train_logp_percentiles": percentiles},
         notes=[f"Test bits/dim on the first {len(xs):,} test images, final weights. Log-density percentiles of "

@@ -34,7 +34,7 @@ from genfeat.paradigms import fit_task
 from genfeat.tasks.token_sets import NextTokenSet
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,9 @@ def run(cfg: HeadsSyntheticConfig, run_dir: Path, resume_from: Path | None = Non
     batches = EpochBatches(task.train_rows, rows, np.random.default_rng(cfg.seed), info.rank, info.world_size)
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc=f"heads_synthetic layout {cfg.layout}", select=False)
-    return write_record(run_dir, f"Output head on the planted parallelogram (layout {cfg.layout})", scores,
-                        params=sum(p.numel() for p in model.parameters() if p.requires_grad), steps=res.step,
-                        best_step=None, wall_s=time.perf_counter() - t0, train_s=res.train_time,
-                        details={"layout": cfg.layout, "contexts": rows},
-                        notes=["The last weights; CE >= log 4 = 1.386 for a single softmax on the diagonal pairs, "
-                               "the optimum log 2 = 0.693."])
+    return record_fit(run_dir, f"Output head on the planted parallelogram (layout {cfg.layout})", scores,
+                      fit=res, started=t0, params=sum(p.numel() for p in model.parameters() if p.requires_grad),
+                      last_weights=True,
+                      details={"layout": cfg.layout, "contexts": rows},
+                      notes=["The last weights; CE >= log 4 = 1.386 for a single softmax on the diagonal pairs, "
+                             "the optimum log 2 = 0.693."])

@@ -38,7 +38,7 @@ from genfeat.tasks.language_modeling import LanguageModeling, lm_loss, lm_scores
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
 
@@ -232,9 +232,8 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
              "tokens/s. Metrics of the best-validation weights.",
              f"## Samples (top-k = {cfg.sample.top_k}, temperature {cfg.sample.temperature})",
              "\n".join(f"{i + 1}. {s}" for i, s in enumerate(samples))]
-    summary = write_record(run_dir, "Language model run", final, params=n_params, steps=result.step,
-                           best_step=result.best_step, wall_s=time.perf_counter() - t0, train_s=result.train_time,
-                           details=details | {"samples": samples}, notes=notes)
+    summary = record_fit(run_dir, "Language model run", final, fit=result, started=t0, params=n_params,
+                         details=details | {"samples": samples}, notes=notes)
     if info.is_main:
         metric = "bpc" if per_char else "ppl"
         print(f"valid {metric} {final['valid_' + metric]:.3f}   test {metric} {final['test_' + metric]:.3f}   "

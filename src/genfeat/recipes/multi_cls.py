@@ -64,7 +64,7 @@ from genfeat.tasks.classification import SequenceClassification
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 from genfeat.train.loop import TrainConfig, build_optimizer, check_early_stop_metric, fit
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
 
@@ -198,15 +198,14 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     load_model_weights(pre, run_dir / WEIGHTS)
     final = evaluate_pretrain(pre, valid)
     title = "MTL pretraining (pooled [CLS])" if k == 0 else f"Multi-CLS BERT pretraining (K={k}, λ={pre.lam})"
-    return write_record(run_dir, title, final,
-                        params=n_params, steps=res.step, best_step=res.best_step, wall_s=time.perf_counter() - t0,
-                        train_s=res.train_time, details={"k": k, "objective": cfg.objective, "lam": pre.lam,
-                                                         "init": str(src), "hard_negatives": cfg.data.hard_negatives,
-                                                         "heads_lr": cfg.heads_lr,
-                                                         "mlm_head": "checkpoint" if head is not None else "fresh"},
-                        notes=[f"Validation: {len(valid)} fixed batches of held-out articles; positive-first is the "
-                               f"share of anchors whose next sequence scores highest among {2 * cfg.data.n_triples} "
-                               f"(chance {1 / (2 * cfg.data.n_triples):.3f})."])
+    return record_fit(run_dir, title, final,
+                      fit=res, started=t0, params=n_params, details={"k": k, "objective": cfg.objective, "lam": pre.lam,
+                                                       "init": str(src), "hard_negatives": cfg.data.hard_negatives,
+                                                       "heads_lr": cfg.heads_lr,
+                                                       "mlm_head": "checkpoint" if head is not None else "fresh"},
+                      notes=[f"Validation: {len(valid)} fixed batches of held-out articles; positive-first is the "
+                             f"share of anchors whose next sequence scores highest among {2 * cfg.data.n_triples} "
+                             f"(chance {1 / (2 * cfg.data.n_triples):.3f})."])
 
 
 def _pretrain_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
@@ -394,10 +393,9 @@ def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path |
     batches = EpochBatches(task.train_rows, batch, np.random.default_rng(cfg.seed), info.rank, info.world_size)
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc=f"multi_cls K={k}" if k else "bert")
-    summary = write_record(
+    summary = record_fit(
         run_dir, f"{'Multi-CLS K=' + str(k) if k else 'BERT'} fine-tuned on {cfg.task} ({len(sub)} examples)",
-        scores, params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=res.best_step,
-        wall_s=time.perf_counter() - t0, train_s=res.train_time,
+        scores, fit=res, started=t0, params=sum(p.numel() for p in model.parameters()),
         details={"task": cfg.task, "data_sha256": data_sha256, "k": k, "labels": int(len(sub)),
                  "test_examples": int(len(rows["test"]["labels"])),
                  "pretrained": cfg.pretrained,

@@ -50,7 +50,7 @@ from genfeat.paradigms import fit_task
 from genfeat.tasks.ranking import NextItemRanking
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
 
@@ -229,9 +229,8 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
                "epoch_train_s": round(result.train_time * spe / max(result.step, 1), 2),
                "train_wall_s": round(result.wall_time, 1)}
     k = cfg.eval.ks[0]
-    summary = write_record(
-        run_dir, f"{name} on {data.name}", final, params=n_params, steps=result.step, best_step=result.best_step,
-        wall_s=time.perf_counter() - t0, train_s=result.train_time, details=details,
+    summary = record_fit(
+        run_dir, f"{name} on {data.name}", final, fit=result, started=t0, params=n_params, details=details,
         notes=[data.summary(), f"{details['epochs']} epochs (best {details['best_epoch']}), "
                f"{details['epoch_train_s']} s of training per epoch; full ranking, metrics at K = {cfg.eval.ks}."])
     print(f"valid Hit@{k} {final[f'valid_hit@{k}']:.4f} NDCG@{k} {final[f'valid_ndcg@{k}']:.4f}   test Hit@{k} "

@@ -40,7 +40,7 @@ from genfeat.models.xlnet.hf import save_pretrained
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
 
@@ -174,9 +174,8 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
     if info.is_main:  # the same weights as a Hugging Face directory: AutoModel / AutoTokenizer.from_pretrained(hf/)
         save_pretrained(lm_model, run_dir / "hf")
         shutil.copyfile(run_dir / SPM_FILE, run_dir / "hf" / SPM_FILE)
-    summary = write_record(
-        run_dir, f"XLNet pretraining ({cfg.objective})", final, params=n_params, steps=result.step,
-        best_step=result.best_step, wall_s=time.perf_counter() - t0, train_s=result.train_time,
+    summary = record_fit(
+        run_dir, f"XLNet pretraining ({cfg.objective})", final, fit=result, started=t0, params=n_params,
         details={"objective": cfg.objective, "vocab_size": tok.vocab_size, "train_tokens": int(len(streams["train"])),
                  "train_wall_s": round(result.wall_time, 1)},
         notes=[f"valid_loss: the mean target NLL of {len(valid)} held-out batches (best-validation weights)."])

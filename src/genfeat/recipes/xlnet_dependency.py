@@ -27,7 +27,7 @@ from genfeat.paradigms import fit_task
 from genfeat.tasks.plm_dependency import DependencyStudy
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
 
@@ -81,7 +81,6 @@ def run(cfg: XLNetDependencyConfig, run_dir: Path, resume_from: Path | None = No
             p.requires_grad_(False)
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc=f"xlnet_dependency {cfg.study} {cfg.objective}", select=False)
-    return write_record(run_dir, f"XLNet dependency study: {cfg.study}, {cfg.objective}", scores,
-                        params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=None,
-                        wall_s=time.perf_counter() - t0, train_s=res.train_time,
-                        details={"study": cfg.study, "objective": cfg.objective})
+    return record_fit(run_dir, f"XLNet dependency study: {cfg.study}, {cfg.objective}", scores,
+                      fit=res, started=t0, params=sum(p.numel() for p in model.parameters()), last_weights=True,
+                      details={"study": cfg.study, "objective": cfg.objective})

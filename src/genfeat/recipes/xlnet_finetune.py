@@ -50,7 +50,7 @@ from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_weights
 from genfeat.train.loop import FitResult, TrainConfig, effective_warmup
 from genfeat.train.optim import finetune_optimizer
-from genfeat.train.record import write_record
+from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 from genfeat.train.step import OneLoss
 
@@ -287,11 +287,10 @@ def run_classify(cfg: XLNetClassifyConfig, run_dir: Path, resume_from: Path | No
     res, scores = finetune(model, task, cfg.train, cfg.seed, run_dir, f"xlnet_classify {cfg.task} ({cfg.init})",
                            resume_from)
     test = {k.removeprefix("test_"): v for k, v in scores.items()}
-    summary = write_record(
+    summary = record_fit(
         run_dir, f"XLNet fine-tuned on {cfg.task} ({len(idx)} labels, init {cfg.init})",
         {f"valid_{key}": res.best_metric, **{f"test_{k}": v for k, v in test.items()}},
-        params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=res.best_step,
-        wall_s=time.perf_counter() - t0, train_s=res.train_time,
+        fit=res, started=t0, params=sum(p.numel() for p in model.parameters()),
         details={"task": cfg.task, "init": cfg.init, "pretrained": str(cfg.pretrained), "labels": int(len(idx)),
                  "test_examples": int(len(yt))},
         notes=[f"Test metrics of the best-validation weights ({len(yt):,} test examples)."])
@@ -321,10 +320,9 @@ def run_race(cfg: XLNetRaceConfig, run_dir: Path, resume_from: Path | None = Non
         if (levels == lv).any():
             sel = torch.from_numpy(levels == lv)
             test[f"test_acc_{lv}"] = float((pred[sel].argmax(-1) == x["test"]["labels"][sel]).float().mean())
-    summary = write_record(run_dir, f"XLNet on RACE (init {cfg.init})", {"dev_acc": res.best_metric, **test},
-                           params=sum(p.numel() for p in model.parameters()), steps=res.step,
-                           best_step=res.best_step, wall_s=time.perf_counter() - t0, train_s=res.train_time,
-                           details={"init": cfg.init, "pretrained": str(cfg.pretrained)})
+    summary = record_fit(run_dir, f"XLNet on RACE (init {cfg.init})", {"dev_acc": res.best_metric, **test},
+                         fit=res, started=t0, params=sum(p.numel() for p in model.parameters()),
+                         details={"init": cfg.init, "pretrained": str(cfg.pretrained)})
     if D.current().is_main:
         print(f"RACE test accuracy {test['test_acc']:.4f} (dev {res.best_metric:.4f}) -> {run_dir}")
     return summary
@@ -347,11 +345,10 @@ def run_squad(cfg: XLNetSquadConfig, run_dir: Path, resume_from: Path | None = N
     scores = task.score(out, "dev")
     if D.current().is_main:
         atomic_write_text(run_dir / "predictions.json", json.dumps(task.answers(out, "dev")[0], indent=1))
-    summary = write_record(
+    summary = record_fit(
         run_dir, f"XLNet on SQuAD 2.0 (init {cfg.init})",
         {f"dev_{k}": round(v, 2) for k, v in scores.items() if k != "null_threshold"},
-        params=sum(p.numel() for p in model.parameters()), steps=res.step, best_step=None,
-        wall_s=time.perf_counter() - t0, train_s=res.train_time,
+        fit=res, started=t0, params=sum(p.numel() for p in model.parameters()), last_weights=True,
         details={"init": cfg.init, "pretrained": str(cfg.pretrained), "best_threshold": scores["null_threshold"],
                  "dev_questions": len(examples["dev"])},
         notes=["The last weights (no model selection); EM / F1 with the null threshold 0 and with the threshold "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import platform
 import re
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ import torch
 from genfeat.config import atomic_write_text
 from genfeat.train import distributed as D
 from genfeat.train.logging import machine_info
+from genfeat.train.loop import FitResult
 
 SPLITS = ("train", "valid", "dev", "test")
 _METRIC = re.compile(rf"^({'|'.join(SPLITS)})_\S+$")
@@ -63,6 +65,17 @@ def write_record(run_dir: str | Path, title: str, metrics: Mapping[str, float], 
         atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
         atomic_write_text(run_dir / "report.md", report(run_dir, title, summary, metrics, notes))
     return summary
+
+
+def record_fit(run_dir: str | Path, title: str, metrics: Mapping[str, float], *, fit: FitResult, started: float,
+               params: int, last_weights: bool = False, details: Mapping[str, Any] | None = None,
+               notes: Sequence[str] = ()) -> dict[str, Any]:
+    """`write_record` for a run trained by `train.fit`: its steps and training time from `fit`, the wall time since
+    `started` (`time.perf_counter()` at the run's start), and the step whose weights the metrics are of (None with
+    `last_weights`: no model selection)."""
+    return write_record(run_dir, title, metrics, params=params, steps=fit.step,
+                        best_step=None if last_weights else fit.best_step, wall_s=time.perf_counter() - started,
+                        train_s=fit.train_time, details=details, notes=notes)
 
 
 def report(run_dir: Path, title: str, summary: Mapping[str, Any], metrics: Mapping[str, float],
