@@ -172,6 +172,14 @@ def timing_args(ap: argparse.ArgumentParser, repeats: int, threads: int | None =
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
 
 
+def clear_run_dir(run_dir: Path) -> None:
+    """Remove a run directory's contents except its hidden claim files (`.owner`, `.takeover-*`): what a run that
+    starts again in a claimed directory begins from."""
+    for f in run_dir.iterdir():
+        if not f.name.startswith("."):
+            shutil.rmtree(f) if f.is_dir() else f.unlink()
+
+
 def claim_run_dir(run_dir: Path, resume: bool = False, stale_s: float = 1800.0) -> bool:
     """Create run_dir for this worker and record it as the owner (host and pid in `.owner`); False when another
     live worker has it. A directory whose owner is gone (same host and the pid no longer runs; another host or no
@@ -191,9 +199,7 @@ def claim_run_dir(run_dir: Path, resume: bool = False, stale_s: float = 1800.0) 
         except FileExistsError:
             return False
         if not resume:
-            for f in run_dir.iterdir():
-                if not f.name.startswith(".takeover-"):
-                    shutil.rmtree(f) if f.is_dir() else f.unlink()
+            clear_run_dir(run_dir)
         print(f"{run_dir}: its owner ({' '.join(owner) or 'unknown'}) is gone; taken over"
               + (" (resuming)" if resume else ""), flush=True)
     (run_dir / ".owner").write_text(me + "\n")

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import claim_run_dir, ran_on, render, write_results
+from benchmarks.common import claim_run_dir, clear_run_dir, ran_on, render, write_results
 from genfeat.runner import run_recipe
 from genfeat.train.checkpoint import latest_checkpoint
 from genfeat.train.logging import machine_info
@@ -85,9 +84,7 @@ class Sweep:
             return None
         resume = latest_checkpoint(run_dir) is not None
         if not resume:  # a run killed before its first checkpoint left nothing to continue
-            for f in run_dir.iterdir():
-                if not f.name.startswith("."):
-                    shutil.rmtree(f) if f.is_dir() else f.unlink()
+            clear_run_dir(run_dir)
         cfg = job.cfg() if callable(job.cfg) else job.cfg
         summary = run_recipe(job.recipe, cfg, run_dir, preset=None if resume else job.preset, resume=resume)
         print(f"done {job.name}", flush=True)

@@ -54,14 +54,13 @@ class Case:
     dist_args: tuple[str, ...] = ()
     one_process_args: tuple[str, ...] = ()
     dist_test: str | None = None
-    shift_invariant: tuple[str, ...] = ()  # see SHIFT
+    shift_invariant: tuple[str, ...] = ()  # weights compared by the losses alone (the comment below)
     atol: float = 1e-5  # the weights' absolute tolerance against one process (rtol 1e-4)
 
 
 # Parameters that shift every logit of a softmax alike (a scalar score bias, an attention key bias): their true
 # gradient is 0, so Adam turns the float noise of the gradient into steps of about lr, which differ with the order
 # of the sums. The 2-rank test compares them through the logged losses alone.
-SHIFT = "a shift before a softmax"
 
 
 @pytest.fixture

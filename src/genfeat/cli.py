@@ -99,7 +99,7 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     """The config (a recipe's preset, a recorded --config, or the --resume run's own), the overrides on it, then
     `runner.run_recipe`."""
     from genfeat.registry import get_preset, get_recipe
-    from genfeat.runner import new_run_dir, run_recipe, saved_run
+    from genfeat.runner import run_recipe, saved_run
 
     threads = None
     if args.resume:
@@ -130,7 +130,7 @@ def cmd_run(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     if args.resume:
         run_recipe(args.recipe, cfg, args.resume, preset=args.preset, resume=True, cpu_threads=threads)
     else:
-        run_recipe(recipe.name, cfg, new_run_dir(args.out, recipe.name, preset), preset=preset, cpu_threads=threads)
+        run_recipe(recipe.name, cfg, args.out, preset=preset, cpu_threads=threads)
     return 0
 
 

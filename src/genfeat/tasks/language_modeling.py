@@ -37,13 +37,9 @@ def lm_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, int
     return loss, y.numel()
 
 
-def _to(x: Any, device) -> Any:
-    """Tensors, or a tuple / dict of them, on `device`."""
-    if isinstance(x, dict):
-        return {k: _to(v, device) for k, v in x.items()}
-    if isinstance(x, tuple | list):
-        return tuple(t.to(device) for t in x)
-    return x.to(device)
+def _memory_on(memory: dict[str, Any], device) -> dict[str, Any]:
+    """A `carry()` dict (mems: a tuple of tensors, mem_ids: a tensor) on `device`."""
+    return {k: tuple(t.to(device) for t in v) if k == "mems" else v.to(device) for k, v in memory.items()}
 
 
 class MemoryLMLoss:
@@ -57,13 +53,13 @@ class MemoryLMLoss:
     def __call__(self, model: torch.nn.Module, batch) -> tuple[torch.Tensor, int]:
         device = next(model.parameters()).device
         x, y = (t.to(device, non_blocking=True) for t in batch)  # (B, L)
-        memory = _to(self.memory, device)  # a no-op unless resumed
+        memory = _memory_on(self.memory, device)  # a no-op unless resumed
         out, bb = model(x, targets=y, **memory)
         self.memory = bb.carry()
         return nll(out, y), y.numel()
 
     def state_dict(self) -> dict[str, Any]:
-        return {k: _to(v, "cpu") for k, v in self.memory.items()}
+        return _memory_on(self.memory, "cpu")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.memory = {k: tuple(v) if k == "mems" else v for k, v in state.items()}

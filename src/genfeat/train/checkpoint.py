@@ -149,8 +149,9 @@ def _drop_state_not_saved(model: nn.Module, optimizer: torch.optim.Optimizer, sa
     names: dict[nn.Parameter, set[str]] = {}
     for n, p in D.unwrap(model).named_parameters(remove_duplicate=False):
         names.setdefault(p, set()).add(n)  # a tied weight: the file may key its state by any of its names
+    kept = set(saved["state"])
     for p, ns in names.items():
-        if p in optimizer.state and not ns & set(saved["state"]):
+        if p in optimizer.state and not ns & kept:
             del optimizer.state[p]
 
 
