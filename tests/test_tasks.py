@@ -308,3 +308,36 @@ def test_dependency_batches_split_one_global_batch_over_ranks():
         assert all(torch.equal(torch.cat([p[k] for p in parts]), v) for k, v in one.items())
     with pytest.raises(ValueError, match="trains plm or ar"):
         DependencyBatches("right_context", "mlm", 8, 12, seed=0)
+
+
+def test_dependency_study_scores_each_target_with_its_context():
+    """tasks.plm_dependency on a stub LM that returns uniform scores over V tokens and records its masks: every
+    NLL is log V per target (joint: 2 log V); the PLM's joint order lets the second slot token see the first and
+    not the reverse, the fill-in target sees every other token, the AR fill-in only the tokens to its left."""
+    import math
+
+    from genfeat.heads.base import HeadOutput
+    from genfeat.tasks.plm_dependency import fill_in_nll, joint_nll_mlm, joint_nll_plm
+
+    V, seen = 7, []
+
+    class Stub(torch.nn.Module):
+        def forward(self, ids, perm_mask=None, target_pos=None, positions=None, **_):
+            seen.append(perm_mask)
+            n = (target_pos if target_pos is not None else positions).size(1)
+            return HeadOutput(torch.zeros(ids.size(0), n, V)), None
+
+    ids = torch.randint(0, V, (3, 6))
+    d = {"input_ids": ids, "target_pos": torch.tensor([[1, 2]] * 3)}
+    assert joint_nll_plm(Stub(), d, first=0) == pytest.approx(2 * math.log(V))
+    pm = seen[-1][0]  # (T, T) True = row may not attend column
+    assert not pm[2, 1] and pm[1, 2] and pm[1, 1] and not pm[1, 0]  # b after a; a sees the context, not b
+    joint_nll_plm(Stub(), d, first=1)
+    assert pm is not seen[-1] and not seen[-1][0][1, 2] and seen[-1][0][2, 1]
+    assert fill_in_nll(Stub(), d, identity=False) == pytest.approx(math.log(V))
+    pm = seen[-1][0]
+    assert pm[2, 2] and not pm[2, [0, 1, 3, 4, 5]].any()  # the target alone hidden, from itself
+    fill_in_nll(Stub(), d, identity=True)
+    pm = seen[-1][0]
+    assert not pm[2, [0, 1]].any() and pm[2, 2:].all()  # left to right: only the tokens before it
+    assert joint_nll_mlm(Stub(), d) == pytest.approx(2 * math.log(V))
