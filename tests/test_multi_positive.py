@@ -112,3 +112,42 @@ def test_the_ranking_task_averages_queries_and_honours_exclusions():
     bad = Ranking({"test": split}, 4, lambda m, s, q: table[q, :3])
     with pytest.raises(ValueError, match="scorer returned"):
         bad.evaluate(nn.Linear(1, 1), "test")
+
+
+def test_average_ties_equal_scikit_learn():
+    """`ties="average"` (the thesis's citation evaluation): AP, NDCG (full and @k) and AUC equal scikit-learn's on
+    scores with many ties, ties among relevant candidates included (a truncated max-facet score is 0 for many)."""
+    from sklearn.metrics import average_precision_score, ndcg_score, roc_auc_score
+
+    scores, relevant, cand = _queries(2)
+    tied = (scores * 1.5).round().clamp(min=0)  # about half the candidates tie at 0, the rest in a few groups
+    ours = multi_positive_metrics(tied, relevant, cand, ks=(3, 10), ties="average")
+    assert "mrr" not in ours
+    for i in range(len(scores)):
+        c = cand[i]
+        y, t = relevant[i][c].numpy(), tied[i][c].numpy()
+        assert ours["ap"][i].item() == pytest.approx(average_precision_score(y, t), abs=1e-12)
+        assert ours["auc"][i].item() == pytest.approx(roc_auc_score(y, t), abs=1e-12)
+        assert ours["ndcg"][i].item() == pytest.approx(ndcg_score(y[None], t[None]), abs=1e-12)
+        for k in (3, 10):
+            assert ours[f"ndcg@{k}"][i].item() == pytest.approx(ndcg_score(y[None], t[None], k=k), abs=1e-12)
+    untied = multi_positive_metrics(scores, relevant, cand, ks=(5,), ties="average")  # no ties: the usual rules
+    plain = multi_positive_metrics(scores, relevant, cand, ks=(5,))
+    for key in ("ap", "ndcg", "auc", "r@5", "ndcg@5"):
+        torch.testing.assert_close(untied[key], plain[key])
+
+
+def test_average_ties_recall_is_the_mean_over_tie_orders():
+    """R@k and Rcap@k under `average`: the mean over every order of the tied candidates (enumerated)."""
+    import itertools
+
+    s = torch.tensor([[3.0, 1.0, 1.0, 1.0, 0.0, 0.0, 2.0]], dtype=torch.float64)
+    y = torch.tensor([[0, 1, 1, 0, 1, 0, 0]], dtype=torch.bool)
+    got = multi_positive_metrics(s, y, ks=(2, 3, 4), ties="average")
+    for k in (2, 3, 4):
+        hits = []
+        for perm in itertools.permutations(range(7)):  # a random order inside each group of equal scores
+            order = sorted(range(7), key=lambda j: (-float(s[0, j]), perm[j]))
+            hits.append(sum(bool(y[0, j]) for j in order[:k]))
+        assert got[f"r@{k}"].item() == pytest.approx(np.mean(hits) / 3, abs=1e-12)
+        assert got[f"rcap@{k}"].item() == pytest.approx(np.mean(hits) / min(3, k), abs=1e-12)

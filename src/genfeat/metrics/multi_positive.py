@@ -16,7 +16,11 @@ p_1 < ... < p_R (1 = best) and N irrelevant candidates:
              (sklearn roc_auc_score)
 
 Ties between a relevant and an irrelevant candidate: `ties="pessimistic"` (the default: the relevant one ranks
-below every irrelevant candidate with its score, so a constant scorer gains nothing) or "optimistic"; ties among
+below every irrelevant candidate with its score, so a constant scorer gains nothing), "optimistic", or "average"
+(scikit-learn's rules, the thesis's citation evaluation, whose truncated scores tie at 0 for many papers: AP takes
+each group of equal scores as one threshold, `average_precision_score`; NDCG gives a tied group the mean discount
+of the positions it spans, McSherry & Najork 2008, `ndcg_score`; R@k and NDCG@k count the expected hits of a
+random order inside a group cut by k; MRR is not defined there and left out). Under the first two, ties among
 relevant candidates change no metric. AUC always counts a tie as one half. With one relevant candidate a query's
 rank is `metrics.ranking.target_ranks`'s, which is built on `relevant_positions`.
 
@@ -32,7 +36,8 @@ import math
 import torch
 from torch import Tensor
 
-TIES = ("pessimistic", "optimistic")
+POSITION_TIES = ("pessimistic", "optimistic")  # the rules that give each relevant candidate one position
+TIES = (*POSITION_TIES, "average")
 
 
 def _check(scores: Tensor, relevant: Tensor, candidates: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -60,8 +65,8 @@ def relevant_positions(scores: Tensor, relevant: Tensor, candidates: Tensor | No
 
 
 def _positions(s: Tensor, rel: Tensor, irr: Tensor, ties: str) -> tuple[Tensor, Tensor, Tensor]:
-    if ties not in TIES:
-        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+    if ties not in POSITION_TIES:
+        raise ValueError(f"ties must be one of {', '.join(POSITION_TIES)}, got {ties!r}")
     irr_sorted = torch.where(irr, s, torch.full_like(s, -math.inf)).sort(dim=1).values  # (B, n), pads first
     rel_scores = torch.where(rel, s, torch.full_like(s, -math.inf)).sort(dim=1, descending=True).values  # (B, n)
     pads = (~irr).sum(1, keepdim=True)  # the -inf slots at the front of each sorted row
@@ -81,8 +86,12 @@ def multi_positive_metrics(scores: Tensor, relevant: Tensor, candidates: Tensor 
     rcap@k and mrr@k (MRR counting only a first hit within the top k); NaN where undefined."""
     if any(k < 1 for k in ks):
         raise ValueError(f"every k must be >= 1, got {ks}")
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     cand, s = _check(scores, relevant, candidates)
     rel, irr = relevant.bool() & cand, ~relevant.bool() & cand
+    if ties == "average":
+        return _average_tie_metrics(s, rel, irr, ks)
     pos, above, level = _positions(s, rel, irr, ties)
     dt = pos.dtype
     n_rel, n_irr = rel.sum(1), irr.sum(1).to(dt)  # (B,)
@@ -108,4 +117,46 @@ def multi_positive_metrics(scores: Tensor, relevant: Tensor, candidates: Tensor 
         out[f"r@{k}"] = defined(hits / r)
         out[f"rcap@{k}"] = defined(hits / r.clamp(max=k))
         out[f"mrr@{k}"] = defined(torch.where(pos[:, 0] <= k, 1.0 / pos[:, 0], 0.0))
+    return out
+
+
+def _average_tie_metrics(s: Tensor, rel: Tensor, irr: Tensor, ks: tuple[int, ...]) -> dict[str, Tensor]:
+    """`ties="average"` (module docstring). The j-th relevant candidate's group of equal scores starts after
+    `a` = the candidates scored strictly higher and spans `m` = those scored equal (itself included) positions."""
+    _, above, level = _positions(s, rel, irr, "pessimistic")  # irrelevant strictly higher / equal, (B, n)
+    dt = s.dtype
+    n_rel = rel.sum(1)  # (B,)
+    rel_desc = torch.where(rel, s, torch.full_like(s, -math.inf)).sort(dim=1, descending=True).values  # (B, n)
+    rel_asc = rel_desc.flip(1)  # pads (-inf) first
+    pads = (~rel).sum(1, keepdim=True)
+    in_r = torch.arange(s.size(1), device=s.device)[None] < n_rel[:, None]  # (B, n): j < R
+    rel_ge = n_rel[:, None] - (torch.searchsorted(rel_asc, rel_desc, right=False) - pads)  # relevant >= the score
+    rel_gt = n_rel[:, None] - (torch.searchsorted(rel_asc, rel_desc, right=True) - pads)  # relevant > the score
+    a = torch.where(in_r, above + rel_gt, 0).to(dt)
+    m = torch.where(in_r, level + rel_ge - rel_gt, 1).to(dt)
+    n = s.size(1)
+    cum = torch.cat([torch.zeros(1, dtype=dt, device=s.device),
+                     torch.cumsum(1.0 / torch.log2(torch.arange(2, n + 2, device=s.device, dtype=dt)), 0)])  # (n+1,)
+
+    def dcg(cut: int) -> Tensor:  # (B,): the group-mean discounts over the positions <= cut
+        hi, lo = (a + m).clamp(max=cut).long(), a.clamp(max=cut).long()
+        return torch.where(in_r, (cum[hi] - cum[lo]) / m, 0.0).sum(1)
+
+    r = n_rel.clamp(min=1).to(dt)
+    has_rel = n_rel > 0
+    n_irr = irr.sum(1).to(dt)
+
+    def defined(x: Tensor, also: Tensor | bool = True) -> Tensor:
+        return torch.where(has_rel & also, x, math.nan)
+
+    precision = rel_ge.to(dt) / (rel_ge + above + level).clamp(min=1).to(dt)  # at the group's threshold
+    out = {"ap": defined(torch.where(in_r, precision, 0.0).sum(1) / r),
+           "ndcg": defined(dcg(n) / cum[n_rel.clamp(min=1)]),
+           "auc": defined(torch.where(in_r, n_irr[:, None] - above - 0.5 * level, 0.0).sum(1)
+                          / (r * n_irr.clamp(min=1)), n_irr > 0)}
+    for k in ks:
+        hits = torch.where(in_r, ((k - a) / m).clamp(0.0, 1.0), 0.0).sum(1)  # expected hits in the top k
+        out[f"ndcg@{k}"] = defined(dcg(k) / cum[n_rel.clamp(1, k)])
+        out[f"r@{k}"] = defined(hits / r)
+        out[f"rcap@{k}"] = defined(hits / r.clamp(max=k))
     return out

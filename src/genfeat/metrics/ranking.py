@@ -20,7 +20,8 @@ import math
 import torch
 from torch import Tensor
 
-from genfeat.metrics.multi_positive import TIES, relevant_positions
+from genfeat.metrics.multi_positive import POSITION_TIES as TIES
+from genfeat.metrics.multi_positive import relevant_positions
 
 
 def target_ranks(scores: Tensor, target: Tensor, exclude_ids: tuple[int, ...] = (0,), history: Tensor | None = None,
