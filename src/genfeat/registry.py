@@ -12,6 +12,7 @@ from typing import Any
 
 from genfeat.errors import ConfigError
 from genfeat.recipes import (
+    citation,
     facets,
     gan_ssl,
     heads_synthetic,
@@ -81,6 +82,8 @@ RECIPES: dict[str, Recipe] = {
                                  "mean-subtracted facet aggregation; accuracy and ECE (thesis C §5.2)",
                                  multi_cls.MultiCLSClassifyConfig, multi_cls.CLASSIFY_PRESETS, multi_cls.run_classify,
                                  "bbc"),
+    "citation": Recipe("citation", "cold-start citation and authorship prediction with multi-facet paper embeddings "
+                       "(thesis C §3.4)", citation.CitationRunConfig, citation.PRESETS, citation.run, "tiny"),
     "pixelcnn": Recipe("pixelcnn", "PixelCNN density model of training images (the frozen p(x) of the LD term)",
                        gan_ssl.PixelCNNRunConfig, gan_ssl.PIXELCNN_PRESETS, gan_ssl.run_pixelcnn, "mnist"),
 }

@@ -23,7 +23,7 @@ context, the next item the one relevant candidate, every item a candidate (full 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,17 +54,23 @@ class RankingTask(Task):
         net = D.unwrap(model)
         was = net.training
         net.eval()
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
         try:
-            for batch in self.query_metrics(net, split):
-                for k, v in batch.items():
-                    ok = ~torch.isnan(v)
-                    sums[k] = sums.get(k, 0.0) + float(v[ok].sum())
-                    counts[k] = counts.get(k, 0) + int(ok.sum())
+            return average_query_metrics(self.query_metrics(net, split), split)
         finally:
             net.train(was)
-        return {f"{split}_{k}": (v / counts[k] if counts[k] else math.nan) for k, v in sums.items()}
+
+
+def average_query_metrics(batches: Iterable[dict[str, Tensor]], split: str) -> dict[str, float]:
+    """{f"{split}_{metric}": the mean over the queries where the metric is defined (not NaN)} of per-query metric
+    batches."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for batch in batches:
+        for k, v in batch.items():
+            ok = ~torch.isnan(v)
+            sums[k] = sums.get(k, 0.0) + float(v[ok].sum())
+            counts[k] = counts.get(k, 0) + int(ok.sum())
+    return {f"{split}_{k}": (v / counts[k] if counts[k] else math.nan) for k, v in sums.items()}
 
 
 @dataclass

@@ -19,15 +19,20 @@ class FacetConfig:
     d_inner: int = 1200
     max_len: int = 50  # with <eos>
     dropout: float = 0.1
-    encoder: str = "transformer"  # transformer | lstm (bidirectional) | bow (a bag-of-words MLP, the spec's §10
-    #   diagnostic); a pretrained network plugs in through `FacetModel(encoder=...)`
+    encoder: str = "transformer"  # transformer | lstm / gru (bidirectional) | bow (a bag-of-words MLP, the spec's
+    #   §10 diagnostic); a pretrained network plugs in through `FacetModel(encoder=...)`
     decoder: str = "transformer"  # transformer | lstm (over the K slots) | linear (the slots as they are)
     cross_attention: bool = True  # the transformer decoder's: sentences yes; phrases no (the thesis removes it)
+    output: str = "shared"  # shared: one output layer for every facet (§3.2) | per_facet: K output layers G^o_k
+    #   (§3.4.2: crucial against facet collapse in recommendation)
+    n_types: int = 0  # token-type embeddings added to the inputs (title / abstract in §3.4); 0: none
     pad_id: int = 0
 
     def __post_init__(self) -> None:
-        if self.encoder not in ("transformer", "lstm", "bow"):
-            raise ConfigError(f"model.encoder must be transformer, lstm or bow, got {self.encoder!r}")
+        if self.encoder not in ("transformer", "lstm", "gru", "bow"):
+            raise ConfigError(f"model.encoder must be transformer, lstm, gru or bow, got {self.encoder!r}")
+        if self.output not in ("shared", "per_facet"):
+            raise ConfigError(f"model.output must be shared or per_facet, got {self.output!r}")
         if self.decoder not in ("transformer", "lstm", "linear"):
             raise ConfigError(f"model.decoder must be transformer, lstm or linear, got {self.decoder!r}")
         if self.d_model % self.n_head:

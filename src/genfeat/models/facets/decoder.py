@@ -9,7 +9,8 @@ states (`encoders.BackboneEncoder`) feed it alike.
                                       without it, the thesis's phrase model)
              LSTMFacetDecoder         an LSTM over s_1..s_K whose initial state is a linear map of `pooled`
              LinearFacetDecoder       the slots as they are (the bag-of-words diagnostic's)
-    facets   Linear(d_model -> |E|)(mixed)                        one output layer shared by the facets
+    facets   Linear(d_model -> |E|)(mixed)                        one output layer shared by the facets, or with
+                                                                  `cfg.output="per_facet"` K of them, G^o_k (§3.4.2)
 
 A slot mask (B, K) (True = a real slot) lets rows of one batch have different K (a pattern and a KB relation in
 universal schema, a paper and its K citations): masked slots are never attended to, the LSTM reads them after the
@@ -70,6 +71,18 @@ class CrossAttentionLayer(nn.Module):
         return bl.ln_ffn(x + bl.drop(bl.ffn(x)))
 
 
+class PerSlotLinear(nn.Module):
+    """K linear layers, one per slot, in one batched product: (B, K, d_in) -> (B, K, d_out)."""
+
+    def __init__(self, k: int, d_in: int, d_out: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(k, d_in, d_out))
+        self.bias = nn.Parameter(torch.zeros(k, d_out))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.einsum("bki,kio->bko", x, self.weight) + self.bias
+
+
 class FacetDecoder(nn.Module):
     """The K slot maps, the mixing of a subclass (`mix`) and the output layer (module docstring)."""
 
@@ -82,7 +95,8 @@ class FacetDecoder(nn.Module):
             nn.init.uniform_(lin.weight, -0.1, 0.1)
             nn.init.uniform_(lin.bias, -0.5, 0.5)
         self.slot_drop = Dropout(cfg.dropout)
-        self.out = nn.Linear(cfg.d_model, cfg.d_target)
+        self.out = nn.Linear(cfg.d_model, cfg.d_target) if cfg.output == "shared" else \
+            PerSlotLinear(cfg.k, cfg.d_model, cfg.d_target)
         nn.init.uniform_(self.out.weight, -0.1, 0.1)
         nn.init.zeros_(self.out.bias)
 

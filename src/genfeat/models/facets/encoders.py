@@ -5,11 +5,13 @@ what any `FacetDecoder` reads. One class per encoder:
                          position (<eos>; inputs are left-padded so it is the last real token)
     LSTMEncoder          a bidirectional LSTM (packed: the padding is never read); states = forward + backward,
                          pooled = Linear([last forward; first backward])
+    GRUEncoder           the same with GRU cells (Bansal et al. 2016's encoder, thesis C §3.4 "K=* (GRU)")
     BowEncoder           the spec's §10 diagnostic (order-free): pooled = ReLU(Linear(mean token embedding))
     BackboneEncoder      a pretrained network's states (a genfeat GPT decoder, a BERT): pooled = the state of the
                          last (GPT: the token that has read the whole sequence) or first ([CLS]) real position
 
-Shapes: input_ids (B, T) -> states (B, T, d_out), pooled (B, d_out), mask (B, T) True = a real token.
+Shapes: input_ids (B, T), type_ids (B, T) or None -> states (B, T, d_out), pooled (B, d_out), mask (B, T) True =
+a real token. Type ids (`cfg.n_types` > 0) add a type embedding to each token's input (title / abstract, §3.4).
 """
 
 from __future__ import annotations
@@ -55,13 +57,27 @@ def token_embedding(cfg: FacetConfig, init: Tensor | None = None) -> nn.Embeddin
 
 
 class TokenEncoder(nn.Module):
-    """The part the facet network's own encoders share: the input table (`token_embedding`) and its dropout."""
+    """The part the facet network's own encoders share: the input table (`token_embedding`), the optional type
+    table and the dropout."""
 
     def __init__(self, cfg: FacetConfig, init_embedding: Tensor | None = None):
         super().__init__()
         self.cfg, self.d_out = cfg, cfg.d_model
         self.tok = token_embedding(cfg, init_embedding)
+        self.types = nn.Embedding(cfg.n_types, cfg.d_model) if cfg.n_types else None
         self.drop = Dropout(cfg.dropout)
+
+    def embed(self, input_ids: Tensor, type_ids: Tensor | None) -> Tensor:
+        """(B, T, d): token (+ type) embeddings."""
+        x = self.tok(input_ids)
+        if (type_ids is None) != (self.types is None):
+            raise ValueError("type_ids are given exactly when model.n_types > 0 "
+                             f"(n_types={self.cfg.n_types}, type_ids {'given' if type_ids is not None else 'missing'})")
+        if type_ids is not None:
+            if type_ids.shape != input_ids.shape:
+                raise ValueError(f"type_ids {tuple(type_ids.shape)} must match input_ids {tuple(input_ids.shape)}")
+            x = x + self.types(type_ids)
+        return x
 
 
 class TransformerEncoder(TokenEncoder):
@@ -71,12 +87,12 @@ class TransformerEncoder(TokenEncoder):
         self.ln = nn.LayerNorm(cfg.d_model, eps=1e-12)
         self.layers = nn.ModuleList([BertLayer(bert_block_config(cfg)) for _ in range(cfg.n_enc)])
 
-    def forward(self, input_ids: Tensor) -> Encoded:
+    def forward(self, input_ids: Tensor, type_ids: Tensor | None = None) -> Encoded:
         real = input_ids != self.cfg.pad_id  # (B, T)
         if input_ids.size(1) > self.cfg.max_len:
             raise ValueError(f"sequence of {input_ids.size(1)} tokens is longer than model.max_len={self.cfg.max_len}")
         pos = (real.cumsum(1) - 1).clamp_min(0)  # left padding: position 0 is the first real token
-        x = self.drop(self.ln(self.tok(input_ids) + self.pos(pos)))  # (B, T, d)
+        x = self.drop(self.ln(self.embed(input_ids, type_ids) + self.pos(pos)))  # (B, T, d)
         mask = None if bool(real.all()) else real[:, None, None, :]
         for layer in self.layers:
             x = layer(x, mask)
@@ -84,19 +100,22 @@ class TransformerEncoder(TokenEncoder):
 
 
 class LSTMEncoder(TokenEncoder):
+    cell: type[nn.Module] = nn.LSTM
+
     def __init__(self, cfg: FacetConfig, init_embedding: Tensor | None = None):
         super().__init__(cfg, init_embedding)
-        self.lstm = nn.LSTM(cfg.d_model, cfg.d_model, cfg.n_enc, batch_first=True, bidirectional=True)
+        self.rnn = self.cell(cfg.d_model, cfg.d_model, cfg.n_enc, batch_first=True, bidirectional=True)
         self.pool = nn.Linear(2 * cfg.d_model, cfg.d_model)
 
-    def forward(self, input_ids: Tensor) -> Encoded:
+    def forward(self, input_ids: Tensor, type_ids: Tensor | None = None) -> Encoded:
         real = input_ids != self.cfg.pad_id
         B, T, d = input_ids.size(0), input_ids.size(1), self.cfg.d_model
         n = real.sum(1)
         ar = torch.arange(T, device=input_ids.device)[None]
-        x = self.drop(self.tok(input_ids.gather(1, (ar + (T - n)[:, None]) % T)))  # left -> right padding
+        right = (ar + (T - n)[:, None]) % T  # left -> right padding
+        x = self.drop(self.embed(input_ids.gather(1, right), None if type_ids is None else type_ids.gather(1, right)))
         packed = nn.utils.rnn.pack_padded_sequence(x, n.cpu(), batch_first=True, enforce_sorted=False)
-        h, _ = self.lstm(packed)
+        h, _ = self.rnn(packed)
         h, _ = nn.utils.rnn.pad_packed_sequence(h, batch_first=True, total_length=T)  # (B, T, 2d) right-padded
         last = h[torch.arange(B), n - 1, :d]  # the forward state at the last real token, backward at the first
         pooled = self.pool(torch.cat([last, h[:, 0, d:]], -1))
@@ -104,14 +123,18 @@ class LSTMEncoder(TokenEncoder):
         return Encoded((h[..., :d] + h[..., d:]).gather(1, back[..., None].expand(B, T, d)), pooled, real)
 
 
+class GRUEncoder(LSTMEncoder):
+    cell = nn.GRU
+
+
 class BowEncoder(TokenEncoder):
     def __init__(self, cfg: FacetConfig, init_embedding: Tensor | None = None):
         super().__init__(cfg, init_embedding)
         self.hidden = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def forward(self, input_ids: Tensor) -> Encoded:
+    def forward(self, input_ids: Tensor, type_ids: Tensor | None = None) -> Encoded:
         real = input_ids != self.cfg.pad_id
-        x = self.drop(self.tok(input_ids)) * real[..., None]  # (B, T, d), padding masked out
+        x = self.drop(self.embed(input_ids, type_ids)) * real[..., None]  # (B, T, d), padding masked out
         mean = x.sum(1) / real.sum(1, keepdim=True).clamp_min(1)
         return Encoded(x, torch.relu(self.hidden(mean)), real)
 
@@ -140,7 +163,9 @@ class BackboneEncoder(nn.Module):
         return cls(bert, lambda ids, mask: bert(ids, attention_mask=mask.long()).hidden, bert.cfg.d_model, pad_id,
                    "first")
 
-    def forward(self, input_ids: Tensor) -> Encoded:
+    def forward(self, input_ids: Tensor, type_ids: Tensor | None = None) -> Encoded:
+        if type_ids is not None:
+            raise ValueError("a pretrained backbone encoder takes no type_ids")
         real = input_ids != self.pad_id
         states = self._run(input_ids, real)  # (B, T, d_out)
         B, T = real.shape
@@ -150,4 +175,4 @@ class BackboneEncoder(nn.Module):
         return Encoded(states, states[torch.arange(B), at], real)
 
 
-ENCODERS = {"transformer": TransformerEncoder, "lstm": LSTMEncoder, "bow": BowEncoder}
+ENCODERS = {"transformer": TransformerEncoder, "lstm": LSTMEncoder, "gru": GRUEncoder, "bow": BowEncoder}

@@ -6,6 +6,7 @@ an encoder (`encoders.py`) and a facet decoder (`decoder.py`), chosen independen
                                                                          self-attention among the K slots,
                                                                          cross-attention to the encoder states
     facets = Linear(d_model -> |E|)(F)                                   one output layer shared by the facets
+                                                                         (`output="per_facet"`: K of them, §3.4.2)
 
 `cfg.encoder` (transformer | lstm | bow) and `cfg.decoder` (transformer | lstm | linear) pick the parts; the
 thesis's network is transformer + transformer (with `cross_attention=False` for phrases), `bow` + `linear` the
@@ -13,7 +14,8 @@ spec's §10 diagnostic. `encoder=` takes any module returning `encoders.Encoded`
 or BERT through `encoders.BackboneEncoder`. Inputs are left-padded so <eos> is the last position (pad_id masked as
 keys). Layers: BERT-style post-LN blocks (`models/bert`'s), GELU, SDPA.
 
-Shapes: input_ids (B, T), slot_mask (B, K) -> facets (B, K, |E|); `run` returns the slots and decoder states too.
+Shapes: input_ids (B, T), type_ids (B, T) (with `cfg.n_types`), slot_mask (B, K) -> facets (B, K, |E|); `run`
+returns the slots and decoder states too.
 Deviations: a key-padding mask (the reference attends to padding). The training choices that differ from the
 thesis at CPU scale (width 50 from GloVe 6B 50d instead of 300, 2 + 2 layers instead of 5 + 5, AdamW with a cosine
 schedule, clipping at 1.0 against the reference's 0.25) are the recipe's, listed in `recipes/facets.py`.
@@ -37,12 +39,13 @@ class FacetModel(nn.Module):
         self.encoder = encoder if encoder is not None else ENCODERS[cfg.encoder](cfg, init_embedding)
         self.decoder = DECODERS[cfg.decoder](cfg, self.encoder.d_out)
 
-    def encode(self, input_ids: Tensor) -> Encoded:
-        return self.encoder(input_ids)
+    def encode(self, input_ids: Tensor, type_ids: Tensor | None = None) -> Encoded:
+        return self.encoder(input_ids) if type_ids is None else self.encoder(input_ids, type_ids)
 
-    def run(self, input_ids: Tensor, slot_mask: Tensor | None = None) -> FacetOutput:
-        return self.decoder(self.encoder(input_ids), slot_mask)
+    def run(self, input_ids: Tensor, slot_mask: Tensor | None = None, type_ids: Tensor | None = None
+            ) -> FacetOutput:
+        return self.decoder(self.encode(input_ids, type_ids), slot_mask)
 
-    def forward(self, input_ids: Tensor, slot_mask: Tensor | None = None) -> Tensor:
+    def forward(self, input_ids: Tensor, slot_mask: Tensor | None = None, type_ids: Tensor | None = None) -> Tensor:
         """Facets (B, K, |E|), not normalised (training leaves their norms free)."""
-        return self.run(input_ids, slot_mask).facets
+        return self.run(input_ids, slot_mask, type_ids).facets

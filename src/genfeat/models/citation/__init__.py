@@ -1,0 +1,6 @@
+"""Cold-start citation and authorship prediction with multi-facet paper embeddings (thesis C §3.4)."""
+
+from genfeat.models.citation.config import CitationConfig
+from genfeat.models.citation.model import CitationModel, PaperFacets
+
+__all__ = ["CitationConfig", "CitationModel", "PaperFacets"]

@@ -1,0 +1,74 @@
+"""The document-similarity baselines of thesis C §3.4.3.2 (Table 3.8's CBOW rows; spec citation-prediction.md §8)
+and the λ-mixtures with a cold-start model.
+
+    paper vector     v_i = Σ_w∈T_i ν / (ν + p(w)) w      SIF weights, ν = 1e-4 (Eq. B.4 without H), the fixed
+                                                          word vectors (one-hot rows: bags of words)
+    CBOW Avg         s(i, j) = mean of cos(v_i, v_i') over the column's training papers i'
+    CBOW Max         s(i, j) = max of the same cosines
+    mixture          λ s_cold + (1 - λ) s_CBOW             λ chosen on validation (the thesis: 0.2)
+
+A column with no training paper scores 0. Scorers have the signature of `tasks.citation.ScoreFn`:
+(kind, papers (n,), columns (m,)) -> (m, n).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from genfeat.analysis.facet_scores import ALPHA, sif_weights
+
+Scorer = Callable[[str, np.ndarray, np.ndarray], Tensor]
+
+
+def sif_paper_vectors(input_ids: np.ndarray, vectors: np.ndarray, probs: np.ndarray, first_word: int = 4,
+                      nu: float = ALPHA) -> np.ndarray:
+    """(n, d) Σ_w ν/(ν + p(w)) w over each paper's tokens with id >= `first_word` (the specials and <unk> count
+    nothing unless their vectors say otherwise: ids below `first_word` are skipped)."""
+    if vectors.shape[0] != probs.shape[0]:
+        raise ValueError(f"{vectors.shape[0]} word vectors for {probs.shape[0]} word probabilities")
+    from scipy.sparse import csr_matrix
+
+    w = sif_weights(probs, nu)  # (V,)
+    w[:first_word] = 0.0
+    n, t = input_ids.shape
+    bags = csr_matrix((w[input_ids.ravel()], (np.repeat(np.arange(n), t), input_ids.ravel())),
+                      shape=(n, len(w)))  # (n, V) the weighted bags of words (repeats summed)
+    return np.asarray(bags @ np.asarray(vectors, dtype=np.float64))
+
+
+class CBOWScorer:
+    """CBOW Avg / Max (`reduce` mean | max) over the training pairs of each kind: {kind: (P, 2) pairs}."""
+
+    def __init__(self, paper_vectors: np.ndarray, train_pairs: dict[str, np.ndarray], reduce: str = "max"):
+        if reduce not in ("mean", "max"):
+            raise ValueError(f"reduce must be mean or max, got {reduce!r}")
+        v = torch.as_tensor(paper_vectors, dtype=torch.float64)
+        self.unit = v / v.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        self.pairs = {k: torch.from_numpy(p) for k, p in train_pairs.items()}
+        self.reduce = reduce
+
+    def __call__(self, kind: str, papers: np.ndarray, columns: np.ndarray) -> Tensor:
+        pairs, cols = self.pairs[kind], torch.from_numpy(columns)
+        if len(cols) > 1 and not bool((cols[1:] > cols[:-1]).all()):
+            raise ValueError("columns must be ascending")
+        sub = pairs[torch.isin(pairs[:, 1], cols)]  # the queried columns' training papers
+        where = torch.searchsorted(cols, sub[:, 1].contiguous())  # (P,) the column's row
+        cos = self.unit[torch.from_numpy(papers)] @ self.unit[sub[:, 0]].T  # (n, P)
+        n, m = len(papers), len(cols)
+        if self.reduce == "mean":
+            total = torch.zeros(n, m, dtype=cos.dtype).index_add_(1, where, cos)
+            count = torch.bincount(where, minlength=m).clamp_min(1)
+            return (total / count).T
+        best = torch.full((n, m), -torch.inf, dtype=cos.dtype).scatter_reduce_(
+            1, where[None].expand(n, -1), cos, "amax")
+        return torch.where(torch.isinf(best), 0.0, best).T
+
+
+def mixture(cold: Scorer, doc: Scorer, lam: float) -> Scorer:
+    """λ cold + (1 - λ) doc, elementwise."""
+    return lambda kind, papers, columns: lam * cold(kind, papers, columns).double() + \
+        (1 - lam) * doc(kind, papers, columns).double()

@@ -1,0 +1,179 @@
+"""Recipe `citation`: cold-start citation and authorship prediction with multi-facet paper embeddings (thesis C
+§3.4; spec citation-prediction.md).
+
+    genfeat run citation --preset tiny                     # the spec §13 synthetic graph, about a minute
+    genfeat run citation --preset tiny --model.k 1         # the single-facet model on the same data
+    genfeat run citation --preset r2                       # §13.2 R2: not capacity-limited, K should not matter
+
+    data -> task    `data.citation_synthetic` (spec §13.1) as `data.citations.CitationData`; the task
+                    `tasks.citation.CitationPrediction`: Eq. 3.14 on pairs drawn from both kinds with one random
+                    negative paper each, per-column ranking of the split's papers with scikit-learn's tie rules
+    network         `models.citation.CitationModel`: the facet network (`model.encoder` transformer | gru | lstm |
+                    bow, `model.k`, K output layers G^o_k, the magnitude heads of Eq. 3.15 with
+                    `model.magnitudes`), author and citer tables, H for Ω
+    paradigm        one phase (`paradigms.fit_task`), selecting on valid cite_ap; then the CBOW Avg / Max
+                    baselines (`eval.baselines`) and their λ-mixtures with the model, λ chosen on valid
+
+Settings of the synthetic presets (the spec's §13 reference): a bag-of-words encoder with 64 hidden units, K linear
+maps into R^8, no magnitude heads, Adam at 3e-3 without decay, 64 positive pairs per step, no Ω (the synthetic
+words have no vectors). Deviation from the reference: 4,000 steps instead of 1,200, since the joint objective
+(authorship and citation pairs, α : β = 5 : 1) is still improving at 1,200 (docs/results/citation.md). The word vocabulary and the longest paper come from the data (`model.vocab_size`
+and `model.max_len` are set from them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from genfeat.data.citation_synthetic import SyntheticCitationConfig, synthetic_citations
+from genfeat.data.citations import KINDS, CitationData
+from genfeat.errors import ConfigError
+from genfeat.metrics.multi_positive import TIES
+from genfeat.models.citation import CitationConfig, CitationModel
+from genfeat.models.citation.cbow import CBOWScorer, mixture, sif_paper_vectors
+from genfeat.paradigms import fit_task
+from genfeat.tasks.citation import CitationPrediction
+from genfeat.train import distributed as D
+from genfeat.train.loop import TrainConfig
+from genfeat.train.record import record_fit
+from genfeat.train.seed import seed_everything
+
+BASELINES = {"cbow_avg": "mean", "cbow_max": "max"}
+
+
+@dataclass(frozen=True)
+class CitationDataConfig:
+    source: str = "synthetic"
+    synthetic: SyntheticCitationConfig = field(default_factory=SyntheticCitationConfig)
+    batch_size: int = 64  # positive pairs per step, each with its negative paper
+
+    def __post_init__(self) -> None:
+        if self.source != "synthetic":
+            raise ConfigError(f"data.source must be synthetic, got {self.source!r}")
+
+
+@dataclass(frozen=True)
+class CitationLossConfig:
+    alpha: float = 5.0  # authorship (Eq. 3.14)
+    beta: float = 1.0  # citation
+    gamma: float = 10.0  # Ω (Appendix B.3); used when the data has word vectors
+
+
+@dataclass(frozen=True)
+class CitationEvalConfig:
+    ks: tuple[int, ...] = (50, 200)
+    ties: str = "average"  # scikit-learn's, the thesis's evaluation
+    baselines: tuple[str, ...] = ("cbow_avg", "cbow_max")
+    lambdas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # mixtures: λ chosen on valid
+    mix_metric: str = "author_ap"  # the thesis picks λ by the K = 1 model's authorship MAP
+
+    def __post_init__(self) -> None:
+        if self.ties not in TIES:
+            raise ConfigError(f"eval.ties must be one of {', '.join(TIES)}, got {self.ties!r}")
+        bad = sorted(set(self.baselines) - set(BASELINES))
+        if bad:
+            raise ConfigError(f"eval.baselines: unknown {bad}; known: {', '.join(BASELINES)}")
+        if any(not 0 <= x <= 1 for x in self.lambdas):
+            raise ConfigError("eval.lambdas must lie in [0, 1]")
+
+
+def train_config(**kw: Any) -> TrainConfig:
+    base = {"max_steps": 4000, "lr": 3e-3, "warmup_steps": 0, "schedule": "constant", "weight_decay": 0.0,
+            "clip_norm": 0.0, "log_every": 100, "eval_every": 200, "precision": "fp32"}
+    return TrainConfig(**(base | kw))
+
+
+def synthetic_model(**kw: Any) -> CitationConfig:
+    base = {"encoder": "bow", "decoder": "linear", "d_model": 64, "d_target": 8, "k": 5, "n_types": 0,
+            "magnitudes": False, "dropout": 0.0, "column_init_std": 0.3}
+    return CitationConfig(**(base | kw))
+
+
+@dataclass(frozen=True)
+class CitationRunConfig:
+    seed: int = 0
+    data: CitationDataConfig = field(default_factory=CitationDataConfig)
+    model: CitationConfig = field(default_factory=synthetic_model)
+    loss: CitationLossConfig = field(default_factory=CitationLossConfig)
+    train: TrainConfig = field(default_factory=train_config)
+    eval: CitationEvalConfig = field(default_factory=CitationEvalConfig)
+
+
+# ----------------------------------------------------------------------------------------- presets
+def tiny() -> CitationRunConfig:
+    """The spec §13 synthetic graph (30 topics, 3 per paper, d = 8) and reference configuration: R1."""
+    return CitationRunConfig()
+
+
+def r2() -> CitationRunConfig:
+    """§13.2 R2: d = 16, 20 topics, 30 % one-topic and 70 % two-topic papers of 6 words per topic."""
+    syn = SyntheticCitationConfig(n_topics=20, topics_per_paper=2, topic_counts=(0.3, 0.7), words_per_paper_topic=6)
+    return CitationRunConfig(data=CitationDataConfig(synthetic=syn), model=synthetic_model(d_target=16))
+
+
+PRESETS = {"tiny": tiny, "r2": r2}
+
+
+# ----------------------------------------------------------------------------------------- pieces
+def load_data(cfg: CitationRunConfig) -> tuple[CitationData, np.ndarray | None]:
+    """(the data, the fixed word vectors of its vocabulary or None)."""
+    syn = dataclasses.replace(cfg.data.synthetic, seed=cfg.data.synthetic.seed + cfg.seed)
+    return synthetic_citations(syn).data, None
+
+
+def run(cfg: CitationRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    data, vectors = load_data(cfg)
+    print(data.summary())
+    sif = None if vectors is None else sif_paper_vectors(data.input_ids, vectors, data.word_probs())
+    task = CitationPrediction(data, cfg.loss.alpha, cfg.loss.beta, cfg.loss.gamma, sif, cfg.eval.ks, cfg.eval.ties)
+
+    info = D.setup(cfg.train.device)
+    seed_everything(cfg.seed)
+    mcfg = dataclasses.replace(cfg.model, vocab_size=len(data.vocab), max_len=data.input_ids.shape[1])
+    d_word = vectors.shape[1] if vectors is not None and cfg.loss.gamma else 0
+    model = CitationModel(mcfg, data.n_authors, data.n_citers, d_word).to(info.device)
+    n_params = sum(p.numel() for p in model.parameters())
+    batches = task.batches(cfg.data.batch_size, cfg.seed, info.rank, info.world_size)
+    name = f"K={mcfg.k} {mcfg.encoder}"
+    res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
+                           desc=f"citation {name}")
+
+    baselines = evaluate_baselines(task, model, data, vectors, cfg.eval)
+    return record_fit(
+        run_dir, f"Cold-start citation / authorship prediction, {name} on {data.name}", scores, fit=res, started=t0,
+        params=n_params, details={"model": name, "dataset": data.stats() | {"name": data.name},
+                                  "baselines": baselines},
+        notes=[data.summary(), "Per-column ranking of the split's papers, scikit-learn's tie rules; "
+               f"`baselines` holds CBOW Avg / Max and their mixtures with the model (λ on valid "
+               f"{cfg.eval.mix_metric})."])
+
+
+def evaluate_baselines(task: CitationPrediction, model: CitationModel, data: CitationData,
+                       vectors: np.ndarray | None, cfg: CitationEvalConfig) -> dict[str, dict[str, float]]:
+    """{name: valid and test metrics} of each CBOW baseline (one-hot word vectors when the data has none) and of
+    its mixture with the model, λ chosen on valid."""
+    if not cfg.baselines:
+        return {}
+    vecs = vectors if vectors is not None else np.eye(len(data.vocab))
+    paper_vecs = sif_paper_vectors(data.input_ids, vecs, data.word_probs())
+    train_pairs = {k: data.pairs(k, "train") for k in KINDS}
+    out: dict[str, dict[str, float]] = {}
+    with torch.no_grad():
+        cold = {s: task.model_scores(model.eval(), s) for s in task.splits}
+        for name in cfg.baselines:
+            doc = CBOWScorer(paper_vecs, train_pairs, BASELINES[name])
+            out[name] = {k: round(v, 5) for s in task.splits for k, v in task.evaluate_scores(doc, s).items()}
+            best = max(cfg.lambdas, key=lambda lam: task.evaluate_scores(mixture(cold["valid"], doc, lam), "valid")
+                       [f"valid_{cfg.mix_metric}"])
+            mixed = {k: round(v, 5) for s in task.splits
+                     for k, v in task.evaluate_scores(mixture(cold[s], doc, best), s).items()}
+            out[f"model+{name}"] = mixed | {"lambda": best}
+    return out

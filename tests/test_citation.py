@@ -1,0 +1,320 @@
+"""Cold-start citation / authorship prediction (thesis C §3.4): the exactness tests of spec citation-prediction.md
+§14, the data builders' rules and the recipe."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from genfeat.data.citation_synthetic import SyntheticCitationConfig, synthetic_citations
+from genfeat.data.citations import EOS, PAD, SEP, UNK, CitationData, cold_start_split, paper_inputs, prune_columns
+from genfeat.losses.max_facet import (
+    autoencoder_regulariser,
+    inverse_frequency_weights,
+    max_facet_score,
+    max_facet_scores,
+)
+from genfeat.models.citation import CitationConfig, CitationModel
+from genfeat.models.citation.cbow import CBOWScorer, mixture, sif_paper_vectors
+from genfeat.models.facets.config import FacetConfig
+from genfeat.models.facets.model import FacetModel
+from genfeat.tasks.citation import CitationPrediction, PairBatches
+
+
+def small_data(seed: int = 0) -> CitationData:
+    cfg = SyntheticCitationConfig(n_topics=6, n_papers=120, n_test=30, n_valid=20, n_citers=12, n_authors=10,
+                                  topics_per_paper=2, seed=seed)
+    return synthetic_citations(cfg).data
+
+
+def small_model(data: CitationData, **kw) -> CitationModel:
+    cfg = CitationConfig(**({"vocab_size": len(data.vocab), "d_model": 16, "d_target": 8, "k": 3, "n_enc": 1,
+                             "n_dec": 1, "n_head": 2, "d_inner": 32, "max_len": data.input_ids.shape[1],
+                             "n_types": 2, "dropout": 0.0, "magnitude_dropout": 0.0} | kw))
+    torch.manual_seed(0)
+    return CitationModel(cfg, data.n_authors, data.n_citers, d_word=5)
+
+
+# ------------------------------------------------------------------------ 1. the score (Eq. 3.13)
+def test_score_is_the_truncated_max_facet_dot_product_and_its_gradient_reaches_the_arg_max_only():
+    P = torch.tensor([[[1.0, 0.0], [0.0, 2.0], [0.5, 0.1]]], requires_grad=True)  # (1, K=3, d=2)
+    a = torch.tensor([[0.5, 0.4]], requires_grad=True)
+    s = max_facet_score(P, a)
+    assert s.item() == pytest.approx(max(0.0, 0.5, 0.8, 0.29))
+    s.sum().backward()
+    torch.testing.assert_close(P.grad[0], torch.tensor([[0.0, 0.0], [0.5, 0.4], [0.0, 0.0]]))  # facet 2 only
+    torch.testing.assert_close(a.grad, torch.tensor([[0.0, 2.0]]))
+    P.grad, a.grad = None, None
+    b = torch.tensor([[-0.1, -0.1]], requires_grad=True)
+    s = max_facet_score(P, b)  # every dot product negative: 0 and no gradient
+    assert s.item() == 0.0
+    s.sum().backward()
+    assert not P.grad.any() and not b.grad.any()
+    assert max_facet_score(P, b, truncate=False).item() == pytest.approx(-0.06)
+    table = torch.tensor([[0.5, 0.4], [-0.1, -0.1], [1.0, 0.0]])
+    torch.testing.assert_close(max_facet_scores(P, table)[0], torch.tensor([0.8, 0.0, 1.0]))
+
+
+# ------------------------------------------------------------------------ 2. the loss (Eq. 3.12)
+def test_inverse_frequency_weights_have_mean_one_and_follow_the_column_counts():
+    cols = torch.tensor([0, 0, 0, 1, 2, 2])
+    w = inverse_frequency_weights(cols, 4)
+    assert w.mean().item() == pytest.approx(1.0, abs=1e-6)
+    assert w[0].item() * 3 == pytest.approx(w[3].item()) and w[4].item() * 2 == pytest.approx(w[3].item())
+
+
+def test_pair_batches_give_every_positive_one_negative_training_paper_and_never_a_held_out_one():
+    data = small_data()
+    train = set(data.papers("train").tolist())
+    pairs = PairBatches(data, 32, seed=1)
+    held = {tuple(p) for k in ("author", "citer") for s in ("valid", "test") for p in data.pairs(k, s).tolist()}
+    for _ in range(20):
+        b = next(pairs)
+        assert len(b["negative"]) == len(b["paper"]) == 32
+        assert (b["negative"] != b["paper"]).all()
+        assert {int(i) for i in b["negative"]} <= train and {int(i) for i in b["paper"]} <= train
+        for p, c, k in zip(b["paper"].tolist(), b["column"].tolist(), b["kind"].tolist()):
+            assert (p, c) not in held or k not in (0, 1)
+            assert [p, c] in data.pairs("author" if k == 0 else "citer", "train").tolist()
+    a, b2 = PairBatches(data, 32, seed=1), PairBatches(data, 32, seed=1)
+    next(a)
+    b2.load_state_dict(a.state_dict())
+    assert all(torch.equal(x, y) for x, y in zip(next(a).values(), next(b2).values()))
+
+
+def test_the_loss_is_the_weighted_squared_error_with_targets_one_and_zero():
+    data = small_data()
+    model = small_model(data)
+    task = CitationPrediction(data, alpha=5.0, beta=1.0, gamma=0.0)
+    batch = next(task.batches(16, seed=0))
+    loss, n = task.loss(model, batch)
+    papers = torch.cat([batch["paper"], batch["negative"]])
+    with torch.no_grad():
+        out = model(torch.from_numpy(data.input_ids)[papers], torch.from_numpy(data.type_ids)[papers])
+    want = 0.0
+    for r in range(16):
+        kind, col = int(batch["kind"][r]), batch["column"][r]
+        table = model.author if kind == 0 else model.citer
+        facets = out.author if kind == 0 else out.citer
+        pos = max(0.0, float((facets[r] @ table.weight[col]).max()))
+        neg = max(0.0, float((facets[16 + r] @ table.weight[col]).max()))
+        want += (5.0 if kind == 0 else 1.0) * float(batch["weight"][r]) * ((pos - 1) ** 2 + neg ** 2)
+    assert n == 16 and loss.item() == pytest.approx(want / 16, rel=1e-5)
+
+
+# ------------------------------------------------------------------------ 3. magnitudes (Eq. 3.15)
+def test_magnitudes_scale_one_shared_direction_per_facet():
+    data = small_data()
+    model = small_model(data, positive_magnitudes=True).eval()
+    ids, types = torch.from_numpy(data.input_ids[:4]), torch.from_numpy(data.type_ids[:4])
+    out = model(ids, types)
+    rho, tau = out.author.norm(dim=-1) / out.facets.norm(dim=-1), out.citer.norm(dim=-1) / out.facets.norm(dim=-1)
+    torch.testing.assert_close(out.author, rho[..., None] * out.facets)
+    torch.testing.assert_close(out.citer, tau[..., None] * out.facets)
+    cos = torch.nn.functional.cosine_similarity(out.author, out.citer, dim=-1)
+    torch.testing.assert_close(cos, torch.ones_like(cos))
+    assert not torch.allclose(rho, tau)  # two heads
+    plain = small_model(data, magnitudes=False).eval()(ids, types)
+    assert plain.author is plain.facets and plain.citer is plain.facets
+
+
+# ------------------------------------------------------------------------ 4. joint weights (Eq. 3.14)
+def test_the_joint_loss_is_alpha_beta_gamma_times_its_three_terms():
+    data = small_data()
+    sif = np.random.default_rng(0).normal(size=(data.n_papers, 5))
+    model = small_model(data)
+    batch = next(CitationPrediction(data).batches(24, seed=3))
+
+    def loss(a, b, g, s=sif):
+        return CitationPrediction(data, a, b, g, sif_vectors=s).loss(model, batch)[0].item()
+
+    parts = loss(1, 0, 0), loss(0, 1, 0), loss(0, 0, 1)
+    assert all(p > 0 for p in parts)
+    assert loss(5, 1, 10) == pytest.approx(5 * parts[0] + parts[1] + 10 * parts[2], rel=1e-5)
+    assert loss(5, 1, 0) == loss(5, 1, 0, None)  # γ = 0 disables Ω exactly
+    with torch.no_grad():  # Ω by hand: the pair's paper against its own words (1) and its negative's (0)
+        p, q = batch["paper"], batch["negative"]
+        mu = model(torch.from_numpy(data.input_ids)[p], torch.from_numpy(data.type_ids)[p]).facets.mean(1)
+        h = model.H(torch.as_tensor(sif, dtype=torch.float32))
+        want = (((h[p] * mu).sum(1) - 1) ** 2 + (h[q] * mu).sum(1) ** 2).sum() / 24
+    assert parts[2] == pytest.approx(want.item(), rel=1e-5)
+
+
+# ------------------------------------------------------------------------ 5. Ω (Eqs. B.3-B.4)
+def test_the_regulariser_reads_the_mean_unscaled_facet_and_trains_h_not_the_word_vectors():
+    F = torch.tensor([[[1.0, 0.0], [0.0, 3.0]]])  # μ = (0.5, 1.5)
+    own, other = torch.tensor([[1.0, 1.0]]), torch.tensor([[2.0, 0.0]])
+    assert autoencoder_regulariser(F, own, other).item() == pytest.approx((2.0 - 1) ** 2 + 1.0 ** 2)
+    probs = np.array([0, 0, 0, 0, 0.5, 0.25, 0.25])
+    vectors = np.eye(7)
+    ids = np.array([[0, 4, 5, 5]])
+    v = sif_paper_vectors(ids, vectors, probs)
+    nu = 1e-4
+    np.testing.assert_allclose(v[0], [0, 0, 0, 0, nu / (nu + 0.5), 2 * nu / (nu + 0.25), 0])
+    data = small_data()
+    sif = torch.randn(data.n_papers, 5)
+    model = small_model(data)
+    task = CitationPrediction(data, 0.0, 0.0, 1.0, sif_vectors=sif.numpy())
+    task.loss(model, next(task.batches(8, seed=0)))[0].backward()
+    assert model.H.weight.grad.abs().sum() > 0 and task.sif.grad is None and not task.sif.requires_grad
+
+
+# ------------------------------------------------------------------------ 6. facet-specific output layers
+def test_per_facet_output_layers_differ_and_grow_linearly_in_k():
+    def build(k, output):
+        torch.manual_seed(0)
+        return FacetModel(FacetConfig(vocab_size=30, d_model=8, d_target=4, k=k, n_enc=1, n_dec=1, n_head=2,
+                                      d_inner=16, max_len=10, encoder="bow", decoder="linear", output=output,
+                                      dropout=0.0))
+
+    m = build(3, "per_facet")
+    hidden = torch.randn(2, 1, 8).expand(2, 3, 8)  # identical decoder states in every slot
+    out = m.decoder.out(hidden)
+    assert not torch.allclose(out[:, 0], out[:, 1]) and not torch.allclose(out[:, 1], out[:, 2])
+    shared = build(3, "shared").decoder.out(hidden)
+    torch.testing.assert_close(shared[:, 0], shared[:, 1])
+
+    def n_out(k):
+        return sum(p.numel() for p in build(k, "per_facet").decoder.out.parameters())
+
+    assert n_out(2) - n_out(1) == n_out(3) - n_out(2) == 8 * 4 + 4
+
+
+def test_type_ids_and_the_gru_encoder():
+    cfg = dict(vocab_size=30, d_model=8, d_target=4, k=2, n_enc=2, n_dec=1, n_head=2, d_inner=16, max_len=10,
+               dropout=0.0, n_types=2)
+    ids = torch.tensor([[0, 0, 5, 6, 7], [4, 5, 6, 7, 8]])
+    for enc in ("transformer", "gru", "lstm", "bow"):
+        torch.manual_seed(0)
+        m = FacetModel(FacetConfig(encoder=enc, **cfg)).eval()
+        a = m(ids, type_ids=torch.zeros_like(ids))
+        b = m(ids, type_ids=torch.ones_like(ids))
+        assert not torch.allclose(a, b), enc
+        with pytest.raises(ValueError, match="type_ids"):
+            m(ids)
+    torch.manual_seed(0)
+    gru = FacetModel(FacetConfig(encoder="gru", **cfg))
+    assert isinstance(gru.encoder.rnn, torch.nn.GRU)
+    x = gru(ids[:1, 2:], type_ids=torch.zeros_like(ids[:1, 2:]))  # left padding is never read
+    torch.testing.assert_close(gru.eval()(ids[:1, 2:], type_ids=torch.zeros(1, 3, dtype=torch.long)),
+                               gru(ids[:1], type_ids=torch.zeros(1, 5, dtype=torch.long)))
+    assert x.shape == (1, 2, 4)
+
+
+# ------------------------------------------------------------------------ 7-8. metrics and the hybrid
+def test_task_metrics_average_per_column_scikit_learn_values_over_columns_with_a_positive():
+    from sklearn.metrics import average_precision_score, ndcg_score, roc_auc_score
+
+    data = small_data(1)
+    task = CitationPrediction(data, ks=(5,))
+    g = torch.Generator().manual_seed(0)
+    scores = {k: torch.rand(data.n_columns(k), data.n_papers, generator=g).round(decimals=1)
+              for k in ("author", "citer")}  # ties included
+
+    def fn(kind, papers, cols):
+        return scores[kind][torch.from_numpy(cols)][:, torch.from_numpy(papers)]
+
+    got = task.evaluate_scores(fn, "test")
+    papers = data.papers("test")
+    for kind, prefix in (("author", "author"), ("citer", "cite")):
+        rel = np.zeros((data.n_columns(kind), data.n_papers), dtype=bool)
+        pairs = data.pairs(kind, "test")
+        rel[pairs[:, 1], pairs[:, 0]] = True
+        rows = [c for c in range(data.n_columns(kind)) if rel[c, papers].any()]
+        assert len(rows) < data.n_columns(kind) or kind == "citer"
+        s = scores[kind].numpy()[:, papers]
+        y = rel[:, papers]
+        want_ap = np.mean([average_precision_score(y[c], s[c]) for c in rows])
+        want_auc = np.mean([roc_auc_score(y[c], s[c]) if 0 < y[c].sum() < len(y[c]) else np.nan for c in rows])
+        want_ndcg = np.mean([ndcg_score(y[c][None], s[c][None]) for c in rows])
+        assert got[f"test_{prefix}_ap"] == pytest.approx(want_ap, abs=1e-9)
+        assert got[f"test_{prefix}_auc"] == pytest.approx(want_auc, abs=1e-9)
+        assert got[f"test_{prefix}_ndcg"] == pytest.approx(want_ndcg, abs=1e-9)
+    a = lambda k, p, c: torch.ones(len(c), len(p))  # noqa: E731
+    b = lambda k, p, c: torch.arange(len(c) * len(p), dtype=torch.float64).view(len(c), len(p))  # noqa: E731
+    torch.testing.assert_close(mixture(a, b, 0.2)("citer", np.arange(3), np.arange(2)),
+                               0.2 + 0.8 * b("citer", np.arange(3), np.arange(2)))
+
+
+def test_the_truncated_scores_ties_at_zero_are_evaluated_as_scikit_learn_does():
+    """A scorer that is 0 for every paper gains nothing: AP = the positive rate, AUC = 1/2 (scikit-learn)."""
+    data = small_data(2)
+    task = CitationPrediction(data)
+    got = task.evaluate_scores(lambda k, p, c: torch.zeros(len(c), len(p)), "test")
+    papers = data.papers("test")
+    pairs = data.pairs("citer", "test")
+    rates = [np.isin(papers, pairs[pairs[:, 1] == c, 0]).mean() for c in np.unique(pairs[:, 1])]
+    assert got["test_cite_ap"] == pytest.approx(np.mean(rates), abs=1e-9)
+    assert got["test_cite_auc"] == pytest.approx(0.5)
+
+
+# ------------------------------------------------------------------------ 9. splits and pruning
+def test_cold_start_split_draws_test_from_eligible_groups_whole():
+    rng = np.random.default_rng(0)
+    n = 400
+    groups = rng.integers(0, 150, size=n)
+    eligible = rng.random(n) < 0.4
+    split = cold_start_split(eligible, groups, 0.1, 0.1, seed=3)
+    for g in np.unique(groups):
+        assert len(set(split[groups == g])) == 1  # a group never straddles
+    test_groups = np.unique(groups[split == 2])
+    assert all(eligible[groups == g].any() for g in test_groups)
+    assert abs(int((split == 2).sum()) - 0.1 * eligible.sum()) <= np.bincount(groups).max()
+    rest = int((split != 2).sum())
+    assert abs(int((split == 1).sum()) - 0.1 * rest) <= np.bincount(groups).max()
+    assert np.array_equal(split, cold_start_split(eligible, groups, 0.1, 0.1, seed=3))
+
+
+def test_prune_columns_drops_small_columns_before_anything_else():
+    pairs = np.array([[0, 7], [1, 7], [2, 9], [0, 3], [1, 3], [2, 3], [2, 3]])
+    kept, cols = prune_columns(pairs, 2)
+    assert cols.tolist() == [3, 7]
+    assert sorted(map(tuple, kept.tolist())) == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]  # duplicates merged
+
+
+# ------------------------------------------------------------------------ 10. the input builder
+def test_paper_inputs_title_sep_abstract_eos_with_types_unk_and_truncation():
+    titles = ["Deep nets", "Deep nets", "Deep graphs"]
+    abstracts = ["we train deep nets on graphs", "", "deep " * 20]
+    ids, types, vocab = paper_inputs(titles, abstracts, np.array([True, True, False]), min_count=2, max_words=6)
+    assert vocab[:4] == ["<pad>", "<unk>", "<sep>", "<eos>"] and set(vocab[4:]) == {"deep", "nets"}
+    d, n = vocab.index("deep"), vocab.index("nets")
+    row0 = ids[0][ids[0] != PAD].tolist()
+    assert row0 == [d, n, SEP, UNK, UNK, d, n, EOS]  # "we train deep nets" cut at 6 words in all ("on graphs")
+    assert types[0][ids[0] != PAD].tolist() == [0, 0, 0, 1, 1, 1, 1, 1]
+    assert ids[1][ids[1] != PAD].tolist() == [d, n, EOS] and types[1][ids[1] != PAD].tolist() == [0, 0, 0]
+    assert ids[2][ids[2] != PAD].tolist() == [d, UNK, SEP, d, d, d, d, EOS]  # "graphs" is rare in training
+    assert (ids[:, -1] == EOS).all()  # left-padded
+
+
+# ------------------------------------------------------------------------ 11. CBOW baselines
+def test_cbow_avg_and_max_are_the_mean_and_max_cosine_to_the_columns_training_papers():
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(10, 4))
+    pairs = np.array([[0, 0], [1, 0], [2, 1], [3, 1], [4, 1]])
+    papers, cols = np.array([5, 6, 7]), np.array([0, 1, 2])
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    for reduce, f in (("mean", np.mean), ("max", np.max)):
+        got = CBOWScorer(vecs, {"author": pairs}, reduce)("author", papers, cols).numpy()
+        for c in (0, 1):
+            want = f(unit[papers] @ unit[pairs[pairs[:, 1] == c, 0]].T, axis=1)
+            np.testing.assert_allclose(got[c], want, atol=1e-12)
+        assert not got[2].any()  # no training paper: 0
+
+
+# ------------------------------------------------------------------------ the synthetic graph
+def test_the_synthetic_graph_follows_spec_13():
+    syn = synthetic_citations(SyntheticCitationConfig(seed=0))
+    d = syn.data
+    assert d.n_papers == 3000 and (d.split == 2).sum() == 500 and (d.split[-500:] == 2).all()
+    assert all(len(t) == 3 for t in syn.paper_topics)
+    assert (d.input_ids != PAD).sum(1).tolist() == [5 * 3 + 3 + 1] * 3000
+    has = np.array([syn.citer_topic[c] in syn.paper_topics[p] for p, c in d.citations])
+    assert has.all()
+    rate = len(d.citations) / sum(np.isin(syn.citer_topic, t).sum() for t in syn.paper_topics)
+    assert rate == pytest.approx(0.8, abs=0.01)
+    assert math.isclose(syn.oracle_scores("citer", np.array([0]))[:, 0].sum(),
+                        np.isin(syn.citer_topic, syn.paper_topics[0]).sum())
