@@ -110,9 +110,9 @@ def paper_inputs(titles: Sequence[str], abstracts: Sequence[str], train: np.ndar
     is the specials and the words seen >= `min_count` times in the papers where `train` is True, by frequency."""
     if len(titles) != len(abstracts) or len(train) != len(titles):
         raise ValueError(f"{len(titles)} titles, {len(abstracts)} abstracts and {len(train)} train flags")
-    toks = [(words(t), words(a)) for t, a in zip(titles, abstracts)]
+    toks = [(words(t), words(a)) for t, a in zip(titles, abstracts, strict=True)]
     if vocab is None:
-        counts = Counter(w for (t, a), tr in zip(toks, train) if tr for w in (*t, *a))
+        counts = Counter(w for (t, a), tr in zip(toks, train, strict=True) if tr for w in (*t, *a))
         vocab = [*SPECIALS, *sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))]
     index = {w: i for i, w in enumerate(vocab)}
     rows, types = [], []
@@ -126,7 +126,7 @@ def paper_inputs(titles: Sequence[str], abstracts: Sequence[str], train: np.ndar
     width = max(len(r) for r in rows)
     input_ids = np.full((len(rows), width), PAD, dtype=np.int64)
     type_ids = np.zeros((len(rows), width), dtype=np.int64)
-    for i, (r, ty) in enumerate(zip(rows, types)):
+    for i, (r, ty) in enumerate(zip(rows, types, strict=True)):
         input_ids[i, width - len(r):], type_ids[i, width - len(r):] = r, ty
     return input_ids, type_ids, list(vocab)
 

@@ -17,8 +17,8 @@
 Settings of the synthetic presets (the spec's §13 reference): a bag-of-words encoder with 64 hidden units, K linear
 maps into R^8, no magnitude heads, Adam at 3e-3 without decay, 64 positive pairs per step, no Ω (the synthetic
 words have no vectors). Deviation from the reference: 4,000 steps instead of 1,200, since the joint objective
-(authorship and citation pairs, α : β = 5 : 1) is still improving at 1,200 (docs/results/citation.md). The word vocabulary and the longest paper come from the data (`model.vocab_size`
-and `model.max_len` are set from them).
+(authorship and citation pairs, α : β = 5 : 1) is still improving at 1,200 (docs/results/citation.md). The word
+vocabulary and the longest paper come from the data (`model.vocab_size` and `model.max_len` are set from them).
 """
 
 from __future__ import annotations
