@@ -45,9 +45,9 @@ def reference_scorers(seeds: list[int]) -> list[dict[str, Any]]:
         syn = synthetic_citations(dataclasses.replace(cfg.data.synthetic, seed=cfg.data.synthetic.seed + seed))
         task = CitationPrediction(syn.data, ks=cfg.eval.ks)
         g = torch.Generator().manual_seed(seed)
-        oracle = task.evaluate_scores(lambda kind, papers, cols: torch.from_numpy(
+        oracle = task.evaluate_scores(lambda kind, papers, cols, syn=syn: torch.from_numpy(
             syn.oracle_scores(kind, papers)[cols]), "test")
-        rand = task.evaluate_scores(lambda kind, papers, cols: torch.rand(len(cols), len(papers), generator=g),
+        rand = task.evaluate_scores(lambda kind, papers, cols, g=g: torch.rand(len(cols), len(papers), generator=g),
                                     "test")
         papers = syn.data.papers("test")
         pairs = syn.data.pairs("citer", "test")

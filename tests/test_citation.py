@@ -316,3 +316,29 @@ def test_the_synthetic_graph_follows_spec_13():
     assert rate == pytest.approx(0.8, abs=0.01)
     assert math.isclose(syn.oracle_scores("citer", np.array([0]))[:, 0].sum(),
                         np.isin(syn.citer_topic, syn.paper_topics[0]).sum())
+
+
+@pytest.mark.parametrize("encoder,decoder", [("transformer", "transformer"), ("gru", "lstm")])
+def test_the_recipe_trains_the_thesis_network_with_magnitude_heads_and_types(encoder, decoder, tmp_path):
+    """The thesis's network (transformer or bi-GRU encoder, K output layers, the magnitude heads, type ids) through
+    `genfeat.run_recipe`: both kinds' metrics on both splits, the baselines and their mixtures beside them."""
+    import dataclasses
+
+    from genfeat import run_recipe
+    from genfeat.registry import RECIPES
+
+    cfg = RECIPES["citation"].presets["tiny"]()
+    syn = dataclasses.replace(cfg.data.synthetic, n_papers=400, n_test=80, n_valid=40)
+    cfg = dataclasses.replace(
+        cfg, data=dataclasses.replace(cfg.data, synthetic=syn),
+        model=dataclasses.replace(cfg.model, encoder=encoder, decoder=decoder, magnitudes=True, n_types=2, n_enc=1,
+                                  n_dec=1, n_head=2, d_inner=64),
+        train=dataclasses.replace(cfg.train, max_steps=20, eval_every=10),
+        eval=dataclasses.replace(cfg.eval, lambdas=(0.2,)))
+    s = run_recipe("citation", cfg, tmp_path / "run")
+    for split in ("valid", "test"):
+        for m in ("cite_ap", "author_ap", "cite_auc", "cite_r@50", "cite_rcap@200", "author_ndcg"):
+            assert 0.0 <= s[f"{split}_{m}"] <= 1.0
+    assert set(s["baselines"]) == {"cbow_avg", "cbow_max", "model+cbow_avg", "model+cbow_max"}
+    assert s["baselines"]["model+cbow_max"]["lambda"] == 0.2
+    assert s["model"] == f"K=5 {encoder}" and s["best_step"] in (10, 20)
