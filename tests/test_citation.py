@@ -342,3 +342,81 @@ def test_the_recipe_trains_the_thesis_network_with_magnitude_heads_and_types(enc
     assert set(s["baselines"]) == {"cbow_avg", "cbow_max", "model+cbow_avg", "model+cbow_max"}
     assert s["baselines"]["model+cbow_max"]["lambda"] == 0.2
     assert s["model"] == f"K=5 {encoder}" and s["best_step"] in (10, 20)
+
+
+# ------------------------------------------------------------------------ the Debian citation graph
+def _write_lists(root, packages):
+    """Packages + Translation-en for [(name, fields, synopsis, long)]."""
+    import hashlib
+
+    pk, tr = [], []
+    for name, fields, synopsis, long in packages:
+        md5 = hashlib.md5(f"{name}{synopsis}".encode()).hexdigest()
+        pk.append("\n".join([f"Package: {name}", *(f"{k}: {v}" for k, v in fields.items()), "Section: libs",
+                             f"Description: {synopsis}", f"Description-md5: {md5}"]))
+        tr.append("\n".join([f"Package: {name}", f"Description-md5: {md5}",
+                             f"Description-en: {synopsis}", *(f" {line}" for line in long.split("\n"))]))
+    (root / "Packages").write_text("\n\n".join(pk) + "\n")
+    (root / "Translation-en").write_text("\n\n".join(tr) + "\n")
+
+
+def _archive(tmp_path):
+    pkgs = []
+    for i in range(40):  # libraries, each with a -dev package of the same source
+        team = f"Team{i % 4} <Team{i % 4}@Lists.Debian.org>"
+        pkgs.append((f"lib{i}", {"Maintainer": team, "Source": f"src{i}"}, f"library number {i} for things",
+                     f"the library {i} does useful work\n.\nwith words like data and code"))
+        pkgs.append((f"lib{i}-dev", {"Maintainer": team, "Source": f"src{i}", "Depends": f"lib{i} (= 1.0)"},
+                     f"development files for library {i}", f"headers of lib{i} and the static library {i}"))
+    for j in range(30):  # applications depending on 6 libraries each (alternatives, qualifiers)
+        deps = ", ".join(f"lib{(j + d) % 40}" for d in range(4))
+        pkgs.append((f"app{j}", {"Maintainer": f"Dev {j % 3} <dev{j % 3}@example.org>", "Depends": deps,
+                                 "Recommends": f"lib{(j + 4) % 40}:any | nonexistent",
+                                 "Suggests": f"lib{(j + 5) % 40} (>= 2) [amd64], lib{j % 40}"},
+                     f"application {j} tool", f"a program that uses several libraries {j}"))
+    pkgs.append(("oldlib", {"Maintainer": "x <x@y>", "Depends": "lib0"}, "transitional package", "dummy"))
+    pkgs.append(("copy0", {"Maintainer": "Team0 <team0@lists.debian.org>", "Depends": "lib1"},
+                 pkgs[0][2], pkgs[0][3]))  # repeats lib0's text
+    _write_lists(tmp_path, pkgs)
+    return pkgs
+
+
+def test_debian_citations_builds_the_graph_by_its_rules(tmp_path):
+    from genfeat.data.debian_citations import debian_citations, dependency_names, maintainer_id
+
+    assert dependency_names("a (>= 1), b:any | c [amd64], d(<<2)") == ["a", "b", "c", "d"]
+    assert maintainer_id("Some Team <Team@Lists.Debian.org>") == "team@lists.debian.org"
+    _archive(tmp_path)
+    d = debian_citations(tmp_path, seed=0, test_fraction=0.25, valid_fraction=0.2, min_count=1)
+    names = d.paper_names
+    assert "oldlib" not in names and names.count("copy0") + names.count("lib0") == 1  # dummy and repeat dropped
+    assert d.notes["dropped_transitional_or_dummy"] == 1 and d.notes["dropped_repeated_texts"] == 1
+    # citations: (cited, citing), every field, alternatives inside the set, no self-citation
+    cites = {(names[p], d.citer_names[c]) for p, c in d.citations}
+    assert ("lib3", "app0") in cites and ("lib4", "app0") in cites and ("lib5", "app0") in cites
+    assert all(not n.endswith("-dev") for _, n in cites)  # a -dev cites once: pruned (< 5 citations)
+    assert set(d.citer_names) == {f"app{j}" for j in range(30)}  # 6 citations each
+    types = {(names[p], d.citer_names[c]): d.type_names[x] for (p, c), x in zip(d.citations, d.citation_types,
+                                                                                 strict=True)}
+    assert types[("lib1", "app1")] == "Depends" and types[("lib6", "app1")] == "Suggests"  # the strongest field
+    assert set(types.values()) == {"Depends", "Recommends", "Suggests"}
+    # authors: e-mail identities, lower-cased; one author per package; columns with >= 2 packages
+    assert set(d.author_names) == {f"team{i}@lists.debian.org" for i in range(4)} | \
+        {f"dev{i}@example.org" for i in range(3)}
+    # a source's packages never straddle a split; test packages have >= 5 citing packages
+    split = dict(zip(names, d.split.tolist(), strict=True))
+    for i in range(40):
+        if f"lib{i}" in split:
+            assert split[f"lib{i}"] == split[f"lib{i}-dev"]
+    citers = dict(zip(names, np.bincount(d.citations[:, 0], minlength=d.n_papers).tolist(), strict=True))
+    test = [n for n in names if split[n] == 2]
+    assert test and all(citers[n.removesuffix("-dev")] >= 5 for n in test)  # a group with an eligible package
+    # cold: no test paper's pair is a training pair; deterministic
+    assert not set(d.pairs("citer", "train")[:, 0]) & set(d.papers("test"))
+    assert d.checksum == debian_citations(tmp_path, seed=0, test_fraction=0.25, valid_fraction=0.2,
+                                          min_count=1).checksum
+    assert d.checksum != debian_citations(tmp_path, seed=1, test_fraction=0.25, valid_fraction=0.2,
+                                          min_count=1).checksum
+    files = d.write(tmp_path / "out")
+    assert [f.name for f in files] == ["citations.npz", "citations.json"]
+    assert np.array_equal(np.load(files[0])["citations"], d.citations)

@@ -144,13 +144,12 @@ def cmd_data(args: argparse.Namespace) -> int:
             print(f"{s.name:16s} {mark:8s} {s.method:10s} {s.spec:32s} {s.description}")
         return 0
     if args.data_cmd == "build":
-        from genfeat.data.built_task import write_tsv
-        from genfeat.data.built_tasks import build_task
+        from genfeat.data.built_tasks import build
 
-        task = build_task(args.task, args.split_seed)
+        task = build(args.task, args.split_seed)
         print(json.dumps(task.describe(), indent=1))
         if args.out:
-            for f in write_tsv(task, args.out):
+            for f in task.write(args.out):
                 print(f"wrote {f}")
         return 0
     if args.data_cmd == "verify" and not args.names:  # everything fetched; what is not is skipped
@@ -293,10 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("names", nargs="+", help="dataset names, or `all`")
     f.add_argument("--force", action="store_true", help="fetch again even if present")
     b = dsub.add_parser("build", help="build a task from fetched sources (debian-sections, wordnet-lexnames, "
-                        "wordnet-wic): print its sizes and sha256, optionally write its splits as TSV")
+                        "wordnet-wic, debian-citations): print its sizes and sha256, optionally write its splits "
+                        "(TSV; a graph: citations.npz + citations.json)")
     b.add_argument("task")
     b.add_argument("--split-seed", type=int, default=0)
-    b.add_argument("--out", help="write train.tsv / valid.tsv / test.tsv (text_a, text_b, label) here")
+    b.add_argument("--out", help="write train.tsv / valid.tsv / test.tsv (text_a, text_b, label) here (a graph: "
+                   "citations.npz and citations.json)")
     v = dsub.add_parser("verify")
     v.add_argument("names", nargs="*", help="dataset names; none: every fetched dataset")
     g = sub.add_parser("generate", help="sample text from a trained language model run")

@@ -39,6 +39,9 @@ class BuiltTask:
         return {"task": self.name, "source": self.source, "classes": len(self.classes),
                 "sizes": {k: len(y) for k, (_, y) in self.splits.items()}, "sha256": self.checksum, **self.notes}
 
+    def write(self, out: str | Path) -> list[Path]:
+        return write_tsv(self, out)
+
 
 def splits_checksum(splits: Splits) -> str:
     canon = {k: [[a, b, int(y)] for (a, b), y in zip(pairs, labels.tolist(), strict=True)]

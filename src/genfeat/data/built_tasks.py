@@ -5,10 +5,15 @@ checksum, so a result names exactly the data it was measured on.
     wordnet-lexnames   WordNet gloss -> lexicographer file (noun.animal, verb.motion, ...) (`data/wordnet.py`)
     wordnet-wic        WiC-style word in context: two example sentences of one lemma, same sense or not
 
+and one graph for cold-start ranking (`GRAPHS`, `data.citations.CitationData`):
+
+    debian-citations   Debian packages as papers, maintainers as authors, reverse dependencies as citing papers
+                       (`data/debian_citations.py`)
+
 `build_task(name, split_seed)` returns a `BuiltTask` (`data/built_task.py`): {"train", "valid", "test"} ->
 ((text_a, text_b | None) pairs, labels), the class names, and `checksum`, the sha256 of the splits (their order,
 texts and labels, as canonical JSON). The same source files and seed give the same checksum;
-`docs/results/data_tasks.md` records them.
+`docs/results/data_tasks.md` records them. `build(name, seed)` builds either kind (`genfeat data build`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from genfeat.data.built_task import BuiltTask
+from genfeat.data.citations import CitationData
+from genfeat.data.debian_citations import debian_citations
 from genfeat.data.debian_sections import debian_sections
 from genfeat.data.wordnet import lexname_task, wic_task
 from genfeat.errors import ConfigError
@@ -26,7 +33,20 @@ BUILDERS: dict[str, Callable[[int], BuiltTask]] = {
     "wordnet-wic": lambda seed: wic_task(seed=seed)}
 
 
+GRAPHS: dict[str, Callable[[int], CitationData]] = {"debian-citations": lambda seed: debian_citations(seed=seed)}
+
+
 def build_task(name: str, split_seed: int = 0) -> BuiltTask:
     if name not in BUILDERS:
-        raise ConfigError(f"unknown built task {name!r}; built tasks: {', '.join(BUILDERS)}")
+        hint = f" ({name} is a graph: `genfeat data build {name}`)" if name in GRAPHS else ""
+        raise ConfigError(f"unknown built task {name!r}{hint}; built tasks: {', '.join(BUILDERS)}")
+    return BUILDERS[name](split_seed)
+
+
+def build(name: str, split_seed: int = 0) -> BuiltTask | CitationData:
+    """A built task or graph by name."""
+    if name in GRAPHS:
+        return GRAPHS[name](split_seed)
+    if name not in BUILDERS:
+        raise ConfigError(f"unknown built dataset {name!r}; built: {', '.join([*BUILDERS, *GRAPHS])}")
     return BUILDERS[name](split_seed)

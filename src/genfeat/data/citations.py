@@ -19,13 +19,17 @@ only ever evaluated.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from genfeat.config import atomic_write_text
 from genfeat.errors import DataError
 
 PAD, UNK, SEP, EOS = 0, 1, 2, 3
@@ -54,6 +58,10 @@ class CitationData:
     paper_names: list[str] = field(default_factory=list)
     author_names: list[str] = field(default_factory=list)
     citer_names: list[str] = field(default_factory=list)
+    citation_types: np.ndarray | None = None  # (P_c,) int8: index into type_names (a dependency field)
+    type_names: list[str] = field(default_factory=list)
+    source: str = ""  # the `genfeat data` source it was built from
+    notes: dict = field(default_factory=dict)  # counts of what the build dropped and why
 
     def __post_init__(self) -> None:
         n = len(self.input_ids)
@@ -95,6 +103,36 @@ class CitationData:
                "authorship_pairs": len(self.authorship), "citation_pairs": len(self.citations),
                "vocab": len(self.vocab)}
         return out | {f"{s}_papers": int((self.split == i).sum()) for i, s in enumerate(SPLITS)}
+
+    @property
+    def checksum(self) -> str:
+        """sha256 of the arrays and the names (the ids, splits and pairs a result was measured on)."""
+        h = hashlib.sha256()
+        for a in (self.input_ids, self.type_ids, self.split, self.authorship, self.citations,
+                  *(() if self.citation_types is None else (self.citation_types,))):
+            h.update(str(a.shape).encode())
+            h.update(np.ascontiguousarray(a).astype(np.int64).tobytes())
+        for names in (self.vocab, self.paper_names, self.author_names, self.citer_names, self.type_names):
+            h.update(json.dumps(names, ensure_ascii=False).encode())
+        return h.hexdigest()
+
+    def describe(self) -> dict:
+        return {"task": self.name, "source": self.source, "sizes": self.stats(), "sha256": self.checksum,
+                **self.notes}
+
+    def write(self, out: str | Path) -> list[Path]:
+        """citations.npz (the arrays) and citations.json (the names, the description)."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        arrays = {"input_ids": self.input_ids, "type_ids": self.type_ids, "split": self.split,
+                  "authorship": self.authorship, "citations": self.citations}
+        if self.citation_types is not None:
+            arrays["citation_types"] = self.citation_types
+        np.savez_compressed(out / "citations.npz", **arrays)
+        names = {"vocab": self.vocab, "papers": self.paper_names, "authors": self.author_names,
+                 "citers": self.citer_names, "citation_types": self.type_names, "describe": self.describe()}
+        atomic_write_text(out / "citations.json", json.dumps(names, ensure_ascii=False) + "\n")
+        return [out / "citations.npz", out / "citations.json"]
 
     def summary(self) -> str:
         s = self.stats()

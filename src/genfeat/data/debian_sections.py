@@ -61,23 +61,29 @@ def description_text(description: str) -> str:
     return f"{first}. {body}" if body else first
 
 
-def debian_sections(root: str | Path | None = None, seed: int = 0, min_count: int = 200, n_valid: int = 1000,
-                    n_test: int = 2000) -> BuiltTask:
-    base = Path(root) if root is not None else require("debian-packages", "Packages", "Translation-en")
+def described_packages(base: Path) -> dict[str, tuple[dict[str, str], str]]:
+    """{package: (its first paragraph in Packages, its Description-en from Translation-en)} for the packages whose
+    description is there (joined on Package and Description-md5), in Packages' order."""
     described = {}
     for p in read_deb822(base / "Translation-en"):
         if "Package" in p and "Description-en" in p:
             described.setdefault((p["Package"], p.get("Description-md5", "")), p["Description-en"])
-    section: dict[str, tuple[str, str]] = {}
+    out: dict[str, tuple[dict[str, str], str]] = {}
     for p in read_deb822(base / "Packages"):
         name = p.get("Package")
-        if name and name not in section and "Section" in p:
-            section[name] = (p["Section"].rsplit("/", 1)[-1], p.get("Description-md5", ""))
-    rows = {name: (description_text(d), sec) for name, (sec, md5) in section.items()
-            if (d := described.get((name, md5))) is not None}
-    if not rows:
+        if name and name not in out and (d := described.get((name, p.get("Description-md5", "")))) is not None:
+            out[name] = (p, d)
+    if not out:
         raise DataError(f"{base}: no package of Packages has a description in Translation-en (were the English "
                         "translation lists fetched? `apt-get update -o Acquire::Languages=en`)")
+    return out
+
+
+def debian_sections(root: str | Path | None = None, seed: int = 0, min_count: int = 200, n_valid: int = 1000,
+                    n_test: int = 2000) -> BuiltTask:
+    base = Path(root) if root is not None else require("debian-packages", "Packages", "Translation-en")
+    rows = {name: (description_text(d), p["Section"].rsplit("/", 1)[-1])
+            for name, (p, d) in described_packages(base).items() if "Section" in p}
     by_text: dict[str, list[str]] = {}
     for name in sorted(rows):
         by_text.setdefault(rows[name][0], []).append(name)

@@ -77,3 +77,14 @@ def read_word_vectors(path: str | Path, limit: int | None = None, vocab: set[str
     if not words:
         raise DataError(f"{path}: no word vectors read")
     return words, np.stack(rows)
+
+
+def vocab_table(vocab: list[str], words: list[str], vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(table (len(vocab), d) float32 with each vocabulary word's vector and zeros where it has none, found (V,)
+    bool)."""
+    at = {w: i for i, w in enumerate(words)}
+    rows = np.array([at.get(w, -1) for w in vocab])
+    found = rows >= 0
+    table = np.zeros((len(vocab), vectors.shape[1]), dtype=np.float32)
+    table[found] = np.asarray(vectors)[rows[found]]
+    return table, found

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from genfeat.data.batches import EpochBatches, rank_share
-from genfeat.data.citations import KINDS, CitationData
+from genfeat.data.citations import KINDS, PAD, CitationData
 from genfeat.losses.max_facet import (
     autoencoder_regulariser,
     inverse_frequency_weights,
@@ -113,7 +113,9 @@ class CitationPrediction(RankingTask):
         net = D.unwrap(model)
         device = next(net.parameters()).device
         papers = torch.cat([batch["paper"], batch["negative"]])  # (2b,) positives, then their negatives
-        out = model(self.input_ids[papers].to(device), self.type_ids[papers].to(device))  # PaperFacets (2b, K, d)
+        ids, types = self.input_ids[papers], self.type_ids[papers]
+        width = int((ids != PAD).sum(1).max())  # left-padded: the leading all-padding columns go
+        out = model(ids[:, -width:].to(device), types[:, -width:].to(device))  # PaperFacets (2b, K, d)
         b = len(batch["paper"])
         kind, col = batch["kind"].to(device), batch["column"].to(device)
         is_author = (kind == 0)[:, None]

@@ -77,14 +77,21 @@ class CitationModel(nn.Module):
 
     @torch.no_grad()
     def paper_facets(self, input_ids: Tensor, type_ids: Tensor | None = None, batch: int = 256) -> PaperFacets:
-        """Facets of many papers in chunks, in eval mode, on the CPU."""
+        """Facets of many left-padded papers in eval mode, on the CPU: shortest first, each chunk cut to its
+        longest paper (the padding is masked either way, so only the time changes)."""
         was = self.training
         self.eval()
         device = next(self.parameters()).device
+        lengths = (input_ids != self.cfg.pad_id).sum(1)
+        order = torch.argsort(lengths, stable=True)
         parts = []
         for a in range(0, input_ids.size(0), batch):
-            ids = input_ids[a: a + batch].to(device)
-            types = None if type_ids is None else type_ids[a: a + batch].to(device)
+            idx = order[a: a + batch]
+            width = int(lengths[idx].max())
+            ids = input_ids[idx, input_ids.size(1) - width:].to(device)
+            types = None if type_ids is None else type_ids[idx, input_ids.size(1) - width:].to(device)
             parts.append(self(ids, types))
         self.train(was)
-        return PaperFacets(*(torch.cat([getattr(p, f).cpu() for p in parts]) for f in ("facets", "author", "citer")))
+        inverse = torch.argsort(order)
+        return PaperFacets(*(torch.cat([getattr(p, f).cpu() for p in parts])[inverse]
+                             for f in ("facets", "author", "citer")))

@@ -52,7 +52,7 @@ class CrossAttentionLayer(nn.Module):
         self.n_head = cfg.n_head
         self.q, self.kv, self.out = nn.Linear(d, d), nn.Linear(d, 2 * d), nn.Linear(d, d)
         self.ln = nn.LayerNorm(d, eps=1e-12)
-        self.drop, self.p = Dropout(cfg.dropout), cfg.dropout
+        self.drop, self.p = Dropout(cfg.dropout), cfg.attention_dropout
 
     def cross(self, x: Tensor, mem: Tensor, mask: Tensor | None) -> Tensor:
         B, K, D = x.shape

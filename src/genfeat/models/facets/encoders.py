@@ -40,7 +40,8 @@ class Encoded:
 def bert_block_config(cfg: FacetConfig) -> BertConfig:
     """The BERT layer settings of the facet network's transformer blocks."""
     return BertConfig(vocab_size=cfg.vocab_size, d_model=cfg.d_model, n_layer=1, n_head=cfg.n_head,
-                      d_inner=cfg.d_inner, max_len=cfg.max_len, dropout=cfg.dropout, attn_dropout=cfg.dropout)
+                      d_inner=cfg.d_inner, max_len=cfg.max_len, dropout=cfg.dropout,
+                      attn_dropout=cfg.attention_dropout)
 
 
 def token_embedding(cfg: FacetConfig, init: Tensor | None = None) -> nn.Embedding:
