@@ -420,3 +420,98 @@ def test_debian_citations_builds_the_graph_by_its_rules(tmp_path):
     files = d.write(tmp_path / "out")
     assert [f.name for f in files] == ["citations.npz", "citations.json"]
     assert np.array_equal(np.load(files[0])["citations"], d.citations)
+
+
+# ------------------------------------------------------------------------ reviewer-paper affinity
+def _venue(root, reviewers, seed=0):
+    """archives/<reviewer>.jsonl (topic words of the reviewer's area; API v2 values for half) + submissions.json."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    topics = {r: [f"w{i}x{j}" for j in range(6)] for i, r in enumerate(reviewers)}
+    (root / "archives").mkdir(parents=True)
+    for i, r in enumerate(reviewers):
+        lines = []
+        for p in range(6):
+            words = " ".join(rng.choice(topics[r], 8))
+            content = {"title": f"paper {p} on {topics[r][0]}", "abstract": words}
+            if p % 2:
+                content = {k: {"value": v} for k, v in content.items()}
+            lines.append(json.dumps({"content": content}))
+        (root / "archives" / f"{r}.jsonl").write_text("\n".join(lines) + "\n")
+    subs = {f"sub{s}": {"content": {"title": "a submission", "abstract": " ".join(rng.choice(topics[r], 8))}}
+            for s, r in enumerate(reviewers[:3])}
+    (root / "submissions.json").write_text(json.dumps(subs))
+    words = sorted({w for t in topics.values() for w in t} | {"paper", "on", "a", "submission"})
+    (root / "vectors.txt").write_text("".join(f"{w} " + " ".join(f"{x:.4f}" for x in rng.normal(size=8)) + "\n"
+                                              for w in words))
+    return root
+
+
+def test_affinity_in_openreview_layout_trained_on_the_archives_and_as_is(tmp_path):
+    import csv
+
+    from genfeat.cli import main
+
+    reviewers = [f"~Reviewer_{i}1" for i in range(6)]
+    venue = _venue(tmp_path / "venue", reviewers)
+    run = tmp_path / "run"
+    assert main(["run", "citation", "--preset", "tiny", "--data.source", f"archives:{venue / 'archives'}",
+                 "--data.vectors", str(venue / "vectors.txt"), "--data.batch_size", "8", "--model.d_model", "8",
+                 "--model.magnitudes", "true",
+                 "--eval.metric", "author_ap", "--eval.baselines", "[]", "--train.max_steps", "20",
+                 "--train.eval_every", "10", "--out", str(run)]) == 0
+
+    def read(path):
+        with open(path) as f:
+            return [(a, b, float(c)) for a, b, c in csv.reader(f)]
+
+    got = {}
+    for method in ("max-facet", "cbow-max", "mixture"):
+        out = tmp_path / f"{method}.csv"
+        assert main(["affinity", str(run), "--archives", str(venue / "archives"), "--submissions",
+                     str(venue / "submissions.json"), "--out", str(out), "--method", method, "--vectors",
+                     str(venue / "vectors.txt")]) == 0
+        got[method] = read(out)
+        assert [(a, b) for a, b, _ in got[method]] == [(f"sub{s}", r) for s in range(3) for r in reviewers]
+    mix = [0.2 * a[2] + 0.8 * b[2] for a, b in zip(got["max-facet"], got["cbow-max"], strict=True)]
+    np.testing.assert_allclose([c for _, _, c in got["mixture"]], mix, rtol=1e-4, atol=1e-6)
+    assert max(c for *_, c in got["cbow-max"]) <= 1.0 + 1e-6
+
+    # trained on these archives: Eq. 3.13 with the reviewer embeddings; as is (other reviewers): their papers' facets
+    import json
+
+    import torch
+
+    from genfeat.config import from_dict
+    from genfeat.data.citations import paper_inputs
+    from genfeat.data.openreview import read_archives, read_submissions
+    from genfeat.recipes import citation as R
+    from genfeat.runner import saved_run
+
+    cfg = from_dict(R.CitationRunConfig, saved_run(run)["config"])
+    model, info = R.load_model(run, cfg)
+    subs = read_submissions(venue / "submissions.json")
+    ids, types, _ = paper_inputs([t for _, t, _ in subs], [a for *_, a in subs], np.ones(3, bool),
+                                 vocab=info["vocab"])
+    sub = model.paper_facets(torch.from_numpy(ids), torch.from_numpy(types)).author
+    cols = [info["authors"].index(r) for r in reviewers]
+    want = torch.clamp((sub[:, None] * model.author.weight[cols][None, :, None]).sum(-1).amax(-1), min=0)
+    np.testing.assert_allclose([c for *_, c in got["max-facet"]], want.detach().flatten().numpy(), rtol=1e-4,
+                               atol=1e-6)
+    other = tmp_path / "other"
+    (other / "archives").mkdir(parents=True)
+    archives = read_archives(venue / "archives")
+    for i, r in enumerate(reviewers[:2]):
+        (other / "archives" / f"new{i}.jsonl").write_text("\n".join(
+            json.dumps({"content": {"title": t, "abstract": a}}) for t, a in archives[r]) + "\n")
+    out = tmp_path / "as_is.csv"
+    assert main(["affinity", str(run), "--archives", str(other / "archives"), "--submissions",
+                 str(venue / "submissions.json"), "--out", str(out)]) == 0
+    rows = read(out)
+    papers = archives[reviewers[0]]
+    pids, ptypes, _ = paper_inputs([t for t, _ in papers], [a for _, a in papers], np.ones(len(papers), bool),
+                                   vocab=info["vocab"])
+    facets = model.paper_facets(torch.from_numpy(pids), torch.from_numpy(ptypes)).facets.flatten(0, 1)  # (P K, d)
+    want0 = torch.clamp((sub[:, :, None] * facets[None, None]).sum(-1).amax((1, 2)), min=0)  # reviewer new0
+    np.testing.assert_allclose([c for a, b, c in rows if b == "new0"], want0.detach().numpy(), rtol=1e-4, atol=1e-6)

@@ -7,6 +7,7 @@
     genfeat data ls | fetch NAME... [--force] | verify [NAME...]
     genfeat data build TASK [--split-seed S] [--out DIR]      a built task's splits, sizes and sha256 (+ TSVs)
     genfeat generate RUN_DIR [--prompt TEXT] [-n N] [--max-new-tokens N] [--top-k K] [--temperature T]
+    genfeat affinity RUN_DIR --archives DIR --submissions FILE --out FILE [--method max-facet|cbow-max|mixture]
     genfeat recl RUN_DIR... [--start 16 --step 16 --stop 128] [--r 0.1 1.0]   relative effective context length
 
 Errors a user can fix are printed as one line (`genfeat: error: ...`) with exit code 2 (bad
@@ -254,6 +255,72 @@ def cmd_facet_words(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_affinity(args: argparse.Namespace) -> int:
+    """Reviewer-paper affinities of a citation run for a venue in openreview-expertise's layout."""
+    import csv
+
+    import numpy as np
+    import torch
+
+    from genfeat.data.citations import paper_inputs
+    from genfeat.data.openreview import read_archives, read_submissions
+    from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
+    from genfeat.models.citation import affinity as A
+    from genfeat.models.citation.cbow import sif_paper_vectors
+    from genfeat.recipes import citation as R
+    from genfeat.runner import saved_run
+
+    saved = saved_run(args.run_dir)
+    if saved.get("recipe") != "citation":
+        raise ConfigError(f"{args.run_dir} is a {saved.get('recipe')!r} run, not a citation run")
+    cfg = from_dict(R.CitationRunConfig, saved["config"])
+    t0 = time.perf_counter()
+    model, info = R.load_model(Path(args.run_dir), cfg)
+    archives, subs = read_archives(args.archives), read_submissions(args.submissions)
+    reviewers = list(archives)
+    papers = [(t, a, r) for r, name in enumerate(reviewers) for t, a in archives[name]]
+    if not papers:
+        raise ConfigError(f"{args.archives}: the archives hold no papers")
+    max_words = max(1, (model.cfg.max_len - 2) if model.cfg.encoder == "transformer" else 512)
+    texts = [(t, a) for t, a, _ in papers] + [(t, a) for _, t, a in subs]
+    ids, types, _ = paper_inputs([t for t, _ in texts], [a for _, a in texts], np.ones(len(texts), bool),
+                                 max_words=max_words, vocab=info["vocab"])
+    ids, types = torch.from_numpy(ids), torch.from_numpy(types)
+    P = len(papers)
+    owner = np.array([r for _, _, r in papers])
+    scores = {}
+    if args.method in ("max-facet", "mixture"):
+        trained = cfg.data.source.startswith("archives:") and set(reviewers) <= set(info["authors"])
+        if trained:
+            at = {a: i for i, a in enumerate(info["authors"])}
+            scores["max-facet"] = A.trained_affinity(model, ids[P:], types[P:],
+                                                     torch.tensor([at[r] for r in reviewers]))
+        else:
+            scores["max-facet"] = A.as_is_affinity(model, ids[P:], types[P:], ids[:P], types[:P],
+                                                   torch.from_numpy(owner), len(reviewers))
+        how = "the reviewer embeddings of a run trained on these archives" if trained else \
+            "as is: each reviewer through the facets of their papers"
+        print(f"max-facet: {how}")
+    if args.method in ("cbow-max", "mixture"):
+        words, vecs = load_glove() if args.vectors == "glove-6b-50d" else \
+            read_word_vectors(args.vectors, vocab=set(info["vocab"]))
+        table, _ = vocab_table(info["vocab"], words, vecs)
+        v = sif_paper_vectors(ids.numpy(), table, np.asarray(info["word_probs"]))
+        scores["cbow-max"] = A.cbow_max_affinity(v[P:], v[:P], owner, len(reviewers))
+    s = scores[args.method] if args.method != "mixture" else \
+        args.lam * scores["max-facet"] + (1 - args.lam) * scores["cbow-max"]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        w = csv.writer(f)
+        for i, (sid, _, _) in enumerate(subs):
+            for r, name in enumerate(reviewers):
+                w.writerow([sid, name, f"{float(s[i, r]):.6g}"])
+    print(f"{len(subs)} submissions x {len(reviewers)} reviewers ({P} archive papers), {args.method}: "
+          f"{time.perf_counter() - t0:.1f} s -> {out}")
+    return 0
+
+
 def cmd_facets(args: argparse.Namespace) -> int:
     import torch
 
@@ -323,6 +390,15 @@ def build_parser() -> argparse.ArgumentParser:
     fc.add_argument("--context", required=True, help="text whose next word is predicted")
     fc.add_argument("--top", type=int, default=5)
     fc.add_argument("--device", default="auto")
+    af = sub.add_parser("affinity", help="reviewer-paper affinities of a citation run in openreview-expertise's "
+                        "layout (rows submission,reviewer,score; thesis C §3.4)")
+    af.add_argument("run_dir")
+    af.add_argument("--archives", required=True, help="a directory of <reviewer>.jsonl archives")
+    af.add_argument("--submissions", required=True, help="submissions.json")
+    af.add_argument("--out", required=True, help="the CSV to write")
+    af.add_argument("--method", choices=("max-facet", "cbow-max", "mixture"), default="max-facet")
+    af.add_argument("--lam", type=float, default=0.2, help="mixture: λ max-facet + (1 - λ) cbow-max")
+    af.add_argument("--vectors", default="glove-6b-50d", help="cbow-max: glove-6b-50d or a word-vector file")
     fw = sub.add_parser("facet-words", help="nearest words of each facet of a multi-facet sentence embedding "
                         "(a `genfeat run facets` run; thesis C Table 3.1)")
     fw.add_argument("run_dir")
@@ -371,6 +447,8 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
             return cmd_facets(args)
         if args.cmd == "facet-words":
             return cmd_facet_words(args)
+        if args.cmd == "affinity":
+            return cmd_affinity(args)
         return cmd_generate(args)
     except ConfigError as e:
         print(f"genfeat: error: {e}", file=sys.stderr)

@@ -24,6 +24,7 @@ vocabulary and the longest paper come from the data (`model.vocab_size` and `mod
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +33,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from genfeat.config import atomic_write_text
 from genfeat.data.citation_synthetic import SyntheticCitationConfig, synthetic_citations
 from genfeat.data.citations import KINDS, CitationData
 from genfeat.data.debian_citations import debian_citations
+from genfeat.data.openreview import archive_citations
 from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
 from genfeat.errors import ConfigError
 from genfeat.metrics.multi_positive import TIES
@@ -48,12 +51,13 @@ from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
 BASELINES = {"cbow_avg": "mean", "cbow_max": "max"}
+VOCAB = "citation_vocab.json"  # the run's words, their training probabilities and its column names
 
 
 @dataclass(frozen=True)
 class CitationDataConfig:
     source: str = "synthetic"  # synthetic | debian (`data.debian_citations`, after `genfeat data fetch
-    #                            debian-packages`)
+    #                            debian-packages`) | archives:DIR (reviewer archives, `data.openreview`: authorship)
     synthetic: SyntheticCitationConfig = field(default_factory=SyntheticCitationConfig)
     split_seed: int = 0  # debian: the cold-start split's seed
     vectors: str = "glove-6b-50d"  # debian: the fixed word vectors (encoder start, Ω, CBOW): glove-6b-50d or a
@@ -61,8 +65,8 @@ class CitationDataConfig:
     batch_size: int = 64  # positive pairs per step, each with its negative paper
 
     def __post_init__(self) -> None:
-        if self.source not in ("synthetic", "debian"):
-            raise ConfigError(f"data.source must be synthetic or debian, got {self.source!r}")
+        if self.source not in ("synthetic", "debian") and not self.source.startswith("archives:"):
+            raise ConfigError(f"data.source must be synthetic, debian or archives:DIR, got {self.source!r}")
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class CitationEvalConfig:
     baselines: tuple[str, ...] = ("cbow_avg", "cbow_max")
     lambdas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # mixtures: λ chosen on valid
     mix_metric: str = "author_ap"  # the thesis picks λ by the K = 1 model's authorship MAP
+    metric: str = "cite_ap"  # model selection on valid (archives: author_ap, they have no citations)
 
     def __post_init__(self) -> None:
         if self.ties not in TIES:
@@ -142,7 +147,7 @@ def debian_cpu() -> CitationRunConfig:
     1e-3 (the reference's 2e-4 is tuned for 100 epochs)."""
     cfg = debian()
     return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, encoder="bow", decoder="linear"),
-                               train=dataclasses.replace(cfg.train, max_steps=4000, lr=1e-3, eval_every=1000,
+                               train=dataclasses.replace(cfg.train, max_steps=4000, lr=1e-3, eval_every=2000,
                                                          log_every=100))
 
 
@@ -155,7 +160,10 @@ def load_data(cfg: CitationRunConfig) -> tuple[CitationData, np.ndarray | None]:
     if cfg.data.source == "synthetic":
         syn = dataclasses.replace(cfg.data.synthetic, seed=cfg.data.synthetic.seed + cfg.seed)
         return synthetic_citations(syn).data, None
-    data = debian_citations(seed=cfg.data.split_seed)
+    if cfg.data.source.startswith("archives:"):
+        data = archive_citations(cfg.data.source.removeprefix("archives:"), seed=cfg.data.split_seed)
+    else:
+        data = debian_citations(seed=cfg.data.split_seed)
     if cfg.data.vectors == "glove-6b-50d":
         words, vecs = load_glove()
     else:
@@ -169,8 +177,12 @@ def run(cfg: CitationRunConfig, run_dir: Path, resume_from: Path | None = None) 
     t0 = time.perf_counter()
     data, vectors = load_data(cfg)
     print(data.summary())
-    sif = None if vectors is None else sif_paper_vectors(data.input_ids, vectors, data.word_probs())
-    task = CitationPrediction(data, cfg.loss.alpha, cfg.loss.beta, cfg.loss.gamma, sif, cfg.eval.ks, cfg.eval.ties)
+    sif = None
+    if vectors is not None:  # Eq. B.4's p^aw, scaled to unit length (a deviation: the module docstring)
+        sif = sif_paper_vectors(data.input_ids, vectors, data.word_probs())
+        sif /= np.maximum(np.linalg.norm(sif, axis=1, keepdims=True), 1e-12)
+    task = CitationPrediction(data, cfg.loss.alpha, cfg.loss.beta, cfg.loss.gamma, sif, cfg.eval.ks, cfg.eval.ties,
+                              cfg.eval.metric)
 
     info = D.setup(cfg.train.device)
     seed_everything(cfg.seed)
@@ -185,6 +197,10 @@ def run(cfg: CitationRunConfig, run_dir: Path, resume_from: Path | None = None) 
     n_params = sum(p.numel() for p in model.parameters())
     batches = task.batches(cfg.data.batch_size, cfg.seed, info.rank, info.world_size)
     name = f"K={mcfg.k} {mcfg.encoder}"
+    if info.is_main:  # what inference on new text needs (`genfeat affinity`)
+        atomic_write_text(Path(run_dir) / VOCAB, json.dumps(
+            {"vocab": data.vocab, "word_probs": data.word_probs().tolist(), "authors": data.author_names,
+             "citers": data.citer_names}) + "\n")
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc=f"citation {name}")
 
@@ -219,3 +235,22 @@ def evaluate_baselines(task: CitationPrediction, model: CitationModel, data: Cit
                      for k, v in task.evaluate_scores(mixture(cold[s], doc, best), s).items()}
             out[f"model+{name}"] = mixed | {"lambda": best}
     return out
+
+
+def load_model(run_dir: Path, cfg: CitationRunConfig) -> tuple[CitationModel, dict[str, Any]]:
+    """A finished run's model (eval mode, CPU) and its `citation_vocab.json` (vocab, word_probs, authors, citers)."""
+    from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
+
+    path = Path(run_dir) / VOCAB
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} has no {VOCAB} (a citation run writes it when it starts)")
+    info = json.loads(path.read_text())
+    weights = load_weights(Path(run_dir) / WEIGHTS)
+    d_word = weights["H.weight"].shape[1] if "H.weight" in weights else 0
+    mcfg = dataclasses.replace(cfg.model, vocab_size=len(info["vocab"]),
+                               max_len=weights["net.encoder.pos.weight"].shape[0]
+                               if "net.encoder.pos.weight" in weights else cfg.model.max_len)
+    model = CitationModel(mcfg, weights["author.weight"].shape[0],
+                          weights["citer.weight"].shape[0], d_word)
+    load_model_weights(model, Path(run_dir) / WEIGHTS)
+    return model.eval(), info

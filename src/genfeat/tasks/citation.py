@@ -119,8 +119,10 @@ class CitationPrediction(RankingTask):
         b = len(batch["paper"])
         kind, col = batch["kind"].to(device), batch["column"].to(device)
         is_author = (kind == 0)[:, None]
-        columns = torch.where(is_author, net.author(torch.where(kind == 0, col, 0)),
-                              net.citer(torch.where(kind == 1, col, 0)))  # (b, d)
+        columns = torch.zeros(b, net.cfg.d_target, device=device)  # (b, d) each pair's author / citer embedding
+        for k, table in enumerate((net.author, net.citer)):  # every non-empty table every step (DDP's reducer)
+            if table.num_embeddings:
+                columns = torch.where((kind == k)[:, None], table(torch.where(kind == k, col, 0)), columns)
         facets = torch.where(is_author[..., None].repeat(2, 1, 1), out.author, out.citer)  # (2b, K, d)
         s = max_facet_score(facets, columns.repeat(2, 1), net.cfg.truncate)  # (2b,)
         y = torch.cat([torch.ones(b, device=device), torch.zeros(b, device=device)])
