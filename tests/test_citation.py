@@ -430,7 +430,7 @@ def _venue(root, reviewers, seed=0):
     rng = np.random.default_rng(seed)
     topics = {r: [f"w{i}x{j}" for j in range(6)] for i, r in enumerate(reviewers)}
     (root / "archives").mkdir(parents=True)
-    for i, r in enumerate(reviewers):
+    for r in reviewers:
         lines = []
         for p in range(6):
             words = " ".join(rng.choice(topics[r], 8))
