@@ -515,3 +515,72 @@ def test_affinity_in_openreview_layout_trained_on_the_archives_and_as_is(tmp_pat
     facets = model.paper_facets(torch.from_numpy(pids), torch.from_numpy(ptypes)).facets.flatten(0, 1)  # (P K, d)
     want0 = torch.clamp((sub[:, :, None] * facets[None, None]).sum(-1).amax((1, 2)), min=0)  # reviewer new0
     np.testing.assert_allclose([c for a, b, c in rows if b == "new0"], want0.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------------------ SPECTER / SciDocs and S2ORC readers
+def _graph_records(n=60, seed=0):
+    """n papers, each by 5 of 12 authors and cited by 5-8 of the first 20 papers (none by itself)."""
+    rng = np.random.default_rng(seed)
+    names = [f"Ada Lovelace{i}" for i in range(12)]
+    papers = {}
+    for i in range(n):
+        papers[f"p{i}"] = {"title": f"paper {i} about topic {i % 5}", "abstract": f"words of topic {i % 5} " * 3,
+                           "authors": [names[j] for j in rng.choice(12, 5, replace=False)]}
+    cites = {f"p{q}": [f"p{c}" for c in range(n) if c != q and rng.random() < (0.3 if q < 16 else 0.05)] +
+             ["outside"] for q in range(20)}  # p16-p19 cite about 3 papers: pruned
+    return papers, cites
+
+
+def test_specter_data_json_qrels_and_s2orc_jsonl_read_to_the_same_graph(tmp_path):
+    import json
+
+    from genfeat.data.citation_readers import read_s2orc, read_specter
+
+    papers, cites = _graph_records()
+    spec = tmp_path / "specter"
+    spec.mkdir()
+    (spec / "metadata.json").write_text(json.dumps(papers))
+    (spec / "data.json").write_text(json.dumps(
+        {q: {**({} if "p59" in cs else {"p59": {"count": 1}}), **{c: {"count": 5} for c in cs}}
+         for q, cs in cites.items()}))  # count 1: a citation's citation, not a citation
+    qrel = tmp_path / "scidocs"
+    qrel.mkdir()
+    (qrel / "metadata.json").write_text(json.dumps(papers))
+    (qrel / "test.qrel").write_text("".join(f"{q} 0 {c} 1\n" for q, cs in cites.items() for c in cs) +
+                                    "".join(f"{q} 0 p59 0\n" for q, cs in cites.items() if "p59" not in cs))
+    s2 = tmp_path / "s2orc.jsonl"
+    s2.write_text("".join(json.dumps({"paper_id": p, "title": v["title"], "abstract": v["abstract"],
+                                      "authors": [{"first": a.split()[0], "middle": [], "last": a.split()[1]}
+                                                  for a in v["authors"]],
+                                      "outbound_citations": cites.get(p, [])}) + "\n" for p, v in papers.items()))
+    graphs = [read_specter(spec, min_count=1), read_specter(qrel, min_count=1), read_s2orc(s2, min_count=1)]
+    for d in graphs[1:]:
+        assert np.array_equal(d.citations, graphs[0].citations) and np.array_equal(d.authorship, graphs[0].authorship)
+        assert np.array_equal(d.split, graphs[0].split)
+    d = graphs[0]
+    got = {(d.paper_names[p], d.citer_names[c]) for p, c in d.citations}
+    want = {(c, q) for q, cs in cites.items() for c in cs if c != "outside"}
+    per_citer = {q: sum(1 for _, x in want if x == q) for q in cites}
+    assert got == {(c, q) for c, q in want if per_citer[q] >= 5}  # citers with < 5 citations pruned
+    assert min(per_citer.values()) < 5 <= max(per_citer.values())
+    for g in graphs:
+        assert set(g.author_names) == {f"Ada Lovelace{i}" for i in range(12)}
+    assert (d.split == 2).any()  # every paper has 5 authors: all eligible for test
+
+
+def test_the_recipe_reads_a_specter_directory(tmp_path):
+    import json
+
+    from genfeat.cli import main
+
+    papers, cites = _graph_records(80)
+    spec = tmp_path / "specter"
+    spec.mkdir()
+    (spec / "metadata.json").write_text(json.dumps(papers))
+    (spec / "data.json").write_text(json.dumps({q: {c: {"count": 5} for c in cs} for q, cs in cites.items()}))
+    (tmp_path / "vectors.txt").write_text("paper 0.1 0.2\ntopic 0.3 -0.1\nwords 0.5 0.5\n")
+    assert main(["run", "citation", "--preset", "tiny", "--data.source", f"specter:{spec}", "--data.vectors",
+                 str(tmp_path / "vectors.txt"), "--data.batch_size", "8", "--train.max_steps", "10",
+                 "--train.eval_every", "5", "--eval.lambdas", "[0.2]", "--out", str(tmp_path / "run")]) == 0
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["dataset"]["name"] == "specter specter" and 0 <= s["test_author_ap"] <= 1

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from genfeat.config import atomic_write_text
+from genfeat.data.citation_readers import read_s2orc, read_specter
 from genfeat.data.citation_synthetic import SyntheticCitationConfig, synthetic_citations
 from genfeat.data.citations import KINDS, CitationData
 from genfeat.data.debian_citations import debian_citations
@@ -51,6 +52,7 @@ from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
 BASELINES = {"cbow_avg": "mean", "cbow_max": "max"}
+READERS = {"archives": archive_citations, "specter": read_specter, "s2orc": read_s2orc}  # data.source KIND:PATH
 VOCAB = "citation_vocab.json"  # the run's words, their training probabilities and its column names
 
 
@@ -58,6 +60,7 @@ VOCAB = "citation_vocab.json"  # the run's words, their training probabilities a
 class CitationDataConfig:
     source: str = "synthetic"  # synthetic | debian (`data.debian_citations`, after `genfeat data fetch
     #                            debian-packages`) | archives:DIR (reviewer archives, `data.openreview`: authorship)
+    #                            | specter:DIR | s2orc:FILE (`data.citation_readers`)
     synthetic: SyntheticCitationConfig = field(default_factory=SyntheticCitationConfig)
     split_seed: int = 0  # debian: the cold-start split's seed
     vectors: str = "glove-6b-50d"  # debian: the fixed word vectors (encoder start, Ω, CBOW): glove-6b-50d or a
@@ -65,8 +68,9 @@ class CitationDataConfig:
     batch_size: int = 64  # positive pairs per step, each with its negative paper
 
     def __post_init__(self) -> None:
-        if self.source not in ("synthetic", "debian") and not self.source.startswith("archives:"):
-            raise ConfigError(f"data.source must be synthetic, debian or archives:DIR, got {self.source!r}")
+        if self.source not in ("synthetic", "debian") and self.source.split(":", 1)[0] not in READERS:
+            raise ConfigError(f"data.source must be synthetic, debian, archives:DIR, specter:DIR or s2orc:FILE, got "
+                              f"{self.source!r}")
 
 
 @dataclass(frozen=True)
@@ -160,10 +164,9 @@ def load_data(cfg: CitationRunConfig) -> tuple[CitationData, np.ndarray | None]:
     if cfg.data.source == "synthetic":
         syn = dataclasses.replace(cfg.data.synthetic, seed=cfg.data.synthetic.seed + cfg.seed)
         return synthetic_citations(syn).data, None
-    if cfg.data.source.startswith("archives:"):
-        data = archive_citations(cfg.data.source.removeprefix("archives:"), seed=cfg.data.split_seed)
-    else:
-        data = debian_citations(seed=cfg.data.split_seed)
+    kind, _, path = cfg.data.source.partition(":")
+    data = READERS[kind](path, seed=cfg.data.split_seed) if kind in READERS else \
+        debian_citations(seed=cfg.data.split_seed)
     if cfg.data.vectors == "glove-6b-50d":
         words, vecs = load_glove()
     else:
