@@ -43,7 +43,7 @@ from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
 from genfeat.errors import ConfigError
 from genfeat.metrics.multi_positive import TIES
 from genfeat.models.citation import CitationConfig, CitationModel
-from genfeat.models.citation.cbow import CBOWScorer, mixture, sif_paper_vectors
+from genfeat.models.citation.cbow import CBOWScorer, mix, sif_paper_vectors
 from genfeat.paradigms import fit_task
 from genfeat.tasks.citation import CitationPrediction
 from genfeat.train import distributed as D
@@ -227,18 +227,20 @@ def evaluate_baselines(task: CitationPrediction, model: CitationModel, data: Cit
     paper_vecs = sif_paper_vectors(data.input_ids, vecs, data.word_probs())
     train_pairs = {k: data.pairs(k, "train") for k in KINDS}
     out: dict[str, dict[str, float]] = {}
-    with torch.no_grad():
-        cold = {s: task.model_scores(model.eval(), s) for s in task.splits}
-        for name in cfg.baselines:
-            doc = CBOWScorer(paper_vecs, train_pairs, BASELINES[name])
-            out[name] = {k: round(v, 5) for s in task.splits for k, v in task.evaluate_scores(doc, s).items()}
-            best = max(cfg.lambdas, key=lambda lam: task.evaluate_scores(mixture(cold["valid"], doc, lam), "valid")
-                       [f"valid_{cfg.mix_metric}"])
-            mixed = {k: round(v, 5) for s in task.splits
-                     for k, v in task.evaluate_scores(mixture(cold[s], doc, best), s).items()}
-            out[f"model+{name}"] = mixed | {"lambda": best}
+    cold = {s: task.model_scores(model.eval(), s) for s in task.splits}
+    for name in cfg.baselines:
+        doc = CBOWScorer(paper_vecs, train_pairs, BASELINES[name])
+        res = {}
+        for s in task.splits:
+            def variants(kind, papers, cols, s=s, doc=doc):
+                d, c = doc(kind, papers, cols), cold[s](kind, papers, cols)
+                return {"doc": d} | {lam: mix(c, d, lam) for lam in cfg.lambdas}
+            res[s] = task.evaluate_variants(variants, s)
+        best = max(cfg.lambdas, key=lambda lam: res["valid"][lam][f"valid_{cfg.mix_metric}"])
+        out[name] = {k: round(v, 5) for s in task.splits for k, v in res[s]["doc"].items()}
+        out[f"model+{name}"] = {k: round(v, 5) for s in task.splits for k, v in res[s][best].items()} | \
+            {"lambda": best}
     return out
-
 
 def load_model(run_dir: Path, cfg: CitationRunConfig) -> tuple[CitationModel, dict[str, Any]]:
     """A finished run's model (eval mode, CPU) and its `citation_vocab.json` (vocab, word_probs, authors, citers)."""

@@ -146,19 +146,28 @@ class CitationPrediction(RankingTask):
         return papers, cols, np.split(where[order], starts[1:]) if len(cols) else []
 
     def score_metrics(self, score_fn: ScoreFn, split: str) -> Iterator[dict[str, Tensor]]:
+        for batch in self.variant_metrics(lambda kind, p, c: {"": score_fn(kind, p, c)}, split):
+            yield batch[""]
+
+    def variant_metrics(self, score_fn: Callable[[str, np.ndarray, np.ndarray], dict[str, Tensor]], split: str
+                        ) -> Iterator[dict[str, dict[str, Tensor]]]:
+        """Per-query metrics of several scorers at once: score_fn returns {variant: (b, n) scores} for a batch of
+        columns (the λ-mixtures of two scorers share their parts' scores)."""
         for kind in KINDS:
             papers, cols, relevant = self.queries(kind, split)
             for a in range(0, len(cols), self.batch_size):
                 q = cols[a: a + self.batch_size]
-                scores = score_fn(kind, papers, q).double().cpu()  # (b, n)
-                if scores.shape != (len(q), len(papers)):
-                    raise ValueError(f"a scorer returned {tuple(scores.shape)} for {len(q)} columns x "
-                                     f"{len(papers)} papers")
-                rel = torch.zeros(scores.shape, dtype=torch.bool)
+                rel = torch.zeros(len(q), len(papers), dtype=torch.bool)
                 for r, ids in enumerate(relevant[a: a + self.batch_size]):
                     rel[r, torch.from_numpy(ids)] = True
-                m = multi_positive_metrics(scores, rel, ks=self.ks, ties=self.ties)
-                yield {f"{PREFIX[kind]}_{k}": v for k, v in m.items()}
+                out = {}
+                for name, scores in score_fn(kind, papers, q).items():
+                    if scores.shape != (len(q), len(papers)):
+                        raise ValueError(f"a scorer returned {tuple(scores.shape)} for {len(q)} columns x "
+                                         f"{len(papers)} papers")
+                    m = multi_positive_metrics(scores.double().cpu(), rel, ks=self.ks, ties=self.ties)
+                    out[name] = {f"{PREFIX[kind]}_{k}": v for k, v in m.items()}
+                yield out
 
     def model_scores(self, model: nn.Module, split: str) -> ScoreFn:
         papers = self.data.papers(split)
@@ -176,3 +185,11 @@ class CitationPrediction(RankingTask):
     @torch.no_grad()
     def evaluate_scores(self, score_fn: ScoreFn, split: str) -> dict[str, float]:
         return average_query_metrics(self.score_metrics(score_fn, split), split)
+
+    @torch.no_grad()
+    def evaluate_variants(self, score_fn: Callable[[str, np.ndarray, np.ndarray], dict[str, Tensor]], split: str
+                          ) -> dict[str, dict[str, float]]:
+        """{variant: its `evaluate_scores`} in one pass over the columns (`variant_metrics`)."""
+        batches = list(self.variant_metrics(score_fn, split))
+        names = batches[0].keys() if batches else ()
+        return {v: average_query_metrics((b[v] for b in batches), split) for v in names}

@@ -68,7 +68,11 @@ class CBOWScorer:
         return torch.where(torch.isinf(best), 0.0, best).T
 
 
+def mix(cold: Tensor, doc: Tensor, lam: float) -> Tensor:
+    """λ cold + (1 - λ) doc, elementwise (in float64)."""
+    return lam * cold.double() + (1 - lam) * doc.double()
+
+
 def mixture(cold: Scorer, doc: Scorer, lam: float) -> Scorer:
-    """λ cold + (1 - λ) doc, elementwise."""
-    return lambda kind, papers, columns: lam * cold(kind, papers, columns).double() + \
-        (1 - lam) * doc(kind, papers, columns).double()
+    """The scorer of `mix`."""
+    return lambda kind, papers, columns: mix(cold(kind, papers, columns), doc(kind, papers, columns), lam)
