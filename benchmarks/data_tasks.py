@@ -15,7 +15,7 @@ import numpy as np
 
 from benchmarks.common import reading, render, result_args, write_results
 from genfeat.data import sources as S
-from genfeat.data.built_tasks import BUILDERS, build_task
+from genfeat.data.built_tasks import BUILDERS, GRAPHS, build, build_task
 
 NAME = "data_tasks"
 
@@ -32,6 +32,13 @@ def describe(name: str, seed: int) -> dict[str, Any]:
                               "smallest_classes": [[task.classes[i], int(train_counts[i])]
                                                    for i in np.argsort(train_counts)[:3]],
                               "example": task.splits["train"][0][0]}
+
+
+def describe_graph(name: str, seed: int) -> dict[str, Any]:
+    graph = build(name, seed)
+    manifest = json.loads((S.source_dir(graph.source) / S.MANIFEST).read_text())
+    return graph.describe() | {"source_files": {f: h for f, h in manifest["files"].items()},
+                               "snapshot": manifest.get("fetched", "")}
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -60,21 +67,48 @@ TSV). The sha256 covers the three splits' order, texts and labels (`data.built_t
 
 {chr(10).join(details)}
 
+Graphs for cold-start ranking (`genfeat data build debian-citations`; `--out DIR` writes citations.npz and
+citations.json); the sha256 covers the papers' ids, the splits, the pairs and every name (`CitationData.checksum`):
+
+| graph | source | papers (train / valid / test) | authors (pairs) | citers (pairs) | words | split seed | sha256 |
+|---|---|---|---|---|---|---|---|
+{chr(10).join(graph_rows(record)[0])}
+
+{chr(10).join(graph_rows(record)[1])}
+
 {reading(NAME)}
 """
+
+
+def graph_rows(record: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the graphs' table rows, their detail lines)."""
+    rows, details = [], []
+    for g in record["results"].get("graphs", []):
+        z = g["sizes"]
+        dropped = ", ".join(f"{k.removeprefix('dropped_')} {v}" for k, v in g.items() if k.startswith("dropped_"))
+        files = ", ".join(f"`{f}` {h[:12]}…" for f, h in sorted(g["source_files"].items()))
+        rows.append(f"| {g['task']} | `{g['source']}` | {z['papers']:,} ({z['train_papers']:,} / "
+                    f"{z['valid_papers']:,} / {z['test_papers']:,}) | {z['authors']:,} ({z['authorship_pairs']:,}) | "
+                    f"{z['citers']:,} ({z['citation_pairs']:,}) | {z['vocab']:,} | {g['split_seed']} | "
+                    f"`{g['sha256'][:16]}…` |")
+        details.append(f"- **{g['task']}**: dropped {dropped or '–'}; {g['test_eligible']:,} packages with >= 5 "
+                    f"citing packages (test eligible), {g['source_groups']:,} source groups. Source files: {files}. "
+                    f"Full sha256 `{g['sha256']}`.")
+    return rows, details
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split-seed", type=int, default=0)
-    ap.add_argument("--tasks", nargs="+", default=list(BUILDERS))
+    ap.add_argument("--tasks", nargs="+", default=[*BUILDERS, *GRAPHS])
     result_args(ap, [])
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
         return
-    tasks = [describe(name, args.split_seed) for name in args.tasks]
-    print(write_results(NAME, {"tasks": tasks}, markdown, device="cpu"))
+    tasks = [describe(name, args.split_seed) for name in args.tasks if name in BUILDERS]
+    graphs = [describe_graph(name, args.split_seed) for name in args.tasks if name in GRAPHS]
+    print(write_results(NAME, {"tasks": tasks, "graphs": graphs}, markdown, device="cpu"))
 
 
 if __name__ == "__main__":
