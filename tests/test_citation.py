@@ -296,11 +296,12 @@ def test_cbow_avg_and_max_are_the_mean_and_max_cosine_to_the_columns_training_pa
     papers, cols = np.array([5, 6, 7]), np.array([0, 1, 2])
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     for reduce, f in (("mean", np.mean), ("max", np.max)):
-        got = CBOWScorer(vecs, {"author": pairs}, reduce)("author", papers, cols).numpy()
-        for c in (0, 1):
-            want = f(unit[papers] @ unit[pairs[pairs[:, 1] == c, 0]].T, axis=1)
-            np.testing.assert_allclose(got[c], want, atol=1e-12)
-        assert not got[2].any()  # no training paper: 0
+        for chunk in (2, 4096):  # the cosines in chunks of pairs
+            got = CBOWScorer(vecs, {"author": pairs}, reduce)("author", papers, cols, chunk=chunk).numpy()
+            for c in (0, 1):
+                want = f(unit[papers] @ unit[pairs[pairs[:, 1] == c, 0]].T, axis=1)
+                np.testing.assert_allclose(got[c], want, atol=1e-12)
+            assert not got[2].any()  # no training paper: 0
 
 
 # ------------------------------------------------------------------------ the synthetic graph

@@ -51,20 +51,21 @@ class CBOWScorer:
         self.pairs = {k: torch.from_numpy(p) for k, p in train_pairs.items()}
         self.reduce = reduce
 
-    def __call__(self, kind: str, papers: np.ndarray, columns: np.ndarray) -> Tensor:
+    def __call__(self, kind: str, papers: np.ndarray, columns: np.ndarray, chunk: int = 4096) -> Tensor:
         pairs, cols = self.pairs[kind], torch.from_numpy(columns)
         if len(cols) > 1 and not bool((cols[1:] > cols[:-1]).all()):
             raise ValueError("columns must be ascending")
         sub = pairs[torch.isin(pairs[:, 1], cols)]  # the queried columns' training papers
         where = torch.searchsorted(cols, sub[:, 1].contiguous())  # (P,) the column's row
-        cos = self.unit[torch.from_numpy(papers)] @ self.unit[sub[:, 0]].T  # (n, P)
+        query = self.unit[torch.from_numpy(papers)]  # (n, d)
         n, m = len(papers), len(cols)
-        if self.reduce == "mean":
-            total = torch.zeros(n, m, dtype=cos.dtype).index_add_(1, where, cos)
-            count = torch.bincount(where, minlength=m).clamp_min(1)
-            return (total / count).T
-        best = torch.full((n, m), -torch.inf, dtype=cos.dtype).scatter_reduce_(
-            1, where[None].expand(n, -1), cos, "amax")
+        if self.reduce == "mean":  # the mean cosine is the cosine with the mean of the unit vectors
+            total = torch.zeros(m, query.size(1), dtype=query.dtype).index_add_(0, where, self.unit[sub[:, 0]])
+            return (query @ total.T / torch.bincount(where, minlength=m).clamp_min(1)).T
+        best = torch.full((n, m), -torch.inf, dtype=query.dtype)
+        for a in range(0, len(sub), chunk):  # (n, chunk) cosines at a time: a team's thousands of papers fit
+            cos = query @ self.unit[sub[a: a + chunk, 0]].T
+            best.scatter_reduce_(1, where[a: a + chunk][None].expand(n, -1), cos, "amax")
         return torch.where(torch.isinf(best), 0.0, best).T
 
 
