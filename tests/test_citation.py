@@ -585,3 +585,23 @@ def test_the_recipe_reads_a_specter_directory(tmp_path):
                  "--train.eval_every", "5", "--eval.lambdas", "[0.2]", "--out", str(tmp_path / "run")]) == 0
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s["dataset"]["name"] == "specter specter" and 0 <= s["test_author_ap"] <= 1
+
+
+def test_genfeat_data_build_writes_the_graph(tmp_path, monkeypatch, capsys):
+    import json
+
+    from genfeat.cli import main
+    from genfeat.data import built_tasks
+    from genfeat.data.debian_citations import debian_citations
+
+    _archive(tmp_path)
+    monkeypatch.setitem(built_tasks.GRAPHS, "debian-citations",
+                        lambda seed: debian_citations(tmp_path, seed=seed, test_fraction=0.25, min_count=1))
+    assert main(["data", "build", "debian-citations", "--split-seed", "1", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    described = json.loads(printed[: printed.index("\nwrote")])
+    assert described["task"] == "debian-citations" and described["split_seed"] == 1
+    meta = json.loads((tmp_path / "out" / "citations.json").read_text())
+    assert meta["describe"]["sha256"] == described["sha256"] and len(meta["papers"]) == described["sizes"]["papers"]
+    with pytest.raises(Exception, match="graph"):
+        built_tasks.build_task("debian-citations")
