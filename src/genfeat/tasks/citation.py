@@ -35,7 +35,7 @@ from genfeat.losses.max_facet import (
     weighted_square_loss,
 )
 from genfeat.metrics.multi_positive import multi_positive_metrics
-from genfeat.tasks.ranking import RankingTask, average_query_metrics
+from genfeat.tasks.ranking import QueryMetricSums, RankingTask, average_query_metrics
 from genfeat.train import distributed as D
 
 PREFIX = {"author": "author", "citer": "cite"}
@@ -190,6 +190,8 @@ class CitationPrediction(RankingTask):
     def evaluate_variants(self, score_fn: Callable[[str, np.ndarray, np.ndarray], dict[str, Tensor]], split: str
                           ) -> dict[str, dict[str, float]]:
         """{variant: its `evaluate_scores`} in one pass over the columns (`variant_metrics`)."""
-        batches = list(self.variant_metrics(score_fn, split))
-        names = batches[0].keys() if batches else ()
-        return {v: average_query_metrics((b[v] for b in batches), split) for v in names}
+        sums: dict[str, QueryMetricSums] = {}
+        for batch in self.variant_metrics(score_fn, split):  # summed as they come: a split's batches are not kept
+            for v, metrics in batch.items():
+                sums.setdefault(v, QueryMetricSums()).add(metrics)
+        return {v: acc.means(split) for v, acc in sums.items()}

@@ -60,17 +60,30 @@ class RankingTask(Task):
             net.train(was)
 
 
-def average_query_metrics(batches: Iterable[dict[str, Tensor]], split: str) -> dict[str, float]:
-    """{f"{split}_{metric}": the mean over the queries where the metric is defined (not NaN)} of per-query metric
-    batches."""
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    for batch in batches:
+class QueryMetricSums:
+    """Running sums of per-query metric batches: `means(split)` = {f"{split}_{metric}": the mean over the queries
+    where the metric is defined (not NaN)}."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, batch: dict[str, Tensor]) -> None:
         for k, v in batch.items():
             ok = ~torch.isnan(v)
-            sums[k] = sums.get(k, 0.0) + float(v[ok].sum())
-            counts[k] = counts.get(k, 0) + int(ok.sum())
-    return {f"{split}_{k}": (v / counts[k] if counts[k] else math.nan) for k, v in sums.items()}
+            self.sums[k] = self.sums.get(k, 0.0) + float(v[ok].sum())
+            self.counts[k] = self.counts.get(k, 0) + int(ok.sum())
+
+    def means(self, split: str) -> dict[str, float]:
+        return {f"{split}_{k}": (v / self.counts[k] if self.counts[k] else math.nan) for k, v in self.sums.items()}
+
+
+def average_query_metrics(batches: Iterable[dict[str, Tensor]], split: str) -> dict[str, float]:
+    """`QueryMetricSums` of per-query metric batches."""
+    acc = QueryMetricSums()
+    for batch in batches:
+        acc.add(batch)
+    return acc.means(split)
 
 
 @dataclass
