@@ -7,7 +7,7 @@ harness; the CBOW rows and the mixtures are each run's `baselines` (λ chosen on
 
 Rows: K = 1 without Ω (γ = 0), K = 1, K = 3, K = 5, the network of `debian_cpu` otherwise unchanged (the thesis
 tunes on K = 1 and changes only K). The transformer and bi-GRU encoders (`debian`, `--model.encoder gru`) are not
-run at this budget (about 0.7 s a step on the 2-core CPU against 0.05 s).
+run at this budget (an order of magnitude slower a step on the 2-core CPU).
 """
 
 from __future__ import annotations

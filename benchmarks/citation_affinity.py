@@ -24,7 +24,7 @@ import torch
 from benchmarks.common import render, result_args, write_results
 from genfeat.cli import main as genfeat
 from genfeat.data.debian_citations import debian_citations
-from genfeat.data.debian_sections import described_packages
+from genfeat.data.debian_sections import described_packages, description_parts
 from genfeat.data.sources import require
 
 NAME = "citation_affinity"
@@ -34,7 +34,7 @@ METHODS = ("max-facet", "cbow-max", "mixture")
 def venue(root: Path, n_reviewers: int = 100, per_reviewer: int = 10, n_submissions: int = 1000) -> None:
     data = debian_citations()
     described = described_packages(require("debian-packages", "Packages", "Translation-en"))
-    text = {n: described[n][1].partition("\n") for n in data.paper_names}
+    text = {n: description_parts(described[n][1]) for n in data.paper_names}
     owner = {}
     for p, a in data.authorship.tolist():
         owner.setdefault(a, []).append(data.paper_names[p])
@@ -45,10 +45,10 @@ def venue(root: Path, n_reviewers: int = 100, per_reviewer: int = 10, n_submissi
         papers = owner[a][:per_reviewer]
         used |= set(papers)
         (root / "archives" / f"{data.author_names[a]}.jsonl").write_text("".join(
-            json.dumps({"content": {"title": text[n][0], "abstract": text[n][2]}}) + "\n" for n in papers))
+            json.dumps({"content": {"title": text[n][0], "abstract": text[n][1]}}) + "\n" for n in papers))
     subs = [n for n in data.paper_names if n not in used][:n_submissions]
     (root / "submissions.json").write_text(json.dumps(
-        {n: {"content": {"title": text[n][0], "abstract": text[n][2]}} for n in subs}))
+        {n: {"content": {"title": text[n][0], "abstract": text[n][1]}} for n in subs}))
 
 
 def measure(run: str, repeats: int) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from genfeat.data.citations import CitationData, cold_start_split, paper_inputs, prune_columns
-from genfeat.data.debian_sections import described_packages
+from genfeat.data.debian_sections import described_packages, description_parts
 from genfeat.data.sources import require
 
 CITE_FIELDS = ("Depends", "Pre-Depends", "Recommends", "Suggests")
@@ -70,8 +70,7 @@ def debian_citations(root: str | Path | None = None, seed: int = 0, min_author_p
     kept, seen, dummy, repeated = [], set(), 0, 0
     for name in sorted(described):
         para, desc = described[name]
-        synopsis, _, body = desc.partition("\n")
-        if _DUMMY.search(synopsis):
+        if _DUMMY.search(description_parts(desc)[0]):
             dummy += 1
             continue
         text = " ".join(desc.split())
@@ -95,7 +94,6 @@ def debian_citations(root: str | Path | None = None, seed: int = 0, min_author_p
                 if j is not None and j != i:
                     edges.setdefault((j, i), t)
     pairs = np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
-    types = np.array([edges[tuple(e)] for e in pairs.tolist()], dtype=np.int8)
 
     authorship, author_ids = prune_columns(authorship, min_author_papers)
     citations, citer_ids = prune_columns(pairs, min_citations)
@@ -105,11 +103,7 @@ def debian_citations(root: str | Path | None = None, seed: int = 0, min_author_p
     citers = np.bincount(citations[:, 0], minlength=len(kept))
     groups = np.array([p.get("Source", n).split(" ", 1)[0] for n, p in zip(kept, paras, strict=True)])
     split = cold_start_split(citers >= 5, groups, test_fraction, valid_fraction, seed)
-    titles, abstracts = [], []
-    for n in kept:
-        synopsis, _, body = described[n][1].partition("\n")
-        titles.append(synopsis)
-        abstracts.append(" ".join(w for line in body.split("\n") if line.strip() != "." for w in line.split()))
+    titles, abstracts = zip(*(description_parts(described[n][1]) for n in kept), strict=True)
     input_ids, type_ids, vocab = paper_inputs(titles, abstracts, split == 0, min_count, max_words)
     notes = {"packages_described": len(described), "dropped_transitional_or_dummy": dummy,
              "dropped_repeated_texts": repeated, "min_author_papers": min_author_papers,

@@ -52,12 +52,16 @@ def read_deb822(path: str | Path) -> Iterator[dict[str, str]]:
         yield para
 
 
-def description_text(description: str) -> str:
-    """Synopsis + long description as one line of prose: "synopsis. long text" (" ." paragraph marks removed,
-    whitespace collapsed)."""
+def description_parts(description: str) -> tuple[str, str]:
+    """(synopsis, long description), each one line (" ." paragraph marks removed, whitespace collapsed)."""
     first, _, rest = description.partition("\n")
     body = " ".join(w for line in rest.split("\n") if line.strip() != "." for w in line.split())
-    first = " ".join(first.split())
+    return " ".join(first.split()), body
+
+
+def description_text(description: str) -> str:
+    """Synopsis + long description as one line of prose: "synopsis. long text"."""
+    first, body = description_parts(description)
     return f"{first}. {body}" if body else first
 
 

@@ -32,9 +32,8 @@ them).
 Deviations on real data: GloVe 6B 50d instead of Bansal et al.'s 200-d CBOW vectors (not available offline), so
 the network is 50 wide and its facets live in R^100 (the reference's `--target_emsize 100`); Ω's targets p^aw
 (Eq. B.4) are scaled to unit length (the plain sum grows with a text's length and starts the loss in the
-hundreds; on Debian, K = 1, after 1,000 steps valid citation AUC was 0.51 with the sum, 0.53 with unit targets and
-0.64 with γ = 0: Ω slows citation learning early either way, docs/results/citation.md has the end); attention
-dropout is 0 (the fused CPU kernel, about 10x faster at 300 tokens). A run keeps `citation_vocab.json` (its
+hundreds; docs/results/citation.md compares K = 1 with and without Ω); attention dropout is 0 (SDPA's fused CPU
+kernel instead of the explicit softmax and dropout). A run keeps `citation_vocab.json` (its
 words, their training probabilities, its author and citer names) for `genfeat affinity`.
 """
 
@@ -164,7 +163,7 @@ def debian() -> CitationRunConfig:
 
 def debian_cpu() -> CitationRunConfig:
     """`debian` at a 2-core CPU budget: the bag-of-words encoder and linear decoder of the spec's §13 reference
-    (the transformer and bi-GRU encoders run at about 0.7 s a step there, this at 0.05 s), 4,000 steps at Adam
+    (the transformer and bi-GRU encoders are an order of magnitude slower a step there), 4,000 steps at Adam
     1e-3 (the reference's 2e-4 is tuned for 100 epochs)."""
     cfg = debian()
     return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, encoder="bow", decoder="linear"),

@@ -20,7 +20,7 @@ class FacetConfig:
     max_len: int = 50  # with <eos>
     dropout: float = 0.1
     attn_dropout: float | None = None  # on the attention probabilities; None: `dropout`. 0 lets CPU attention
-    #                                    run the fused kernel (about 10x faster at 300 tokens: recipes/citation.py)
+    #                                    run SDPA's fused kernel
     encoder: str = "transformer"  # transformer | lstm / gru (bidirectional) | bow (a bag-of-words MLP, the spec's
     #   §10 diagnostic); a pretrained network plugs in through `FacetModel(encoder=...)`
     decoder: str = "transformer"  # transformer | lstm (over the K slots) | linear (the slots as they are)
