@@ -1,12 +1,15 @@
 import json
 import math
+import shutil
 
 import pytest
 import torch
 
 from genfeat.errors import DivergenceError
 from genfeat.train import checkpoint as C
-from genfeat.train.loop import TrainConfig, fit, lr_lambda
+from genfeat.train.logging import read_metrics
+from genfeat.train.loop import TrainConfig, build_optimizer, fit, lr_lambda
+from genfeat.train.step import Step, Update
 from tests.train.helpers import evaluate, lm_loss, make
 
 
@@ -212,3 +215,90 @@ def test_a_parameter_without_gradient_resumes_without_optimizer_state(tmp_path):
     a, b = (C.load_trainer_state(tmp_path / r / "checkpoints" / "step_00000004") for r in ("a", "b"))
     assert "unused" not in a["optimizers"]["model"]["state"]
     assert_same(a["optimizers"], b["optimizers"], "optimizers")
+
+
+class _TwoOptimizers(Step):
+    """One loss, one backward, an Adam network and an SGD table (universal schema's update)."""
+
+    def __init__(self, model, loss_fn):
+        self.optimizers = {"net": torch.optim.Adam(model.net.parameters(), lr=1e-2),
+                           "table": torch.optim.SGD(model.table.parameters(), lr=1.0)}
+        self._updates = [Update(loss_fn, optimizer=("net", "table"))]
+
+    def updates(self, step):
+        return self._updates
+
+
+def _net_and_table(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.ModuleDict({"net": torch.nn.Linear(4, 3), "table": torch.nn.Embedding(5, 3)})
+
+
+def _pairs():
+    g = torch.Generator().manual_seed(1)
+    while True:
+        yield torch.randn(8, 4, generator=g), torch.randint(0, 5, (8,), generator=g)
+
+
+def test_one_update_steps_several_optimizers_on_one_backward(tmp_path):
+    forwards = []
+
+    def loss_fn(model, batch):
+        forwards.append(1)
+        x, ids = batch
+        return ((model["net"](x) - model["table"](ids)) ** 2).mean(), 8
+
+    model = _net_and_table()
+    fit(model, _TwoOptimizers(model, loss_fn), _pairs(), TrainConfig(max_steps=3, eval_every=0, clip_norm=0.0),
+        tmp_path)
+    assert len(forwards) == 3  # one forward per step, both optimizers stepped on it
+
+    ref = _net_and_table()  # by hand: Adam on the network, SGD at lr 1 on the table, one backward each step
+    adam_, sgd = torch.optim.Adam(ref.net.parameters(), lr=1e-2), torch.optim.SGD(ref.table.parameters(), lr=1.0)
+    data = _pairs()
+    for _ in range(3):
+        x, ids = next(data)
+        ((ref["net"](x) - ref["table"](ids)) ** 2).mean().backward()
+        adam_.step(), sgd.step()
+        adam_.zero_grad(), sgd.zero_grad()
+    for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def _scripted(values, start=0):
+    """An evaluation that reports `values` in turn (from the `start`-th on), as a resumed run would see them."""
+    it = iter(values[start:])
+    return lambda model: {"valid_loss": next(it)}
+
+
+def test_plateau_factor_divides_every_learning_rate_after_an_evaluation_without_improvement(tmp_path):
+    values = [1.0, 2.0, 0.5, 0.5, 3.0]  # worse, better, a tie (no improvement), worse
+    cfg = TrainConfig(max_steps=10, lr=1e-3, schedule="constant", warmup_steps=0, eval_every=2, log_every=1,
+                      plateau_factor=0.25, keep_last=10)
+    lm, data = make()
+    opt = build_optimizer(lm, cfg)
+    used = []  # the learning rate each step trains with
+
+    def loss_fn(model, batch):
+        used.append(opt.param_groups[0]["lr"])
+        return lm_loss(model, batch)
+
+    fit(lm, loss_fn, data, cfg, tmp_path / "a", evaluate=_scripted(values), optimizer=opt)
+    assert used == pytest.approx([1e-3] * 4 + [2.5e-4] * 4 + [6.25e-5] * 2, rel=1e-12)  # from the next step on
+    lrs = {r["step"]: r["lr"] for r in read_metrics(tmp_path / "a") if "lr" in r}
+
+    # resumed after the first decay (step 4's checkpoint): the same weights and learning rates, bitwise
+    (tmp_path / "b" / "checkpoints").mkdir(parents=True)
+    shutil.copytree(tmp_path / "a/checkpoints/step_00000004", tmp_path / "b/checkpoints/step_00000004")
+    lm_b, data_b = make(seed=5)
+    fit(lm_b, lm_loss, data_b, cfg, tmp_path / "b", evaluate=_scripted(values, 2),
+        resume_from=tmp_path / "b/checkpoints/step_00000004")
+    assert {r["step"]: r["lr"] for r in read_metrics(tmp_path / "b") if "lr" in r} == \
+        {s: lr for s, lr in lrs.items() if s > 4}
+    for (name, a), b in zip(lm.state_dict().items(), lm_b.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_plateau_factor_must_lower_the_learning_rate():
+    with pytest.raises(ValueError, match="plateau_factor"):
+        TrainConfig(plateau_factor=4.0)

@@ -10,7 +10,8 @@
             under torchrun a model that is not DDP/FSDP-wrapped (a Step over several networks, whose updates
             run several forwards per backward and hold networks, which DDP's reducer does not allow) has its
             gradients averaged over the ranks before the step, as DDP would
-        every scheduler.step()
+        every scheduler.step()   (with `plateau_factor` < 1 every learning rate is also multiplied by it after each
+                                  evaluation that does not improve on the best: thesis C's "lr ÷ 4")
         log every `log_every` (tqdm on rank 0, metrics.jsonl, TensorBoard), evaluate + checkpoint
         every `eval_every`, stop early after `patience` evaluations without improvement
 
@@ -71,6 +72,9 @@ class TrainConfig:
     early_stop_metric: str = "valid_loss"
     early_stop_mode: Literal["min", "max"] = "min"
     patience: int = 0  # evaluations without improvement before stopping; 0: never stop early
+    plateau_factor: float = 1.0  # every evaluation without improvement multiplies every optimizer's learning rate
+    #                              by this, on top of its schedule (the reference code of thesis C §3.2-3.3: 0.25,
+    #                              "lr ÷ 4 when validation stops improving"); 1: off
 
     def __post_init__(self):
         for name in ("max_steps", "grad_accum", "log_every", "keep_last"):
@@ -86,6 +90,9 @@ class TrainConfig:
         if self.weight_decay < 0 or self.clip_norm < 0:
             raise ValueError(f"weight_decay and clip_norm must be >= 0 (clip_norm 0: no clipping), got "
                              f"{self.weight_decay} and {self.clip_norm}")
+        if not 0.0 < self.plateau_factor <= 1.0:
+            raise ValueError(f"plateau_factor multiplies the learning rate after a bad evaluation: in (0, 1], got "
+                             f"{self.plateau_factor}")
         if not all(0.0 <= b < 1.0 for b in self.betas):
             raise ValueError(f"betas must be in [0, 1), got {self.betas}")
 
@@ -189,19 +196,42 @@ def _grad_sync(model: nn.Module, sync: bool):
     return contextlib.nullcontext()
 
 
-def _optimizer_step(opt: torch.optim.Optimizer, model: nn.Module, clip_norm: float,
+def _optimizer_step(opts: list[torch.optim.Optimizer], model: nn.Module, clip_norm: float,
                     scaler: torch.amp.GradScaler | None) -> None:
-    """Clip (over the parameters that got gradients in this update), step, and zero this optimizer's gradients."""
+    """Clip once (over the parameters that got gradients in this update), step each optimizer of the update, and
+    zero their gradients."""
     if scaler:
-        scaler.unscale_(opt)
+        for opt in opts:
+            scaler.unscale_(opt)
     if clip_norm > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    for opt in opts:
+        scaler.step(opt) if scaler else opt.step()
     if scaler:
-        scaler.step(opt)
         scaler.update()
-    else:
-        opt.step()
-    opt.zero_grad(set_to_none=True)
+    for opt in opts:
+        opt.zero_grad(set_to_none=True)
+
+
+class _Plateau:
+    """The learning-rate factor of `TrainConfig.plateau_factor`: every optimizer's multiplier is its schedule's
+    times `scale` (checkpointed with the trainer state)."""
+
+    def __init__(self, factor: float):
+        self.factor, self.scale = factor, 1.0
+
+    def lambdas(self, optimizers: Mapping[str, torch.optim.Optimizer],
+                lr_lambdas: Mapping[str, Callable[[int], float]]) -> dict[str, Callable[[int], float]]:
+        if self.factor == 1.0:
+            return dict(lr_lambdas)
+        return {k: (lambda s, f=lr_lambdas.get(k): (f(s) if f else 1.0) * self.scale) for k in optimizers}
+
+    def decay(self, schedulers: Mapping[str, torch.optim.lr_scheduler.LambdaLR]) -> None:
+        """After an evaluation without improvement: scale down, and apply it to the learning rates now."""
+        self.scale *= self.factor
+        for sch in schedulers.values():
+            for group, base, f in zip(sch.optimizer.param_groups, sch.base_lrs, sch.lr_lambdas, strict=True):
+                group["lr"] = base * f(sch.last_epoch)
 
 
 class _StopFlag:
@@ -273,7 +303,9 @@ def fit(
     else:
         method = OneLoss(loss_fn, optimizer or build_optimizer(model, cfg), lr_lambda(cfg))
     optimizers = method.optimizers
-    schedulers = {k: torch.optim.lr_scheduler.LambdaLR(optimizers[k], f) for k, f in method.lr_lambdas.items()}
+    plateau = _Plateau(cfg.plateau_factor)
+    schedulers = {k: torch.optim.lr_scheduler.LambdaLR(optimizers[k], f)
+                  for k, f in plateau.lambdas(optimizers, method.lr_lambdas).items()}
     data = dict(train_data) if isinstance(train_data, Mapping) else {"train": train_data}
     step, count, best, best_step, bad_evals, best_eval, train_time = 0, 0, None, None, 0, {}, 0.0
     if resume_from is not None:
@@ -285,9 +317,9 @@ def fit(
             raise ConfigError(f"{resume_from} is at step {done} and the run's budget is {cfg.max_steps} steps: "
                               "nothing to train; give a larger budget (train.max_steps, or the recipe's epochs)")
         state = C.restore_checkpoint(resume_from, model, optimizers, schedulers)
-        step, count, best, best_step, bad_evals, best_eval, train_time = (
+        step, count, best, best_step, bad_evals, best_eval, train_time, plateau.scale = (
             state["step"], state["count"], state["best"], state["best_step"], state["bad_evals"], state["best_eval"],
-            state["train_time"])
+            state["train_time"], state["lr_scale"])
         for name, it in data.items():  # each rank's own data position
             if hasattr(it, "load_state_dict"):
                 it.load_state_dict(state["data"][name][info.rank])
@@ -302,6 +334,7 @@ def fit(
     def checkpoint() -> Path:
         extra = {"count": count, "train_time": result.train_time, "best": best, "best_step": best_step,
                  "best_eval": best_eval, "bad_evals": bad_evals,
+                 "lr_scale": plateau.scale,
                  "data": {k: D.gather_objects(it.state_dict()) for k, it in data.items() if hasattr(it, "state_dict")},
                  "method": D.gather_objects(method.state_dict())}
         return C.save_checkpoint(run_dir, step, model, optimizers, schedulers, extra, cfg.keep_last)
@@ -327,6 +360,8 @@ def fit(
             best, best_step, best_eval = value, step, {"step": step, **metrics}
             C.save_model_weights(model, run_dir / C.WEIGHTS)
         bad_evals = 0 if better else bad_evals + 1
+        if not better and plateau.factor < 1.0:
+            plateau.decay(schedulers)
         bar.write(f"step {step}: " + "  ".join(f"{k}={v:.4g}" for k, v in metrics.items())
                   + ("  (best)" if better else "  (ties the best: kept)" if tie else ""))
         return cfg.patience > 0 and bad_evals >= cfg.patience
@@ -356,8 +391,9 @@ def fit(
                 t_step = time.perf_counter()
                 drawn: list = []
                 for update in method.updates(step):
-                    opt = optimizers[update.optimizer]
-                    opt.zero_grad(set_to_none=True)  # what another update left on a parameter it shares
+                    opts = [optimizers[name] for name in update.optimizer_names]
+                    for opt in opts:
+                        opt.zero_grad(set_to_none=True)  # what another update left on a parameter it shares
                     held = [p for m in update.hold for p in m.parameters() if p.requires_grad]
                     for p in held:
                         p.requires_grad_(False)
@@ -387,8 +423,8 @@ def fit(
                     if not torch.isfinite(total).item():
                         raise diverged(total, update.name)
                     if average_grads:
-                        D.average_gradients([p for g in opt.param_groups for p in g["params"]])
-                    _optimizer_step(opt, model, cfg.clip_norm, scaler)
+                        D.average_gradients([p for opt in opts for g in opt.param_groups for p in g["params"]])
+                    _optimizer_step(opts, model, cfg.clip_norm, scaler)
                     losses.setdefault(update.name)
                     entry = sums.setdefault(update.name, [torch.zeros((), device=device), 0])
                     entry[0] += total

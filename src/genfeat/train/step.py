@@ -4,7 +4,9 @@ optimizer.
     Update(loss_fn, optimizer="model", data="train", name="loss", hold=())
 
     loss_fn(model, batch) -> (mean loss, items)  or  (mean loss, items, {name: float})   the dict: logged parts
-    optimizer   the name of the optimizer this update steps (the `Step`'s `optimizers`)
+    optimizer   the name of the optimizer this update steps (the `Step`'s `optimizers`), or a tuple of names:
+                one loss, one backward, several optimizers stepped on it (universal schema's network under
+                Adam and its entity-pair table under SGD at lr 1.0); clipping covers their parameters together
     data        the name of the batch iterator it draws from (`fit`'s `train_data`); None: the batches the
                 previous update of this step drew (a discriminator and a generator update on one mini-batch)
     name        the name its loss is logged under
@@ -39,10 +41,14 @@ LossFn = Callable[[nn.Module, Any], tuple]
 @dataclass(frozen=True)
 class Update:
     loss_fn: LossFn
-    optimizer: str = "model"
+    optimizer: str | tuple[str, ...] = "model"
     data: str | None = "train"
     name: str = "loss"
     hold: tuple[nn.Module, ...] = ()
+
+    @property
+    def optimizer_names(self) -> tuple[str, ...]:
+        return (self.optimizer,) if isinstance(self.optimizer, str) else tuple(self.optimizer)
 
 
 class Step:
