@@ -224,7 +224,10 @@ class _Plateau:
                 lr_lambdas: Mapping[str, Callable[[int], float]]) -> dict[str, Callable[[int], float]]:
         if self.factor == 1.0:
             return dict(lr_lambdas)
-        return {k: (lambda s, f=lr_lambdas.get(k): (f(s) if f else 1.0) * self.scale) for k in optimizers}
+        return {k: self._scaled(lr_lambdas.get(k)) for k in optimizers}
+
+    def _scaled(self, f: Callable[[int], float] | None) -> Callable[[int], float]:
+        return lambda s: (f(s) if f else 1.0) * self.scale
 
     def decay(self, schedulers: Mapping[str, torch.optim.lr_scheduler.LambdaLR]) -> None:
         """After an evaluation without improvement: scale down, and apply it to the learning rates now."""
