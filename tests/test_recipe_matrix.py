@@ -103,6 +103,17 @@ CASES: dict[str, Case] = {
                                     "20", "--data.synthetic.n_papers", "600", "--data.synthetic.n_test", "100",
                                     "--data.synthetic.n_valid", "60", "--eval.lambdas", "[0.2]"],
                      state="Adam, the pair order and the negative-paper stream"),
+    "universal_schema": Case((), lambda p: ["universal_schema", "--preset", "tiny", "--data.pair_init", "uschema",
+                                            "--optim.pair_optimizer", "sgd", "--train.max_steps", "40",
+                                            "--train.eval_every", "20", "--uschema.max_steps", "20",
+                                            "--uschema.eval_every", "10", "--train.plateau_factor", "0.25"],
+                             state="the USchema phase (reloaded), AdamW + the pair table's SGD, the plateau factor, "
+                                   "the rotation stream",
+                             two_ranks="each rank rotates its negatives within its own share: one process with "
+                                       "`--data.batch_groups 2`", one_process_args=("--data.batch_groups", "2"),
+                             # compared at step 20: later, the summation order flips a hard (k-means) facet
+                             # assignment now and then, and the pair table's SGD at lr 1 carries it
+                             dist_args=("--train.max_steps", "20")),
     "heads_synthetic": Case((), lambda p: ["heads_synthetic", "--preset", "tiny", "--head.kind", "multi_facet",
                                            "--head.num_softmax", "3", "--train.ckpt_every", "20"]),
     "seqrec": Case(("inter_file",), lambda p: ["seqrec", "--preset", "tiny", "--data.dataset",

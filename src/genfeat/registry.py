@@ -21,6 +21,7 @@ from genfeat.recipes import (
     planetoid,
     seqrec,
     transformer_xl,
+    universal_schema,
     xlnet,
     xlnet_dependency,
     xlnet_finetune,
@@ -82,6 +83,10 @@ RECIPES: dict[str, Recipe] = {
                                  "mean-subtracted facet aggregation; accuracy and ECE (thesis C §5.2)",
                                  multi_cls.MultiCLSClassifyConfig, multi_cls.CLASSIFY_PRESETS, multi_cls.run_classify,
                                  "bbc"),
+    "universal_schema": Recipe("universal_schema", "multi-facet universal schema: relation extraction and pattern "
+                               "entailment (thesis C §3.3), with the USchema / CUSchema baselines",
+                               universal_schema.UniversalSchemaRunConfig, universal_schema.PRESETS,
+                               universal_schema.run, "tiny"),
     "citation": Recipe("citation", "cold-start citation and authorship prediction with multi-facet paper embeddings "
                        "(thesis C §3.4)", citation.CitationRunConfig, citation.PRESETS, citation.run, "tiny"),
     "pixelcnn": Recipe("pixelcnn", "PixelCNN density model of training images (the frozen p(x) of the LD term)",

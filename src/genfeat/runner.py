@@ -66,6 +66,7 @@ def run_recipe(name: str | None, cfg: Any | None = None, run_dir: str | Path | N
                  say a longer `train.max_steps`).
     cpu_threads  the thread count a recorded config ran with (a resume reads it from `run_dir`).
     """
+    from genfeat.paradigms.phases import in_earlier_phase
     from genfeat.registry import get_preset, get_recipe
     from genfeat.train import checkpoint as C
     from genfeat.train import distributed as D
@@ -86,10 +87,13 @@ def run_recipe(name: str | None, cfg: Any | None = None, run_dir: str | Path | N
         cfg = cfg if cfg is not None else from_dict(recipe.config_cls, saved["config"])
         cpu_threads = cpu_threads if cpu_threads is not None else saved.get("cpu_threads")
         resume_from = C.latest_checkpoint(run_dir)
-        if resume_from is None:
+        if resume_from is None and in_earlier_phase(run_dir):
+            print(f"resuming {run_dir} in an earlier phase (its own checkpoints: {run_dir}/phases)")
+        elif resume_from is None:
             raise C.CheckpointError(f"{run_dir} has no checkpoint to resume from (looked in {run_dir}/checkpoints)")
-        skipped = [d.name for d in C.checkpoint_dirs(run_dir) if d.name > resume_from.name]
-        print(f"resuming from {resume_from}" + (f" (skipping incomplete {', '.join(skipped)})" if skipped else ""))
+        else:
+            skipped = [d.name for d in C.checkpoint_dirs(run_dir) if d.name > resume_from.name]
+            print(f"resuming from {resume_from}" + (f" (skipping incomplete {', '.join(skipped)})" if skipped else ""))
     else:
         if not name:
             raise ConfigError("give a recipe (see `genfeat ls`), --config FILE or --resume RUN_DIR")
@@ -132,7 +136,7 @@ def run_recipe(name: str | None, cfg: Any | None = None, run_dir: str | Path | N
     except BaseException as e:
         # nothing half-written: a run that failed before its first checkpoint leaves no directory, but an
         # interrupted one (Ctrl-C, SIGTERM) that has trained keeps what it logged
-        trained = C.latest_checkpoint(run_dir) is not None or (
+        trained = C.latest_checkpoint(run_dir) is not None or in_earlier_phase(run_dir) or (
             isinstance(e, KeyboardInterrupt) and _nonempty(run_dir / "metrics.jsonl"))
         if info.is_main and created and not trained:
             shutil.rmtree(run_dir, ignore_errors=True)

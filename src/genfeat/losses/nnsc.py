@@ -106,7 +106,8 @@ def _kmeans(F: Tensor, W: Tensor, assign: str) -> Tensor:
         score = dots / norms2.sqrt().clamp_min(1e-12)  # cosine (times |w|): higher is better
     else:  # ||w - η c||² = |w|² - 2 η c·w + η² |c|²; the |w|² term is the same for every facet
         score = 2 * eta * dots - eta * eta * norms2
-    best = score.argmax(1, keepdim=True)  # (B, 1, N); a masked (zeroed) facet scores 0 and gets η = 0 if chosen
+    best = score.argmax(1, keepdim=True)  # (B, 1, N); a missing (zeroed) facet has η = 0 whether chosen or not,
+    #                                        so its error is |w|², as any facet's with η = 0
     return torch.zeros_like(dots).scatter_(1, best, eta.gather(1, best))
 
 
@@ -143,23 +144,26 @@ def nnsc_loss(F: Tensor, W: Tensor, mask: Tensor, W_neg: Tensor, mask_neg: Tenso
                                              "er_neg": float(neg.detach().mean()), "zero_columns": dead}
 
 
-def rotated_negatives(W: Tensor, mask: Tensor, generator: torch.Generator | None = None, groups: int = 1
-                      ) -> tuple[Tensor, Tensor]:
-    """In-batch negatives: example b gets the targets of example (b + s) mod B for one random shift s in
-    [1, B - 1] (never its own). With `groups` G, the batch is G contiguous groups of B / G examples and each is
+def rotation(B: int, generator: torch.Generator | None = None, groups: int = 1) -> Tensor:
+    """The in-batch negative of each example (B,): example b gets example (b + s) mod B for one random shift s in
+    [1, B - 1] (never itself). With `groups` G, the batch is G contiguous groups of B / G examples and each is
     rotated within itself by the same s in [1, B / G - 1]: what G ranks, each holding one group, draw with one
-    seed (W (B, E, N), mask (B, N))."""
-    B = W.size(0)
+    seed."""
     if groups < 1 or B % groups:
         raise ValueError(f"a batch of {B} does not split into {groups} negative groups")
     n = B // groups
     if n < 2:
         raise ValueError(f"in-batch negatives need groups of at least 2 examples, got {n}")
     s = int(torch.randint(1, n, (1,), generator=generator))
-    if groups == 1:
-        return W.roll(-s, 0), mask.roll(-s, 0)
-    return (W.unflatten(0, (groups, n)).roll(-s, 1).flatten(0, 1),  # (G, n, E, N) rotated within each group
-            mask.unflatten(0, (groups, n)).roll(-s, 1).flatten(0, 1))
+    within = (torch.arange(n) + s) % n  # (n,)
+    return (torch.arange(groups)[:, None] * n + within[None]).flatten()  # (B,)
+
+
+def rotated_negatives(W: Tensor, mask: Tensor, generator: torch.Generator | None = None, groups: int = 1
+                      ) -> tuple[Tensor, Tensor]:
+    """The targets of each example's in-batch negative (`rotation`): W (B, E, N), mask (B, N)."""
+    idx = rotation(W.size(0), generator, groups).to(W.device)
+    return W[idx], mask[idx]
 
 
 class NNSCObjective:

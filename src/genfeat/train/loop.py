@@ -154,14 +154,15 @@ def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig, fast: Iterable[nn.Parameter] = (),
-                    fast_lr: float = 0.0) -> torch.optim.AdamW:
+                    fast_lr: float = 0.0, exclude: Iterable[nn.Parameter] = ()) -> torch.optim.AdamW:
     """AdamW (fused: `train.optim.adam`); no weight decay on biases, norms and other 1-D parameters. With
     `fast_lr` > 0 the parameters in `fast` train at `fast_lr` and the others at cfg.lr (new heads on a pretrained
-    encoder); the schedule scales both."""
+    encoder); the schedule scales both. `exclude`: parameters another optimizer trains."""
     fast_ids = {id(p) for p in fast} if fast_lr > 0 else set()
+    skip = {id(p) for p in exclude}
     decay, no_decay, fast_decay, fast_no_decay = [], [], [], []
     for p in model.parameters():
-        if p.requires_grad:
+        if p.requires_grad and id(p) not in skip:
             if id(p) in fast_ids:
                 (fast_decay if p.dim() >= 2 else fast_no_decay).append(p)
             else:

@@ -16,6 +16,8 @@ optimizer.
 Methods (specs/framework.md §4):
 
     one loss, one optimizer    OneLoss(loss_fn, optimizer, lr_lambda)       -> [Update(loss_fn)]
+    one loss, several          SharedLoss(loss_fn, optimizers, lr_lambdas)  -> [Update(loss_fn, optimizer=all names)]
+      optimizers               (parameters under different optimizers and learning rates, one forward and backward)
     adversarial (GAN D / G)    a Step whose updates are [D update, G update holding D]
     alternating                a Step whose updates depend on the step (Planetoid's T1 supervised / T2 context
                                rounds, an E/M schedule)
@@ -89,3 +91,17 @@ class OneLoss(Step):
         if hasattr(self.loss_fn, "load_state_dict"):
             self.loss_fn.load_state_dict(state)
 
+
+
+class SharedLoss(OneLoss):
+    """One loss stepping several optimizers on one backward: `optimizers` by name (their parameters disjoint),
+    `lr_lambdas` for those with a schedule."""
+
+    def __init__(self, loss_fn: LossFn, optimizers: Mapping[str, torch.optim.Optimizer],
+                 lr_lambdas: Mapping[str, Callable[[int], float]] = MappingProxyType({})):
+        ids = [id(p) for opt in optimizers.values() for g in opt.param_groups for p in g["params"]]
+        if len(ids) != len(set(ids)):
+            raise ValueError("SharedLoss: a parameter is in two of the optimizers")
+        self.loss_fn = loss_fn
+        self.optimizers, self.lr_lambdas = dict(optimizers), dict(lr_lambdas)
+        self._updates = (Update(loss_fn, optimizer=tuple(optimizers)),)

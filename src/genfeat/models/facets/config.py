@@ -28,6 +28,9 @@ class FacetConfig:
     output: str = "shared"  # shared: one output layer for every facet (§3.2) | per_facet: K output layers G^o_k
     #   (§3.4.2: crucial against facet collapse in recommendation)
     n_types: int = 0  # token-type embeddings added to the inputs (title / abstract in §3.4); 0: none
+    row_k: tuple[int, ...] = ()  # facets per row type when rows of one batch differ (universal schema §3.3:
+    #   patterns 5, KB relations 11): the decoder has k = max(row_k) slots and a row of type t uses the first
+    #   row_k[t] (`FacetModel.row_slot_mask`); (): every row uses all k
     pad_id: int = 0
 
     @property
@@ -43,5 +46,7 @@ class FacetConfig:
             raise ConfigError(f"model.decoder must be transformer, lstm or linear, got {self.decoder!r}")
         if self.d_model % self.n_head:
             raise ConfigError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}")
+        if self.row_k and (min(self.row_k) < 1 or max(self.row_k) != self.k):
+            raise ConfigError(f"model.row_k={self.row_k}: facet counts >= 1 whose largest is model.k={self.k}")
         if min(self.k, self.n_enc, self.n_dec, self.d_target, self.max_len) < 1:
             raise ConfigError("model.k, n_enc, n_dec, d_target and max_len must be >= 1")

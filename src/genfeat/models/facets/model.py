@@ -14,6 +14,9 @@ spec's §10 diagnostic. `encoder=` takes any module returning `encoders.Encoded`
 or BERT through `encoders.BackboneEncoder`. Inputs are left-padded so <eos> is the last position (pad_id masked as
 keys). Layers: BERT-style post-LN blocks (`models/bert`'s), GELU, SDPA.
 
+`cfg.row_k` gives rows of different types different facet counts in one batch (a pattern and a KB relation):
+`row_slot_mask(row_types)` is the prefix slot mask to pass to `forward`.
+
 Shapes: input_ids (B, T), type_ids (B, T) (with `cfg.n_types`), slot_mask (B, K) -> facets (B, K, |E|); `run`
 returns the slots and decoder states too.
 Deviations: a key-padding mask (the reference attends to padding). The training choices that differ from the
@@ -23,6 +26,7 @@ schedule, clipping at 1.0 against the reference's 0.25) are the recipe's, listed
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from genfeat.models.facets.config import FacetConfig
@@ -38,6 +42,13 @@ class FacetModel(nn.Module):
         self.cfg = cfg
         self.encoder = encoder if encoder is not None else ENCODERS[cfg.encoder](cfg, init_embedding)
         self.decoder = DECODERS[cfg.decoder](cfg, self.encoder.d_out)
+
+    def row_slot_mask(self, row_types: Tensor) -> Tensor:
+        """(B,) row types -> the (B, K) prefix slot mask of `cfg.row_k` (row type t: its first row_k[t] slots)."""
+        if not self.cfg.row_k:
+            raise ValueError("model.row_k is not set: every row uses all model.k slots")
+        counts = torch.tensor(self.cfg.row_k, device=row_types.device)[row_types]  # (B,)
+        return torch.arange(self.cfg.k, device=row_types.device)[None] < counts[:, None]
 
     def encode(self, input_ids: Tensor, type_ids: Tensor | None = None) -> Encoded:
         return self.encoder(input_ids) if type_ids is None else self.encoder(input_ids, type_ids)

@@ -1,0 +1,117 @@
+"""A universal-schema co-occurrence matrix (thesis C §3.3.1.1; spec multi-facet-universal-schema.md §3): rows are
+sentence patterns ("$ARG1 is a plugin for $ARG2") and KB relations (one token each, "debian:depends"), columns are
+entity pairs, y_ij = 1 where row i co-occurs with pair j (text and KB merged into one matrix).
+
+    SchemaMatrix        vocab (0 = <pad>, 1 = <eos>), rows as token ids, row types (0 pattern, 1 KB relation),
+                        row / pair names, the observed (row, pair) cells; `checksum` over all of it
+    instances           the reference's training instances: each row's pairs (in a seeded order) cut into chunks
+                        of at most `max_pairs` (5); `valid_share` (5 %) of them held out for the validation loss
+    input_ids           every row as "tokens <eos>", left-padded (the facet network's input convention)
+
+Patterns keep their $ARG1 / $ARG2 placeholders as tokens, in order (an argument-swapped pattern is another row).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from genfeat.errors import DataError
+
+PAD, EOS = 0, 1
+SPECIALS = ("<pad>", "<eos>")
+PATTERN, RELATION = 0, 1
+
+
+@dataclass
+class SchemaMatrix:
+    name: str
+    vocab: list[str]
+    rows: list[tuple[int, ...]]  # token ids of each row, without <eos>
+    row_types: np.ndarray  # (n_rows,) PATTERN / RELATION
+    row_names: list[str]
+    pair_names: list[str]
+    cells: np.ndarray  # (n_cells, 2) int64 (row, pair), unique
+
+    def __post_init__(self) -> None:
+        n = len(self.rows)
+        if len(self.row_types) != n or len(self.row_names) != n:
+            raise DataError(f"{self.name}: {n} rows, {len(self.row_types)} row types, {len(self.row_names)} names")
+        if self.cells.ndim != 2 or self.cells.shape[1] != 2:
+            raise DataError(f"{self.name}: cells must be (n, 2) (row, pair), got {self.cells.shape}")
+        if len(self.cells) and (self.cells.min() < 0 or self.cells[:, 0].max() >= n
+                                or self.cells[:, 1].max() >= len(self.pair_names)):
+            raise DataError(f"{self.name}: a cell names a row or pair that does not exist")
+        if len(np.unique(self.cells, axis=0)) != len(self.cells):
+            raise DataError(f"{self.name}: repeated (row, pair) cells")
+        if any(not r or min(r) < len(SPECIALS) or max(r) >= len(self.vocab) for r in self.rows):
+            raise DataError(f"{self.name}: a row is empty or has a token outside the vocabulary")
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.rows)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_names)
+
+    def pair_counts(self) -> np.ndarray:
+        """(n_pairs,) Σ_i y_ij: the number of rows each pair co-occurs with (Eq. 3.9's weights)."""
+        return np.bincount(self.cells[:, 1], minlength=self.n_pairs)
+
+    def row_counts(self) -> np.ndarray:
+        """(n_rows,) the number of unique pairs of each row (the Freq of the Freq Diff baseline)."""
+        return np.bincount(self.cells[:, 0], minlength=self.n_rows)
+
+    def input_ids(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """(n, T) "tokens <eos>" of the rows (all by default), left-padded with <pad>."""
+        rows = np.arange(self.n_rows) if rows is None else rows
+        T = max(len(self.rows[r]) for r in rows) + 1
+        out = np.full((len(rows), T), PAD, dtype=np.int64)
+        for i, r in enumerate(rows):
+            toks = self.rows[r]
+            out[i, T - len(toks) - 1: -1] = toks
+            out[i, -1] = EOS
+        return out
+
+    def instances(self, max_pairs: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(rows (n,), pairs (n, max_pairs) with -1 padding): each row's pairs in a seeded order, in chunks."""
+        rng = np.random.default_rng(seed)
+        order = np.lexsort((rng.random(len(self.cells)), self.cells[:, 0]))  # by row, pairs shuffled
+        cells = self.cells[order]
+        starts = np.flatnonzero(np.r_[True, cells[1:, 0] != cells[:-1, 0]])
+        rows, chunks = [], []
+        for a, b in zip(starts, np.r_[starts[1:], len(cells)], strict=True):
+            for c in range(a, b, max_pairs):
+                part = cells[c: min(c + max_pairs, b), 1]
+                rows.append(cells[a, 0])
+                chunks.append(np.pad(part, (0, max_pairs - len(part)), constant_values=-1))
+        return np.asarray(rows, dtype=np.int64), np.asarray(chunks, dtype=np.int64).reshape(-1, max_pairs)
+
+    def checksum(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.vocab, self.row_names, self.pair_names):
+            h.update("\n".join(part).encode() + b"\0")
+        h.update(np.ascontiguousarray(self.row_types, dtype=np.int64).tobytes())
+        h.update("\n".join(" ".join(map(str, r)) for r in self.rows).encode())
+        h.update(np.ascontiguousarray(self.cells, dtype=np.int64).tobytes())
+        return h.hexdigest()
+
+    def stats(self) -> dict[str, int]:
+        kinds = np.bincount(self.row_types, minlength=2)
+        return {"patterns": int(kinds[PATTERN]), "relations": int(kinds[RELATION]), "pairs": self.n_pairs,
+                "cells": len(self.cells), "vocab": len(self.vocab)}
+
+    def summary(self) -> str:
+        s = self.stats()
+        return (f"{self.name}: {s['patterns']:,} patterns, {s['relations']:,} KB relations, {s['pairs']:,} entity "
+                f"pairs, {s['cells']:,} co-occurrences, {s['vocab']:,} tokens")
+
+
+def split_instances(n: int, valid_share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train, valid) indices of n instances, `valid_share` of them (at least 1) held out, seeded."""
+    perm = np.random.default_rng(seed).permutation(n)
+    k = max(1, round(n * valid_share)) if valid_share > 0 else 0
+    return np.sort(perm[k:]), np.sort(perm[:k])

@@ -1,0 +1,14 @@
+"""Multi-facet universal schema and its baselines (thesis C §3.3)."""
+
+from genfeat.models.universal_schema.config import UniversalSchemaConfig
+from genfeat.models.universal_schema.model import (
+    CompositionalSchema,
+    MultiFacetSchema,
+    RowOutput,
+    USchema,
+    all_row_facets,
+    build_model,
+)
+
+__all__ = ["CompositionalSchema", "MultiFacetSchema", "RowOutput", "USchema", "UniversalSchemaConfig",
+           "all_row_facets", "build_model"]
