@@ -8,6 +8,7 @@
     genfeat data build TASK [--split-seed S] [--out DIR]      a built task's splits, sizes and sha256 (+ TSVs)
     genfeat generate RUN_DIR [--prompt TEXT] [-n N] [--max-new-tokens N] [--top-k K] [--temperature T]
     genfeat affinity RUN_DIR --archives DIR --submissions FILE --out FILE [--method max-facet|cbow-max|mixture]
+    genfeat eval entailment RUN_DIR --pairs FILE [--compare RUN_DIR...] [--json]   pattern entailment (Table 3.7)
     genfeat recl RUN_DIR... [--start 16 --step 16 --stop 128] [--r 0.1 1.0]   relative effective context length
 
 Errors a user can fix are printed as one line (`genfeat: error: ...`) with exit code 2 (bad
@@ -321,6 +322,43 @@ def cmd_affinity(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_entailment(args: argparse.Namespace) -> int:
+    """Table 3.7 on a labelled pattern-pair file: AP@all and the micro / macro direction accuracies of each run,
+    with the Random and Freq Diff baselines."""
+    from genfeat.data.re_entailment import read_entailment_pairs
+    from genfeat.recipes import universal_schema as R
+    from genfeat.runner import saved_run
+    from genfeat.tasks.pattern_entailment import PatternEntailment
+    from genfeat.tasks.universal_schema import pattern_facets
+
+    pairs = read_entailment_pairs(args.pairs)
+    task = PatternEntailment(pairs)
+    rows = {"Random": task.random(), "Freq Diff": task.freq_diff()}
+    for run_dir in [args.run_dir, *args.compare]:
+        saved = saved_run(run_dir)
+        if saved.get("recipe") != "universal_schema":
+            raise ConfigError(f"{run_dir} is a {saved.get('recipe')!r} run, not a universal_schema run")
+        cfg = from_dict(R.UniversalSchemaRunConfig, saved["config"])
+        model, vocab = R.load_model(Path(run_dir), cfg)
+        if not model.scores_new_rows:
+            raise ConfigError(f"{run_dir}: a {cfg.model.kind} model cannot embed new patterns")
+
+        m = cfg.model
+        name = f"{m.kind} K={m.k}" + (f" {m.encoder}" if m.kind == "multi_facet" else "") + f" ({run_dir})"
+        rows[name] = task.evaluate(pattern_facets(model, vocab, [p.original for p in pairs]),
+                                   pattern_facets(model, vocab, [p.replaced for p in pairs]))
+    if args.json:
+        print(json.dumps({"pairs": str(args.pairs), "labels": task.stats(), "methods": rows}, indent=1))
+        return 0
+    st = task.stats()
+    print(f"{args.pairs}: {len(pairs)} pairs ({st['>']} >, {st['<']} <, {st[':']} :, {st['N']} N)")
+    print(f"{'method':<48} {'AP@all':>7} {'micro':>7} {'macro':>7} {'AP (no labels)':>15}")
+    for name, r in rows.items():
+        print(f"{name:<48} {100 * r['ap']:7.1f} {100 * r['micro']:7.1f} {100 * r['macro']:7.1f} "
+              f"{100 * r['ap_label_free']:15.1f}")
+    return 0
+
+
 def cmd_facets(args: argparse.Namespace) -> int:
     import torch
 
@@ -399,6 +437,16 @@ def build_parser() -> argparse.ArgumentParser:
     af.add_argument("--method", choices=("max-facet", "cbow-max", "mixture"), default="max-facet")
     af.add_argument("--lam", type=float, default=0.2, help="mixture: λ max-facet + (1 - λ) cbow-max")
     af.add_argument("--vectors", default="glove-6b-50d", help="cbow-max: glove-6b-50d or a word-vector file")
+    ev = sub.add_parser("eval", help="evaluate trained runs on a labelled set")
+    esub = ev.add_subparsers(dest="eval_cmd", required=True)
+    en = esub.add_parser("entailment", help="unsupervised pattern-entailment detection of universal_schema runs "
+                         "(thesis C Table 3.7): AP@all, micro / macro direction accuracy, with Random and Freq Diff")
+    en.add_argument("run_dir")
+    en.add_argument("--pairs", required=True, help="labelled pairs in the release's TSV format "
+                    "(label POS pattern pattern n1 n2 n3 n4)")
+    en.add_argument("--compare", nargs="*", default=[], metavar="RUN_DIR",
+                    help="more runs scored beside it (a single-facet or CUSchema baseline)")
+    en.add_argument("--json", action="store_true", help="print the numbers as JSON")
     fw = sub.add_parser("facet-words", help="nearest words of each facet of a multi-facet sentence embedding "
                         "(a `genfeat run facets` run; thesis C Table 3.1)")
     fw.add_argument("run_dir")
@@ -449,6 +497,8 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
             return cmd_facet_words(args)
         if args.cmd == "affinity":
             return cmd_affinity(args)
+        if args.cmd == "eval":
+            return cmd_eval_entailment(args)
         return cmd_generate(args)
     except ConfigError as e:
         print(f"genfeat: error: {e}", file=sys.stderr)

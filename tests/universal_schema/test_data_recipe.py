@@ -9,14 +9,22 @@ import pytest
 
 from genfeat.cli import main
 from genfeat.data.schema_synthetic import SyntheticSchemaConfig, synthetic_schema
-from genfeat.data.universal_schema import EOS, PAD, RELATION, SchemaMatrix
+from genfeat.data.universal_schema import (
+    EOS,
+    PAD,
+    RELATION,
+    UNK,
+    SchemaMatrix,
+    encode_patterns,
+    pattern_tokens,
+)
 from genfeat.errors import DataError
 from genfeat.train.checkpoint import load_weights
 from tests.resume_check import assert_same, summary_numbers
 
 
 def _matrix(**kw):
-    base = dict(name="m", vocab=["<pad>", "<eos>", "a", "b", "rel"], rows=[(2, 3), (3,), (4,)],
+    base = dict(name="m", vocab=["<pad>", "<eos>", "<unk>", "a", "b", "rel"], rows=[(3, 4), (4,), (5,)],
                 row_types=np.array([0, 0, 1]), row_names=["a b", "b", "rel"], pair_names=["p0", "p1", "p2"],
                 cells=np.array([[0, 0], [0, 1], [1, 1], [2, 0], [2, 1], [2, 2]]))
     return SchemaMatrix(**(base | kw))
@@ -25,7 +33,7 @@ def _matrix(**kw):
 def test_matrix_rows_instances_and_bad_input():
     m = _matrix()
     ids = m.input_ids()
-    assert ids.tolist() == [[2, 3, EOS], [PAD, 3, EOS], [PAD, 4, EOS]]  # left-padded "tokens <eos>"
+    assert ids.tolist() == [[3, 4, EOS], [PAD, 4, EOS], [PAD, 5, EOS]]  # left-padded "tokens <eos>"
     assert m.pair_counts().tolist() == [2, 3, 1] and m.row_counts().tolist() == [2, 1, 3]
     rows, pairs = m.instances(max_pairs=2, seed=0)
     assert rows.tolist() == [0, 1, 2, 2] and (pairs >= 0).sum(1).tolist() == [2, 1, 2, 1]
@@ -37,14 +45,19 @@ def test_matrix_rows_instances_and_bad_input():
     with pytest.raises(DataError, match="does not exist"):
         _matrix(cells=np.array([[0, 3]]))
     with pytest.raises(DataError, match="outside the vocabulary"):
-        _matrix(rows=[(2, 9), (3,), (4,)])
+        _matrix(rows=[(3, 9), (4,), (5,)])
+    with pytest.raises(DataError, match="outside the vocabulary"):  # <unk> is for new text, not for rows
+        _matrix(rows=[(3, UNK), (4,), (5,)])
+    assert encode_patterns(["$ARG1 A  zz $ARG2", "b"], m.vocab).tolist() == [
+        [UNK, 3, UNK, UNK, EOS], [PAD, PAD, PAD, 4, EOS]]  # placeholders not in this vocabulary: <unk>
+    assert pattern_tokens("$ARG1 Works\xa0with $ARG2") == ["$ARG1", "works", "with", "$ARG2"]
 
 
 def test_synthetic_generator_follows_the_spec():
     syn = synthetic_schema(SyntheticSchemaConfig(seed=3))
     m = syn.matrix
     np.testing.assert_allclose(syn.centres @ syn.centres.T, np.eye(8), atol=1e-12)  # orthonormal
-    assert m.stats() == {"patterns": 1500, "relations": 8, "pairs": 1600, "cells": 1500 * 5 + 1600, "vocab": 52}
+    assert m.stats() == {"patterns": 1500, "relations": 8, "pairs": 1600, "cells": 1500 * 5 + 1600, "vocab": 53}
     for i in range(1500):  # a pattern's pairs belong to the relations of its keywords
         rels = {int(m.vocab[t][2]) for t in m.rows[i] if m.vocab[t].startswith("kw")}
         assert 1 <= len(rels) <= 2
@@ -52,7 +65,7 @@ def test_synthetic_generator_follows_the_spec():
     kb = syn.relation_rows
     assert (m.row_types[kb] == RELATION).all() and (m.row_counts()[kb] == 200).all()
     for a, b, (r1, r2) in zip(syn.probe_two, syn.probe_one, syn.probe_relations, strict=True):
-        a, b = [m.vocab[t] for t in a if t > EOS], [m.vocab[t] for t in b if t > EOS]
+        a, b = [m.vocab[t] for t in a if t > UNK], [m.vocab[t] for t in b if t > UNK]
         assert set(b) < set(a) and len(a) == 4 and f"kw{r2}" not in "".join(b) and any(f"kw{r1}_" in w for w in b)
     assert np.linalg.norm(syn.pair_init - syn.centres[syn.pair_relation], axis=1).mean() < 0.8
 

@@ -2,13 +2,15 @@
 sentence patterns ("$ARG1 is a plugin for $ARG2") and KB relations (one token each, "debian:depends"), columns are
 entity pairs, y_ij = 1 where row i co-occurs with pair j (text and KB merged into one matrix).
 
-    SchemaMatrix        vocab (0 = <pad>, 1 = <eos>), rows as token ids, row types (0 pattern, 1 KB relation),
-                        row / pair names, the observed (row, pair) cells; `checksum` over all of it
+    SchemaMatrix        vocab (0 = <pad>, 1 = <eos>, 2 = <unk>), rows as token ids, row types (0 pattern, 1 KB
+                        relation), row / pair names, the observed (row, pair) cells; `checksum` over all of it
     instances           the reference's training instances: each row's pairs (in a seeded order) cut into chunks
                         of at most `max_pairs` (5); `valid_share` (5 %) of them held out for the validation loss
     input_ids           every row as "tokens <eos>", left-padded (the facet network's input convention)
 
-Patterns keep their $ARG1 / $ARG2 placeholders as tokens, in order (an argument-swapped pattern is another row).
+Patterns keep their $ARG1 / $ARG2 placeholders as tokens, in order (an argument-swapped pattern is another row);
+`pattern_tokens` is the one tokenizer of pattern text (builders, evaluation): whitespace-separated tokens, lower
+case except the placeholders.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import numpy as np
 
 from genfeat.errors import DataError
 
-PAD, EOS = 0, 1
-SPECIALS = ("<pad>", "<eos>")
+PAD, EOS, UNK = 0, 1, 2
+SPECIALS = ("<pad>", "<eos>", "<unk>")
+ARGS = ("$ARG1", "$ARG2")
 PATTERN, RELATION = 0, 1
 
 
@@ -108,6 +111,23 @@ class SchemaMatrix:
         s = self.stats()
         return (f"{self.name}: {s['patterns']:,} patterns, {s['relations']:,} KB relations, {s['pairs']:,} entity "
                 f"pairs, {s['cells']:,} co-occurrences, {s['vocab']:,} tokens")
+
+
+def pattern_tokens(text: str) -> list[str]:
+    """A pattern's tokens: split on whitespace (non-breaking spaces too), lower case, $ARG1 / $ARG2 kept."""
+    return [t if t in ARGS else t.lower() for t in text.replace("\xa0", " ").split()]
+
+
+def encode_patterns(texts: list[str], vocab: list[str]) -> np.ndarray:
+    """(n, T) "tokens <eos>" ids of pattern texts, left-padded; unknown tokens -> <unk>."""
+    index = {w: i for i, w in enumerate(vocab)}
+    rows = [[index.get(t, UNK) for t in pattern_tokens(x)] or [UNK] for x in texts]
+    T = max(map(len, rows)) + 1
+    out = np.full((len(rows), T), PAD, dtype=np.int64)
+    for i, r in enumerate(rows):
+        out[i, T - len(r) - 1: -1] = r
+        out[i, -1] = EOS
+    return out
 
 
 def split_instances(n: int, valid_share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

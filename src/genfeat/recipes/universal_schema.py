@@ -25,6 +25,7 @@ R^16, Adam 3e-3 for everything, batch 64, 1,500 steps, exact η / k_best (Eq. 3.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Any
 
 import torch
 
+from genfeat.config import atomic_write_text
 from genfeat.data.schema_synthetic import SyntheticSchemaConfig, synthetic_schema
 from genfeat.errors import ConfigError
 from genfeat.models.universal_schema import UniversalSchemaConfig, build_model
@@ -44,6 +46,7 @@ from genfeat.train.seed import seed_everything
 from genfeat.train.step import SharedLoss
 
 PAIR_INITS = ("data", "uschema", "random")
+VOCAB = "schema_vocab.json"  # the run's tokens, for scoring new patterns (`genfeat eval entailment`)
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,8 @@ def run(cfg: UniversalSchemaRunConfig, run_dir: Path, resume_from: Path | None =
         fit_phase("uschema", D.wrap(uschema, info), us_task, us_batches, cfg.uschema, run_dir,
                   method=method(uschema, us_task.objective, us_cfg))
         copy_parameters(model, uschema, ["pairs.weight"])
+    if info.is_main:
+        atomic_write_text(Path(run_dir) / VOCAB, json.dumps({"vocab": matrix.vocab}) + "\n")
     n_params = sum(p.numel() for p in model.parameters())
     wrapped = D.wrap(model, info)
     name = f"{mcfg.kind} K={mcfg.k} K_rel={mcfg.k_rel} {mcfg.encoder}"
@@ -164,3 +169,21 @@ def run(cfg: UniversalSchemaRunConfig, run_dir: Path, resume_from: Path | None =
         details={"model": name, "dataset": matrix.stats() | {"name": matrix.name, "sha256": matrix.checksum()}},
         notes=[matrix.summary(), "valid_u*: the spec §10.2 claims on 300 held-out probe patterns "
                "(`tasks.universal_schema.synthetic_claims`)."])
+
+
+def load_model(run_dir: Path, cfg: UniversalSchemaRunConfig) -> tuple[torch.nn.Module, list[str]]:
+    """A finished run's model (eval mode, CPU) and its token vocabulary."""
+    from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
+
+    path = Path(run_dir) / VOCAB
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} has no {VOCAB} (a universal_schema run writes it when it starts)")
+    vocab = json.loads(path.read_text())["vocab"]
+    weights = load_weights(Path(run_dir) / WEIGHTS)
+    n_pairs, n_rows = weights["pairs.weight"].shape[0], weights.get("rows.weight", weights["pairs.weight"]).shape[0]
+    d_word = weights["H.weight"].shape[1] if "H.weight" in weights else 0
+    max_len = weights["net.encoder.pos.weight"].shape[0] if "net.encoder.pos.weight" in weights else cfg.model.max_len
+    mcfg = dataclasses.replace(cfg.model, vocab_size=len(vocab), max_len=max_len)
+    model = build_model(mcfg, n_rows, n_pairs, d_word)
+    load_model_weights(model, Path(run_dir) / WEIGHTS)
+    return model.eval(), vocab

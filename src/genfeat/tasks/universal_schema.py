@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from genfeat.analysis.facet_coverage import direction, sim_matrix
 from genfeat.data.batches import EpochBatches
 from genfeat.data.schema_synthetic import SyntheticSchema
-from genfeat.data.universal_schema import PAD, PATTERN, RELATION, SchemaMatrix, split_instances
+from genfeat.data.universal_schema import PAD, PATTERN, RELATION, SchemaMatrix, encode_patterns, split_instances
 from genfeat.losses.nnsc import rotation
 from genfeat.losses.universal_schema import (
     autoencoder_regulariser,
@@ -151,6 +151,14 @@ class SchemaTraining(Task):
 
     def score(self, pred: float, split: str) -> dict[str, float]:
         return {"loss": pred}
+
+
+def pattern_facets(model: nn.Module, vocab: list[str], texts: list[str]) -> tuple[Tensor, Tensor | None]:
+    """Facets (n, K, d) and slot mask of pattern texts ("$ARG1 is a plugin for $ARG2"), through `vocab`."""
+    ids = torch.from_numpy(encode_patterns(texts, vocab))
+    n = len(texts)
+    return all_row_facets(D.unwrap(model), {"input_ids": ids, "row_types": torch.full((n,), PATTERN),
+                                            "row_ids": torch.zeros(n, dtype=torch.long)})
 
 
 def _unit(x: Tensor) -> Tensor:
