@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from genfeat.analysis.facet_scores import sif_bag_vectors
 from genfeat.data.citation_synthetic import SyntheticCitationConfig, synthetic_citations
 from genfeat.data.citations import EOS, PAD, SEP, UNK, CitationData, cold_start_split, paper_inputs, prune_columns
 from genfeat.losses.max_facet import (
@@ -18,7 +19,7 @@ from genfeat.losses.max_facet import (
     max_facet_scores,
 )
 from genfeat.models.citation import CitationConfig, CitationModel
-from genfeat.models.citation.cbow import CBOWScorer, mixture, sif_paper_vectors
+from genfeat.models.citation.cbow import CBOWScorer, mixture
 from genfeat.models.facets.config import FacetConfig
 from genfeat.models.facets.model import FacetModel
 from genfeat.tasks.citation import CitationPrediction, PairBatches
@@ -149,7 +150,7 @@ def test_the_regulariser_reads_the_mean_unscaled_facet_and_trains_h_not_the_word
     probs = np.array([0, 0, 0, 0, 0.5, 0.25, 0.25])
     vectors = np.eye(7)
     ids = np.array([[0, 4, 5, 5]])
-    v = sif_paper_vectors(ids, vectors, probs)
+    v = sif_bag_vectors(ids, vectors, probs)
     nu = 1e-4
     np.testing.assert_allclose(v[0], [0, 0, 0, 0, nu / (nu + 0.5), 2 * nu / (nu + 0.25), 0])
     data = small_data()

@@ -263,11 +263,11 @@ def cmd_affinity(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
+    from genfeat.analysis.facet_scores import sif_bag_vectors
     from genfeat.data.citations import paper_inputs
     from genfeat.data.openreview import read_archives, read_submissions
     from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
     from genfeat.models.citation import affinity as A
-    from genfeat.models.citation.cbow import sif_paper_vectors
     from genfeat.recipes import citation as R
     from genfeat.runner import saved_run
 
@@ -306,7 +306,7 @@ def cmd_affinity(args: argparse.Namespace) -> int:
         words, vecs = load_glove() if args.vectors == "glove-6b-50d" else \
             read_word_vectors(args.vectors, vocab=set(info["vocab"]))
         table, _ = vocab_table(info["vocab"], words, vecs)
-        v = sif_paper_vectors(ids.numpy(), table, np.asarray(info["word_probs"]))
+        v = sif_bag_vectors(ids.numpy(), table, np.asarray(info["word_probs"]))
         scores["cbow-max"] = A.cbow_max_affinity(v[P:], v[:P], owner, len(reviewers))
     s = scores[args.method] if args.method != "mixture" else \
         args.lam * scores["max-facet"] + (1 - args.lam) * scores["cbow-max"]

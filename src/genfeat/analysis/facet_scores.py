@@ -112,6 +112,22 @@ def sif_weights(probs: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
     return alpha / (alpha + np.asarray(probs, dtype=np.float64))
 
 
+def sif_bag_vectors(input_ids: np.ndarray, vectors: np.ndarray, probs: np.ndarray, first_word: int = 4,
+                    nu: float = ALPHA) -> np.ndarray:
+    """(n, d) Σ_w ν/(ν + p(w)) w over each text's tokens (a paper, a pattern: (n, T) ids) with id >= `first_word`
+    (the specials and <unk> count nothing: ids below `first_word` are skipped). Eq. B.2 / B.4's s^aw."""
+    if vectors.shape[0] != probs.shape[0]:
+        raise ValueError(f"{vectors.shape[0]} word vectors for {probs.shape[0]} word probabilities")
+    from scipy.sparse import csr_matrix
+
+    w = sif_weights(probs, nu)  # (V,)
+    w[:first_word] = 0.0
+    n, t = input_ids.shape
+    bags = csr_matrix((w[input_ids.ravel()], (np.repeat(np.arange(n), t), input_ids.ravel())),
+                      shape=(n, len(w)))  # (n, V) the weighted bags of words (repeats summed)
+    return np.asarray(bags @ np.asarray(vectors, dtype=np.float64))
+
+
 def weighted_average(words: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """Σ_i weight_i w_i (the raw vectors, as the reference's Avg) -> (E,)."""
     w = np.ones(len(words)) if weights is None else np.asarray(weights, dtype=np.float64)

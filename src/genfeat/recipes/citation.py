@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from genfeat.analysis.facet_scores import sif_bag_vectors
 from genfeat.config import atomic_write_text
 from genfeat.data.citation_readers import read_s2orc, read_specter
 from genfeat.data.citation_synthetic import SyntheticCitationConfig, synthetic_citations
@@ -59,7 +60,7 @@ from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
 from genfeat.errors import ConfigError
 from genfeat.metrics.multi_positive import TIES
 from genfeat.models.citation import CitationConfig, CitationModel
-from genfeat.models.citation.cbow import CBOWScorer, mix, sif_paper_vectors
+from genfeat.models.citation.cbow import CBOWScorer, mix
 from genfeat.paradigms import fit_task
 from genfeat.tasks.citation import CitationPrediction
 from genfeat.train import distributed as D
@@ -198,7 +199,7 @@ def run(cfg: CitationRunConfig, run_dir: Path, resume_from: Path | None = None) 
     print(data.summary())
     sif = None
     if vectors is not None:  # Eq. B.4's p^aw, scaled to unit length (a deviation: the module docstring)
-        sif = sif_paper_vectors(data.input_ids, vectors, data.word_probs())
+        sif = sif_bag_vectors(data.input_ids, vectors, data.word_probs())
         sif /= np.maximum(np.linalg.norm(sif, axis=1, keepdims=True), 1e-12)
     task = CitationPrediction(data, cfg.loss.alpha, cfg.loss.beta, cfg.loss.gamma, sif, cfg.eval.ks, cfg.eval.ties,
                               cfg.eval.metric)
@@ -240,7 +241,7 @@ def evaluate_baselines(task: CitationPrediction, model: CitationModel, data: Cit
     if not cfg.baselines:
         return {}
     vecs = vectors if vectors is not None else np.eye(len(data.vocab))
-    paper_vecs = sif_paper_vectors(data.input_ids, vecs, data.word_probs())
+    paper_vecs = sif_bag_vectors(data.input_ids, vecs, data.word_probs())
     train_pairs = {k: data.pairs(k, "train") for k in KINDS}
     out: dict[str, dict[str, float]] = {}
     cold = {s: task.model_scores(model.eval(), s) for s in task.splits}

@@ -19,25 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from genfeat.analysis.facet_scores import ALPHA, sif_weights
-
 Scorer = Callable[[str, np.ndarray, np.ndarray], Tensor]
-
-
-def sif_paper_vectors(input_ids: np.ndarray, vectors: np.ndarray, probs: np.ndarray, first_word: int = 4,
-                      nu: float = ALPHA) -> np.ndarray:
-    """(n, d) Σ_w ν/(ν + p(w)) w over each paper's tokens with id >= `first_word` (the specials and <unk> count
-    nothing unless their vectors say otherwise: ids below `first_word` are skipped)."""
-    if vectors.shape[0] != probs.shape[0]:
-        raise ValueError(f"{vectors.shape[0]} word vectors for {probs.shape[0]} word probabilities")
-    from scipy.sparse import csr_matrix
-
-    w = sif_weights(probs, nu)  # (V,)
-    w[:first_word] = 0.0
-    n, t = input_ids.shape
-    bags = csr_matrix((w[input_ids.ravel()], (np.repeat(np.arange(n), t), input_ids.ravel())),
-                      shape=(n, len(w)))  # (n, V) the weighted bags of words (repeats summed)
-    return np.asarray(bags @ np.asarray(vectors, dtype=np.float64))
 
 
 class CBOWScorer:
