@@ -8,6 +8,7 @@ sha256 of the splits and of the source files they came from; records docs/result
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from benchmarks.common import reading, render, result_args, write_results
 from genfeat.data import sources as S
-from genfeat.data.built_tasks import BUILDERS, GRAPHS, build, build_task
+from genfeat.data.built_tasks import BUILDERS, GRAPHS, SCHEMAS, build, build_task
 
 NAME = "data_tasks"
 
@@ -39,6 +40,18 @@ def describe_graph(name: str, seed: int) -> dict[str, Any]:
     manifest = json.loads((S.source_dir(graph.source) / S.MANIFEST).read_text())
     return graph.describe() | {"source_files": {f: h for f, h in manifest["files"].items()},
                                "snapshot": manifest.get("fetched", "")}
+
+
+SCHEMA_SOURCES = {"news-patterns": ("bbc-news", "gensim-testdata")}
+
+
+def describe_schema(name: str, seed: int) -> dict[str, Any]:
+    matrix = build(name, seed)
+    files = {}
+    for src in SCHEMA_SOURCES[name]:
+        manifest = json.loads((S.source_dir(src) / S.MANIFEST).read_text())
+        files[src] = hashlib.sha256(json.dumps(manifest["files"], sort_keys=True).encode()).hexdigest()
+    return matrix.describe() | {"name": name, "sources": files}
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -76,6 +89,14 @@ citations.json); the sha256 covers the papers' ids, the splits, the pairs and ev
 
 {chr(10).join(graph_rows(record)[1])}
 
+Universal-schema matrices (`genfeat data build news-patterns`; `--out DIR` writes schema.npz and schema.json); the
+sha256 covers the vocabulary, every row and pair name, the row types and the cells (`SchemaMatrix.checksum`); the
+sources' column is the sha256 of each source's file manifest:
+
+| matrix | sources | patterns | KB relations | entity pairs | cells | tokens | sha256 |
+|---|---|---|---|---|---|---|---|
+{chr(10).join(schema_rows(record))}
+
 {reading(NAME)}
 """
 
@@ -97,10 +118,20 @@ def graph_rows(record: dict[str, Any]) -> tuple[list[str], list[str]]:
     return rows, details
 
 
+def schema_rows(record: dict[str, Any]) -> list[str]:
+    rows = []
+    for m in record["results"].get("schemas", []):
+        z = m["sizes"]
+        src = ", ".join(f"`{k}` {h[:12]}…" for k, h in m["sources"].items())
+        rows.append(f"| {m['name']} | {src} | {z['patterns']:,} | {z['relations']:,} | {z['pairs']:,} | "
+                    f"{z['cells']:,} | {z['vocab']:,} | `{m['sha256'][:16]}…` |")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split-seed", type=int, default=0)
-    ap.add_argument("--tasks", nargs="+", default=[*BUILDERS, *GRAPHS])
+    ap.add_argument("--tasks", nargs="+", default=[*BUILDERS, *GRAPHS, *SCHEMAS])
     result_args(ap, [])
     args = ap.parse_args()
     if args.render_only:
@@ -108,7 +139,8 @@ def main() -> None:
         return
     tasks = [describe(name, args.split_seed) for name in args.tasks if name in BUILDERS]
     graphs = [describe_graph(name, args.split_seed) for name in args.tasks if name in GRAPHS]
-    print(write_results(NAME, {"tasks": tasks, "graphs": graphs}, markdown, device="cpu"))
+    schemas = [describe_schema(name, args.split_seed) for name in args.tasks if name in SCHEMAS]
+    print(write_results(NAME, {"tasks": tasks, "graphs": graphs, "schemas": schemas}, markdown, device="cpu"))
 
 
 if __name__ == "__main__":

@@ -5,10 +5,15 @@ checksum, so a result names exactly the data it was measured on.
     wordnet-lexnames   WordNet gloss -> lexicographer file (noun.animal, verb.motion, ...) (`data/wordnet.py`)
     wordnet-wic        WiC-style word in context: two example sentences of one lemma, same sense or not
 
-and one graph for cold-start ranking (`GRAPHS`, `data.citations.CitationData`):
+one graph for cold-start ranking (`GRAPHS`, `data.citations.CitationData`):
 
     debian-citations   Debian packages as papers, maintainers as authors, reverse dependencies as citing papers
                        (`data/debian_citations.py`)
+
+and universal-schema matrices (`SCHEMAS`, `data.universal_schema.SchemaMatrix`; the seed is unused):
+
+    news-patterns      patterns between capitalised mentions of BBC News and the Wikipedia dump, their entity
+                       pairs (`data/news_patterns.py`)
 
 `build_task(name, split_seed)` returns a `BuiltTask` (`data/built_task.py`): {"train", "valid", "test"} ->
 ((text_a, text_b | None) pairs, labels), the class names, and `checksum`, the sha256 of the splits (their order,
@@ -24,6 +29,8 @@ from genfeat.data.built_task import BuiltTask
 from genfeat.data.citations import CitationData
 from genfeat.data.debian_citations import debian_citations
 from genfeat.data.debian_sections import debian_sections
+from genfeat.data.news_patterns import news_patterns
+from genfeat.data.universal_schema import SchemaMatrix
 from genfeat.data.wordnet import lexname_task, wic_task
 from genfeat.errors import ConfigError
 
@@ -34,6 +41,7 @@ BUILDERS: dict[str, Callable[[int], BuiltTask]] = {
 
 
 GRAPHS: dict[str, Callable[[int], CitationData]] = {"debian-citations": lambda seed: debian_citations(seed=seed)}
+SCHEMAS: dict[str, Callable[[int], SchemaMatrix]] = {"news-patterns": lambda seed: news_patterns()}
 
 
 def build_task(name: str, split_seed: int = 0) -> BuiltTask:
@@ -43,10 +51,12 @@ def build_task(name: str, split_seed: int = 0) -> BuiltTask:
     return BUILDERS[name](split_seed)
 
 
-def build(name: str, split_seed: int = 0) -> BuiltTask | CitationData:
-    """A built task or graph by name."""
+def build(name: str, split_seed: int = 0) -> BuiltTask | CitationData | SchemaMatrix:
+    """A built task, graph or universal-schema matrix by name."""
     if name in GRAPHS:
         return GRAPHS[name](split_seed)
+    if name in SCHEMAS:
+        return SCHEMAS[name](split_seed)
     if name not in BUILDERS:
-        raise ConfigError(f"unknown built dataset {name!r}; built: {', '.join([*BUILDERS, *GRAPHS])}")
+        raise ConfigError(f"unknown built dataset {name!r}; built: {', '.join([*BUILDERS, *GRAPHS, *SCHEMAS])}")
     return BUILDERS[name](split_seed)

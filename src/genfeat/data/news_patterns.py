@@ -4,14 +4,16 @@ entity linking (documented rules instead):
 
     sentences   `data.sentences.documents` (BBC News train + valid articles, the Wikipedia articles of gensim's
                 dump; the BBC test articles are never read), cut by `data.sentence_split`
-    tokens      `TOKEN`: words (with inner hyphens / apostrophes / ampersands), "'s", and single punctuation marks
+    tokens      `TOKEN`: words (with inner hyphens, ampersands and apostrophes: "don't"), the possessive "'s" on its
+                own ("Blair 's"), and single punctuation marks
     entities    maximal runs of capitalised tokens (first letter upper case) that do not start the sentence (a run
                 at position 0 loses its first token); "I" and tokens of one letter never start or join one
     patterns    for every two entity mentions of a sentence in order, the tokens between them, lower-cased, as
                 "$ARG1 ... $ARG2" (at least one token between; at most `max_tokens` = 20 tokens with the
                 placeholders, the reference's limit); the entity pair is (first mention, second mention)
-    matrix      rows = patterns with at least `min_pairs` (2) distinct entity pairs, columns = their pairs, a cell
-                per distinct (pattern, pair); no KB rows (the entailment model learns from text alone)
+    matrix      rows = patterns with at least `min_pairs` (1: all, as the reference) distinct entity pairs,
+                columns = their pairs, a cell per distinct (pattern, pair); no KB rows (the entailment model learns
+                from text alone)
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from genfeat.data.universal_schema import PATTERN, SPECIALS, SchemaMatrix
 
-TOKEN = re.compile(r"'s\b|[A-Za-z0-9]+(?:[-'&][A-Za-z0-9]+)*|[^\w\s]")
+TOKEN = re.compile(r"'s\b|[A-Za-z0-9]+(?:[-&][A-Za-z0-9]+|'(?!s\b)[A-Za-z]+)*|[^\w\s]")
 
 
 def tokens(sentence: str) -> list[str]:
@@ -66,7 +68,7 @@ def sentence_patterns(sentence: str, max_tokens: int = 20) -> list[tuple[str, st
     return out
 
 
-def news_patterns(corpus: str = "bbc-news+wiki", min_pairs: int = 2, max_tokens: int = 20) -> SchemaMatrix:
+def news_patterns(corpus: str = "bbc-news+wiki", min_pairs: int = 1, max_tokens: int = 20) -> SchemaMatrix:
     from genfeat.data.sentences import documents
 
     docs = documents(corpus)

@@ -16,10 +16,13 @@ case except the placeholders.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from genfeat.config import atomic_write_text
 from genfeat.errors import DataError
 
 PAD, EOS, UNK = 0, 1, 2
@@ -106,6 +109,20 @@ class SchemaMatrix:
         kinds = np.bincount(self.row_types, minlength=2)
         return {"patterns": int(kinds[PATTERN]), "relations": int(kinds[RELATION]), "pairs": self.n_pairs,
                 "cells": len(self.cells), "vocab": len(self.vocab)}
+
+    def describe(self) -> dict:
+        return {"task": self.name, "sizes": self.stats(), "sha256": self.checksum()}
+
+    def write(self, out: str | Path) -> list[Path]:
+        """schema.npz (row types, cells, the rows as left-padded ids) and schema.json (the names, the
+        description)."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(out / "schema.npz", row_types=self.row_types, cells=self.cells,
+                            input_ids=self.input_ids() if self.rows else np.zeros((0, 1), np.int64))
+        names = {"vocab": self.vocab, "rows": self.row_names, "pairs": self.pair_names, "describe": self.describe()}
+        atomic_write_text(out / "schema.json", json.dumps(names, ensure_ascii=False) + "\n")
+        return [out / "schema.npz", out / "schema.json"]
 
     def summary(self) -> str:
         s = self.stats()
