@@ -39,7 +39,10 @@ class SchemaMatrix:
     row_types: np.ndarray  # (n_rows,) PATTERN / RELATION
     row_names: list[str]
     pair_names: list[str]
-    cells: np.ndarray  # (n_cells, 2) int64 (row, pair), unique
+    cells: np.ndarray  # (n_cells, 2) int64 (row, pair), unique: the training matrix
+    pair_split: np.ndarray | None = None  # (n_pairs,) 0 train / 1 valid / 2 test (relation extraction's held-out
+    #                                       pairs); None: every pair trains
+    held_out: np.ndarray | None = None  # (m, 2) (KB row, pair) cells of valid / test pairs: the extraction's gold
 
     def __post_init__(self) -> None:
         n = len(self.rows)
@@ -52,6 +55,11 @@ class SchemaMatrix:
             raise DataError(f"{self.name}: a cell names a row or pair that does not exist")
         if len(np.unique(self.cells, axis=0)) != len(self.cells):
             raise DataError(f"{self.name}: repeated (row, pair) cells")
+        if self.pair_split is not None and len(self.pair_split) != len(self.pair_names):
+            raise DataError(f"{self.name}: pair_split has {len(self.pair_split)} entries for {self.n_pairs} pairs")
+        if self.held_out is not None and len(self.held_out) and (
+                self.row_types[self.held_out[:, 0]] != RELATION).any():
+            raise DataError(f"{self.name}: a held-out cell is not a KB relation's")
         if any(not r or min(r) < len(SPECIALS) or max(r) >= len(self.vocab) for r in self.rows):
             raise DataError(f"{self.name}: a row is empty or has a token outside the vocabulary")
 
@@ -103,12 +111,20 @@ class SchemaMatrix:
         h.update(np.ascontiguousarray(self.row_types, dtype=np.int64).tobytes())
         h.update("\n".join(" ".join(map(str, r)) for r in self.rows).encode())
         h.update(np.ascontiguousarray(self.cells, dtype=np.int64).tobytes())
+        if self.pair_split is not None:
+            h.update(b"split" + np.ascontiguousarray(self.pair_split, dtype=np.int8).tobytes())
+            h.update(np.ascontiguousarray(self.held_out, dtype=np.int64).tobytes())
         return h.hexdigest()
 
     def stats(self) -> dict[str, int]:
         kinds = np.bincount(self.row_types, minlength=2)
-        return {"patterns": int(kinds[PATTERN]), "relations": int(kinds[RELATION]), "pairs": self.n_pairs,
-                "cells": len(self.cells), "vocab": len(self.vocab)}
+        out = {"patterns": int(kinds[PATTERN]), "relations": int(kinds[RELATION]), "pairs": self.n_pairs,
+               "cells": len(self.cells), "vocab": len(self.vocab)}
+        if self.pair_split is not None:
+            n = np.bincount(self.pair_split, minlength=3)
+            out |= {"train_pairs": int(n[0]), "valid_pairs": int(n[1]), "test_pairs": int(n[2]),
+                    "held_out_cells": len(self.held_out)}
+        return out
 
     def describe(self) -> dict:
         return {"task": self.name, "sizes": self.stats(), "sha256": self.checksum()}
@@ -118,8 +134,9 @@ class SchemaMatrix:
         description)."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
+        extra = {} if self.pair_split is None else {"pair_split": self.pair_split, "held_out": self.held_out}
         np.savez_compressed(out / "schema.npz", row_types=self.row_types, cells=self.cells,
-                            input_ids=self.input_ids() if self.rows else np.zeros((0, 1), np.int64))
+                            input_ids=self.input_ids() if self.rows else np.zeros((0, 1), np.int64), **extra)
         names = {"vocab": self.vocab, "rows": self.row_names, "pairs": self.pair_names, "describe": self.describe()}
         atomic_write_text(out / "schema.json", json.dumps(names, ensure_ascii=False) + "\n")
         return [out / "schema.npz", out / "schema.json"]

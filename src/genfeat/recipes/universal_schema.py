@@ -36,6 +36,7 @@ import torch
 
 from genfeat.analysis.facet_scores import sif_bag_vectors
 from genfeat.config import atomic_write_text
+from genfeat.data.debian_schema import debian_schema
 from genfeat.data.news_patterns import news_patterns
 from genfeat.data.schema_synthetic import SyntheticSchema, SyntheticSchemaConfig, synthetic_schema
 from genfeat.data.universal_schema import SPECIALS, SchemaMatrix
@@ -56,7 +57,9 @@ VOCAB = "schema_vocab.json"  # the run's tokens, for scoring new patterns (`genf
 
 @dataclass(frozen=True)
 class SchemaDataConfig:
-    source: str = "synthetic"  # synthetic (spec §10.1) | news (`data.news_patterns` over `corpus`)
+    source: str = "synthetic"  # synthetic (spec §10.1) | news (`data.news_patterns` over `corpus`) | debian
+    #                            (`data.debian_schema`: KB rows, held-out heads drawn by `split_seed`)
+    split_seed: int = 0
     synthetic: SyntheticSchemaConfig = field(default_factory=SyntheticSchemaConfig)
     synthetic_vectors: int = 16  # synthetic: the width of the random word vectors Ω reads (with gamma > 0)
     corpus: str = "bbc-news+wiki"  # news: `data.sentences.documents`' corpora
@@ -69,8 +72,8 @@ class SchemaDataConfig:
     pair_init: str = "data"  # data (the synthetic generator's USchema-like start) | uschema | random
 
     def __post_init__(self) -> None:
-        if self.source not in ("synthetic", "news"):
-            raise ConfigError(f"data.source must be synthetic or news, got {self.source!r}")
+        if self.source not in ("synthetic", "news", "debian"):
+            raise ConfigError(f"data.source must be synthetic, news or debian, got {self.source!r}")
         if self.pair_init not in PAIR_INITS:
             raise ConfigError(f"data.pair_init must be one of {', '.join(PAIR_INITS)}, got {self.pair_init!r}")
         if self.pair_init == "data" and self.source != "synthetic":
@@ -131,7 +134,14 @@ def news() -> UniversalSchemaRunConfig:
         uschema=train_config(max_steps=3000, lr=1e-2, eval_every=500, plateau_factor=0.25))
 
 
-PRESETS = {"tiny": tiny, "news": news}
+def debian() -> UniversalSchemaRunConfig:
+    """`news`'s network and schedule on the Debian matrix (`data.debian_schema`), K = 5 pattern facets and
+    K_rel = 11 relation facets (the thesis's), the held-out heads' KB cells kept out of training."""
+    cfg = news()
+    return dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, source="debian"))
+
+
+PRESETS = {"tiny": tiny, "news": news, "debian": debian}
 
 
 def objective(cfg: UniversalSchemaRunConfig, n_pairs: int, seed: int) -> FacetObjective:
@@ -164,7 +174,8 @@ def load_data(cfg: UniversalSchemaRunConfig) -> tuple[SchemaMatrix, SyntheticSch
         rng = np.random.default_rng([cfg.data.synthetic.seed + cfg.seed, 1])
         vecs = rng.standard_normal((len(syn.matrix.vocab), cfg.data.synthetic_vectors)) if cfg.gamma else None
         return syn.matrix, syn, vecs
-    matrix = news_patterns(cfg.data.corpus, cfg.data.min_pairs)
+    matrix = news_patterns(cfg.data.corpus, cfg.data.min_pairs) if cfg.data.source == "news" else \
+        debian_schema(seed=cfg.data.split_seed)
     words, vecs = load_glove() if cfg.data.vectors == "glove-6b-50d" else \
         read_word_vectors(cfg.data.vectors, vocab=set(matrix.vocab))
     table, found = vocab_table(matrix.vocab, words, vecs)
