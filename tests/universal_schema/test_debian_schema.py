@@ -70,3 +70,34 @@ def test_held_out_heads_keep_their_text_and_lose_their_kb_cells(archive):
     for h, s in zip(heads, m.pair_split, strict=True):  # one source group, one split
         by.setdefault(groups.get(h, h), set()).add(int(s))
     assert all(len(v) == 1 for v in by.values())
+
+
+@pytest.mark.parametrize("init", ["uschema", "random"])
+def test_debian_recipe_extracts_relations_of_held_out_heads(archive, tmp_path, monkeypatch, init):
+    import json
+
+    from genfeat.cli import main
+    from genfeat.recipes import universal_schema as R
+
+    root, wn = archive
+    monkeypatch.setattr(R, "debian_schema", lambda seed: debian_schema(root, wn, seed=5, test_fraction=0.5,
+                                                                       valid_fraction=0.0))
+    out = tmp_path / init
+    assert main(["run", "universal_schema", "--preset", "debian", "--data.pair_init", init, "--data.vectors",
+                 str(_vectors(tmp_path)), "--model.d_model", "8", "--model.d_target", "8", "--model.n_head", "2",
+                 "--model.d_inner", "16", "--data.batch_size", "2", "--data.valid_share", "0.3",
+                 "--train.max_steps", "4", "--train.eval_every", "2", "--uschema.max_steps", "2",
+                 "--uschema.eval_every", "2", "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert {"test_re_p", "test_re_r", "test_re_f1", "valid_re_f1"} <= set(s)
+    assert ("test_ensemble_re_f1" in s) == (init == "uschema")
+    assert s["relation_extraction"]["test_gold"] == len(debian_schema(root, wn, seed=5, test_fraction=0.5,
+                                                                      valid_fraction=0.0).held_out)
+
+
+def _vectors(tmp_path):
+    path = tmp_path / "vectors.txt"
+    rng = np.random.default_rng(0)
+    path.write_text("".join(f"{w} " + " ".join(f"{x:.3f}" for x in rng.standard_normal(8)) + "\n"
+                            for w in ("plugin", "for", "development", "files", "and")))
+    return path

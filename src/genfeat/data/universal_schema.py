@@ -60,6 +60,9 @@ class SchemaMatrix:
         if self.held_out is not None and len(self.held_out) and (
                 self.row_types[self.held_out[:, 0]] != RELATION).any():
             raise DataError(f"{self.name}: a held-out cell is not a KB relation's")
+        if self.pair_split is not None and len(self.cells) and (
+                (self.row_types[self.cells[:, 0]] == RELATION) & (self.pair_split[self.cells[:, 1]] != 0)).any():
+            raise DataError(f"{self.name}: a valid / test pair has a KB cell among the training cells")
         if any(not r or min(r) < len(SPECIALS) or max(r) >= len(self.vocab) for r in self.rows):
             raise DataError(f"{self.name}: a row is empty or has a token outside the vocabulary")
 

@@ -44,7 +44,14 @@ from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
 from genfeat.errors import ConfigError
 from genfeat.models.universal_schema import UniversalSchemaConfig, build_model
 from genfeat.paradigms import copy_parameters, fit_phase, fit_task
-from genfeat.tasks.universal_schema import FacetObjective, LogisticObjective, SchemaTraining, synthetic_claims
+from genfeat.tasks.relation_extraction import RelationExtraction
+from genfeat.tasks.universal_schema import (
+    FacetObjective,
+    LogisticObjective,
+    SchemaTraining,
+    relation_scores,
+    synthetic_claims,
+)
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig, build_optimizer, lr_lambda
 from genfeat.train.record import record_fit
@@ -215,7 +222,8 @@ def run(cfg: UniversalSchemaRunConfig, run_dir: Path, resume_from: Path | None =
     if cfg.data.pair_init == "data":
         with torch.no_grad():
             model.pairs.weight.copy_(torch.from_numpy(syn.pair_init))
-    elif cfg.data.pair_init == "uschema" and mcfg.kind != "uschema":  # Algorithm 2: start from a USchema run
+    uschema = None  # the USchema phase's model (Algorithm 2), kept for the "USchema + X" ensemble
+    if cfg.data.pair_init == "uschema" and mcfg.kind != "uschema":  # Algorithm 2: start from a USchema run
         us_cfg = dataclasses.replace(cfg, model=dataclasses.replace(mcfg, kind="uschema"))
         uschema = build_model(us_cfg.model, matrix.n_rows, matrix.n_pairs).to(info.device)
         us_task = task_for(us_cfg)
@@ -232,14 +240,29 @@ def run(cfg: UniversalSchemaRunConfig, run_dir: Path, resume_from: Path | None =
                            cfg.train, run_dir, method=method(wrapped, task.objective, cfg), resume_from=resume_from,
                            desc=f"universal_schema {name}")
     notes = [matrix.summary()]
+    details: dict[str, Any] = {}
+    if matrix.pair_split is not None:  # relation extraction on the held-out heads (Table 3.5's protocol)
+        re_task = RelationExtraction(matrix)
+        sim = relation_scores(model, matrix)
+        scores |= {f"{k.split('_')[0]}_re_{k.split('_')[1]}": v for k, v in re_task.evaluate(sim).items()}
+        details["relation_extraction"] = re_task.stats()
+        if uschema is not None:  # USchema alone and "USchema + this model" (the max ensemble)
+            us_sim = relation_scores(uschema, matrix)
+            scores |= {f"{k.split('_')[0]}_uschema_re_{k.split('_')[1]}": v
+                       for k, v in re_task.evaluate(us_sim).items()}
+            scores |= {f"{k.split('_')[0]}_ensemble_re_{k.split('_')[1]}": v
+                       for k, v in re_task.ensemble(us_sim, sim).items()}
+        notes.append("re_*: relation extraction on the held-out heads, per-relation thresholds tuned on valid "
+                     "(`tasks.relation_extraction`); uschema_re_* the USchema phase alone, ensemble_re_* the max "
+                     "of both.")
     if syn is not None:
         scores |= {f"valid_{k}": v for k, v in synthetic_claims(model, syn).items()}
         notes.append("valid_u*: the spec §10.2 claims on 300 held-out probe patterns "
                      "(`tasks.universal_schema.synthetic_claims`).")
     return record_fit(run_dir, f"Universal schema, {name} on {matrix.name}", scores, fit=res, started=t0,
                       params=n_params, notes=notes,
-                      details={"model": name, "dataset": matrix.stats() | {"name": matrix.name,
-                                                                           "sha256": matrix.checksum()}})
+                      details=details | {"model": name, "dataset": matrix.stats() | {
+                          "name": matrix.name, "sha256": matrix.checksum()}})
 
 
 def load_model(run_dir: Path, cfg: UniversalSchemaRunConfig) -> tuple[torch.nn.Module, list[str]]:

@@ -161,6 +161,17 @@ def pattern_facets(model: nn.Module, vocab: list[str], texts: list[str]) -> tupl
                                             "row_ids": torch.zeros(n, dtype=torch.long)})
 
 
+@torch.no_grad()
+def relation_scores(model: nn.Module, matrix: SchemaMatrix) -> np.ndarray:
+    """(n_rows, R) every row's Eq. 3.11 score against every KB relation row (the cosine for one-facet models)."""
+    n = matrix.n_rows
+    f, m = all_row_facets(D.unwrap(model), {"input_ids": torch.from_numpy(matrix.input_ids()),
+                                            "row_types": torch.from_numpy(matrix.row_types),
+                                            "row_ids": torch.arange(n)})
+    rel = torch.from_numpy(np.flatnonzero(matrix.row_types == RELATION))
+    return sim_matrix(f, f[rel], m, None if m is None else m[rel]).double().numpy()
+
+
 def _unit(x: Tensor) -> Tensor:
     return torch.nn.functional.normalize(x, dim=-1)
 
