@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from genfeat.data.universal_schema import EOS, PAD, PATTERN, RELATION, SPECIALS, SchemaMatrix
+from genfeat.data.universal_schema import PATTERN, RELATION, SPECIALS, SchemaMatrix, left_padded
 
 
 @dataclass(frozen=True)
@@ -51,15 +51,6 @@ class SyntheticSchema:
     probe_one: np.ndarray  # (n_probes, T) of their one-relation subsets B
     probe_relations: np.ndarray  # (n_probes, 2) r1 (B's), r2
     relation_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # (R,) the KB rows, if any
-
-
-def _left_padded(rows: list[list[int]]) -> np.ndarray:
-    T = max(map(len, rows)) + 1
-    out = np.full((len(rows), T), PAD, dtype=np.int64)
-    for i, r in enumerate(rows):
-        out[i, T - len(r) - 1: -1] = r
-        out[i, -1] = EOS
-    return out
 
 
 def synthetic_schema(cfg: SyntheticSchemaConfig = SyntheticSchemaConfig()) -> SyntheticSchema:
@@ -109,6 +100,6 @@ def synthetic_schema(cfg: SyntheticSchemaConfig = SyntheticSchemaConfig()) -> Sy
         name=f"synthetic universal schema (seed {cfg.seed})", vocab=vocab, rows=rows,
         row_types=np.asarray(types, dtype=np.int64), row_names=[" ".join(vocab[t] for t in r) for r in rows],
         pair_names=[f"pair{j}" for j in range(len(pair_relation))], cells=np.asarray(cells, dtype=np.int64))
-    return SyntheticSchema(matrix, centres, pair_relation, pair_init.astype(np.float32), _left_padded(two),
-                           _left_padded(one), np.asarray(rels, dtype=np.int64),
+    return SyntheticSchema(matrix, centres, pair_relation, pair_init.astype(np.float32), left_padded(two),
+                           left_padded(one), np.asarray(rels, dtype=np.int64),
                            np.asarray(relation_rows, dtype=np.int64))

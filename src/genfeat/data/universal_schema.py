@@ -84,14 +84,7 @@ class SchemaMatrix:
 
     def input_ids(self, rows: np.ndarray | None = None) -> np.ndarray:
         """(n, T) "tokens <eos>" of the rows (all by default), left-padded with <pad>."""
-        rows = np.arange(self.n_rows) if rows is None else rows
-        T = max(len(self.rows[r]) for r in rows) + 1
-        out = np.full((len(rows), T), PAD, dtype=np.int64)
-        for i, r in enumerate(rows):
-            toks = self.rows[r]
-            out[i, T - len(toks) - 1: -1] = toks
-            out[i, -1] = EOS
-        return out
+        return left_padded([self.rows[r] for r in (range(self.n_rows) if rows is None else rows)])
 
     def instances(self, max_pairs: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(rows (n,), pairs (n, max_pairs) with -1 padding): each row's pairs in a seeded order, in chunks."""
@@ -158,7 +151,11 @@ def pattern_tokens(text: str) -> list[str]:
 def encode_patterns(texts: list[str], vocab: list[str]) -> np.ndarray:
     """(n, T) "tokens <eos>" ids of pattern texts, left-padded; unknown tokens -> <unk>."""
     index = {w: i for i, w in enumerate(vocab)}
-    rows = [[index.get(t, UNK) for t in pattern_tokens(x)] or [UNK] for x in texts]
+    return left_padded([[index.get(t, UNK) for t in pattern_tokens(x)] or [UNK] for x in texts])
+
+
+def left_padded(rows: list) -> np.ndarray:
+    """(n, T) "tokens <eos>" of token-id rows, left-padded with <pad> (the facet network's input convention)."""
     T = max(map(len, rows)) + 1
     out = np.full((len(rows), T), PAD, dtype=np.int64)
     for i, r in enumerate(rows):
