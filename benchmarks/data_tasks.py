@@ -42,7 +42,8 @@ def describe_graph(name: str, seed: int) -> dict[str, Any]:
                                "snapshot": manifest.get("fetched", "")}
 
 
-SCHEMA_SOURCES = {"news-patterns": ("bbc-news", "gensim-testdata"), "debian-schema": ("debian-packages", "wordnet")}
+SCHEMA_SOURCES = {"news-patterns": ("bbc-news", "gensim-testdata"), "debian-schema": ("debian-packages", "wordnet"),
+                  "wordnet-schema": ("wordnet",)}
 
 
 def describe_schema(name: str, seed: int) -> dict[str, Any]:
@@ -89,9 +90,10 @@ citations.json); the sha256 covers the papers' ids, the splits, the pairs and ev
 
 {chr(10).join(graph_rows(record)[1])}
 
-Universal-schema matrices (`genfeat data build news-patterns`, `debian-schema`; `--out DIR` writes schema.npz and
-schema.json); the sha256 covers the vocabulary, every row and pair name, the row types, the cells and debian-schema's
-held-out split (`SchemaMatrix.checksum`); the sources' column is the sha256 of each source's file manifest:
+Universal-schema matrices (`genfeat data build news-patterns`, `debian-schema`, `wordnet-schema`; `--out DIR`
+writes schema.npz and schema.json); the sha256 covers the vocabulary, every row and pair name, the row types, the
+cells and the held-out split (`SchemaMatrix.checksum`); the sources' column is the sha256 of each source's file
+manifest:
 
 | matrix | sources | patterns | KB relations | entity pairs | cells | tokens | sha256 |
 |---|---|---|---|---|---|---|---|

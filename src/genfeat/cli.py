@@ -397,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("names", nargs="+", help="dataset names, or `all`")
     f.add_argument("--force", action="store_true", help="fetch again even if present")
     b = dsub.add_parser("build", help="build a task from fetched sources (debian-sections, wordnet-lexnames, "
-                        "wordnet-wic, debian-citations, news-patterns, debian-schema): print its sizes and sha256, "
+                        "wordnet-wic, debian-citations, news-patterns, debian-schema, wordnet-schema): print its sizes "
+                        "and sha256, "
                         "optionally write its splits (TSV; a graph: citations.npz + citations.json; a matrix: "
                         "schema.npz + schema.json)")
     b.add_argument("task")

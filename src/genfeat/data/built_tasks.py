@@ -10,13 +10,15 @@ one graph for cold-start ranking (`GRAPHS`, `data.citations.CitationData`):
     debian-citations   Debian packages as papers, maintainers as authors, reverse dependencies as citing papers
                        (`data/debian_citations.py`)
 
-and universal-schema matrices (`SCHEMAS`, `data.universal_schema.SchemaMatrix`; the seed draws debian-schema's
-held-out heads):
+and universal-schema matrices (`SCHEMAS`, `data.universal_schema.SchemaMatrix`; the seed draws the held-out
+heads of debian-schema and wordnet-schema):
 
     news-patterns      patterns between capitalised mentions of BBC News and the Wikipedia dump, their entity
                        pairs (`data/news_patterns.py`)
     debian-schema      package pairs, the archive's relations as KB rows, description patterns, held-out heads
                        (`data/debian_schema.py`)
+    wordnet-schema     lemma pairs, WordNet's pointer types as KB rows, gloss and example patterns, held-out heads
+                       (`data/wordnet_schema.py`)
 
 `build_task(name, split_seed)` returns a `BuiltTask` (`data/built_task.py`): {"train", "valid", "test"} ->
 ((text_a, text_b | None) pairs, labels), the class names, and `checksum`, the sha256 of the splits (their order,
@@ -36,6 +38,7 @@ from genfeat.data.debian_sections import debian_sections
 from genfeat.data.news_patterns import news_patterns
 from genfeat.data.universal_schema import SchemaMatrix
 from genfeat.data.wordnet import lexname_task, wic_task
+from genfeat.data.wordnet_schema import wordnet_schema
 from genfeat.errors import ConfigError
 
 BUILDERS: dict[str, Callable[[int], BuiltTask]] = {
@@ -46,7 +49,8 @@ BUILDERS: dict[str, Callable[[int], BuiltTask]] = {
 
 GRAPHS: dict[str, Callable[[int], CitationData]] = {"debian-citations": lambda seed: debian_citations(seed=seed)}
 SCHEMAS: dict[str, Callable[[int], SchemaMatrix]] = {"news-patterns": lambda seed: news_patterns(),
-                                                     "debian-schema": lambda seed: debian_schema(seed=seed)}
+                                                     "debian-schema": lambda seed: debian_schema(seed=seed),
+                                                     "wordnet-schema": lambda seed: wordnet_schema(seed=seed)}
 
 
 def build_task(name: str, split_seed: int = 0) -> BuiltTask:

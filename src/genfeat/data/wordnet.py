@@ -5,6 +5,8 @@ Reader (the format of wndb(5WN)): each synset line of `data.{noun,verb,adj,adv}`
 
     offset lex_filenum ss_type w_cnt [word lex_id]*w_cnt p_cnt [pointer]*p_cnt [frames] | gloss
 
+with each pointer "symbol offset pos source/target" (`Synset.pointers`, `POINTERS` names the symbols)
+
 with w_cnt in hexadecimal; the gloss is a definition followed by example sentences in double quotes ("; "
 separated). Lexicographer file numbers name the synset's coarse class (lexnames(5WN); `LEXNAMES` below:
 noun.animal, verb.motion, ...). Inflected forms: the `*.exc` exception lists plus the regular suffixes.
@@ -49,6 +51,29 @@ POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
 WORDNET_DIR = "usr/share/wordnet"
 
 
+POINTERS = {  # wninput(5WN)'s pointer symbols
+    "!": "antonym", "@": "hypernym", "@i": "instance_hypernym", "~": "hyponym", "~i": "instance_hyponym",
+    "#m": "member_holonym", "#s": "substance_holonym", "#p": "part_holonym", "%m": "member_meronym",
+    "%s": "substance_meronym", "%p": "part_meronym", "=": "attribute", "+": "derivation", ";c": "domain_topic",
+    "-c": "member_of_domain_topic", ";r": "domain_region", "-r": "member_of_domain_region", ";u": "domain_usage",
+    "-u": "member_of_domain_usage", "*": "entailment", ">": "cause", "^": "also_see", "$": "verb_group",
+    "&": "similar_to", "<": "participle", "\\": "pertainym",
+}
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """One relation of a synset: `relation` (POINTERS' name) to the synset at `offset` of part of speech `pos`;
+    `source` / `target` are 1-based word numbers of a lexical pointer (between two words), 0 / 0 for a semantic
+    one (between the synsets)."""
+
+    relation: str
+    offset: int
+    pos: str
+    source: int
+    target: int
+
+
 @dataclass(frozen=True)
 class Synset:
     offset: int
@@ -57,6 +82,7 @@ class Synset:
     lemmas: tuple[str, ...]  # lower case, spaces for underscores, adjective markers removed
     definition: str
     examples: tuple[str, ...]
+    pointers: tuple[Pointer, ...] = ()
 
     @property
     def gloss(self) -> str:
@@ -90,9 +116,14 @@ def read_synsets(pos: str, root: str | Path | None = None) -> list[Synset]:
                 w_cnt = int(fields[3], 16)
                 words = fields[4: 4 + 2 * w_cnt: 2]
                 lexnum = int(fields[1])
+                at = 4 + 2 * w_cnt
+                p_cnt = int(fields[at]) if len(fields) > at else 0
+                pointers = tuple(Pointer(POINTERS.get(sym, sym), int(off), pos_, int(st[:2], 16), int(st[2:], 16))
+                                 for sym, off, pos_, st in (fields[at + 1 + 4 * i: at + 5 + 4 * i]
+                                                            for i in range(p_cnt)))
                 out.append(Synset(int(fields[0]), fields[2], LEXNAMES[lexnum],
                                   tuple(re.sub(r"\([a-z]+\)$", "", w).replace("_", " ").lower() for w in words),
-                                  *parse_gloss(gloss.strip() if bar else "")))
+                                  *parse_gloss(gloss.strip() if bar else ""), pointers=pointers))
             except (IndexError, ValueError) as e:
                 raise DataError(f"{path}:{n}: not a WordNet synset line ({e})") from None
     return out

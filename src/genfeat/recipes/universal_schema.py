@@ -41,6 +41,7 @@ from genfeat.data.news_patterns import news_patterns
 from genfeat.data.schema_synthetic import SyntheticSchema, SyntheticSchemaConfig, synthetic_schema
 from genfeat.data.universal_schema import SPECIALS, SchemaMatrix
 from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
+from genfeat.data.wordnet_schema import wordnet_schema
 from genfeat.errors import ConfigError
 from genfeat.models.universal_schema import UniversalSchemaConfig, build_model
 from genfeat.paradigms import copy_parameters, fit_phase, fit_task
@@ -65,7 +66,8 @@ VOCAB = "schema_vocab.json"  # the run's tokens, for scoring new patterns (`genf
 @dataclass(frozen=True)
 class SchemaDataConfig:
     source: str = "synthetic"  # synthetic (spec §10.1) | news (`data.news_patterns` over `corpus`) | debian
-    #                            (`data.debian_schema`: KB rows, held-out heads drawn by `split_seed`)
+    #                            (`data.debian_schema`) | wordnet (`data.wordnet_schema`): KB rows, held-out heads
+    #                            drawn by `split_seed`
     split_seed: int = 0
     synthetic: SyntheticSchemaConfig = field(default_factory=SyntheticSchemaConfig)
     synthetic_vectors: int = 16  # synthetic: the width of the random word vectors Ω reads (with gamma > 0)
@@ -79,8 +81,8 @@ class SchemaDataConfig:
     pair_init: str = "data"  # data (the synthetic generator's USchema-like start) | uschema | random
 
     def __post_init__(self) -> None:
-        if self.source not in ("synthetic", "news", "debian"):
-            raise ConfigError(f"data.source must be synthetic, news or debian, got {self.source!r}")
+        if self.source not in ("synthetic", "news", "debian", "wordnet"):
+            raise ConfigError(f"data.source must be synthetic, news, debian or wordnet, got {self.source!r}")
         if self.pair_init not in PAIR_INITS:
             raise ConfigError(f"data.pair_init must be one of {', '.join(PAIR_INITS)}, got {self.pair_init!r}")
         if self.pair_init == "data" and self.source != "synthetic":
@@ -148,7 +150,13 @@ def debian() -> UniversalSchemaRunConfig:
     return dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, source="debian"))
 
 
-PRESETS = {"tiny": tiny, "news": news, "debian": debian}
+def wordnet() -> UniversalSchemaRunConfig:
+    """`debian` on the WordNet matrix (`data.wordnet_schema`: 26 pointer types as KB rows)."""
+    cfg = debian()
+    return dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, source="wordnet"))
+
+
+PRESETS = {"tiny": tiny, "news": news, "debian": debian, "wordnet": wordnet}
 
 
 def objective(cfg: UniversalSchemaRunConfig, n_pairs: int, seed: int) -> FacetObjective:
@@ -182,7 +190,8 @@ def load_data(cfg: UniversalSchemaRunConfig) -> tuple[SchemaMatrix, SyntheticSch
         vecs = rng.standard_normal((len(syn.matrix.vocab), cfg.data.synthetic_vectors)) if cfg.gamma else None
         return syn.matrix, syn, vecs
     matrix = news_patterns(cfg.data.corpus, cfg.data.min_pairs) if cfg.data.source == "news" else \
-        debian_schema(seed=cfg.data.split_seed)
+        debian_schema(seed=cfg.data.split_seed) if cfg.data.source == "debian" else \
+        wordnet_schema(seed=cfg.data.split_seed)
     words, vecs = load_glove() if cfg.data.vectors == "glove-6b-50d" else \
         read_word_vectors(cfg.data.vectors, vocab=set(matrix.vocab))
     table, found = vocab_table(matrix.vocab, words, vecs)
