@@ -4,10 +4,19 @@ multi-facet-universal-schema.md).
     genfeat run universal_schema --preset tiny                                 # spec §10 synthetic, about a minute
     genfeat run universal_schema --preset tiny --model.k 1 --model.k_rel 1     # the single-facet ablation
     genfeat run universal_schema --preset tiny --model.kind uschema            # or cuschema
+    genfeat data fetch bbc-news gensim-testdata glove-6b-50d
+    genfeat run universal_schema --preset news                                 # the entailment model (Table 3.7)
+    genfeat eval entailment RUN --pairs RE_entailment_labels_val.tsv [--compare RUN2 ...]
+    genfeat data fetch debian-packages wordnet     # after `apt-get update -o Acquire::Languages=en`
+    genfeat run universal_schema --preset debian                               # relation extraction (Table 3.5)
+    genfeat run universal_schema --preset wordnet
 
-    data -> task    a `data.universal_schema.SchemaMatrix` (the spec §10.1 generator, `data.schema_synthetic`);
+    data -> task    a `data.universal_schema.SchemaMatrix`: the spec §10.1 generator (`data.schema_synthetic`),
+                    news patterns (`data.news_patterns`), the Debian archive (`data.debian_schema`) or WordNet
+                    (`data.wordnet_schema`), the last two with KB rows and held-out heads;
                     `tasks.universal_schema.SchemaTraining`: instances of at most 5 pairs of one row, 5 % held out
-                    for the validation loss
+                    for the validation loss; relation extraction on the held-out heads
+                    (`tasks.relation_extraction`) and the synthetic claims are evaluated after training
     network         `models.universal_schema`: `model.kind` multi_facet (the facet network, K pattern facets and
                     K_rel relation facets, `model.encoder` transformer | lstm | bow), uschema or cuschema; the
                     entity-pair table starts from the data's USchema-like vectors (`data.pair_init=data`), from a
@@ -20,6 +29,12 @@ multi-facet-universal-schema.md).
 The synthetic presets are the spec's §10 reference: a bag-of-words encoder (64 wide) and linear facet heads into
 R^16, Adam 3e-3 for everything, batch 64, 1,500 steps, exact η / k_best (Eq. 3.8), no Ω; the summary holds the
 §10.2 claims U1-U4 (`tasks.universal_schema.synthetic_claims`).
+
+Deviations on real data (the presets' docstrings): GloVe 6B 50d instead of 840B 300d (not offline), so the network
+is 50 wide and 2 + 2 layers instead of 300 and 3 + 3; Adam 1e-3 for 3,000 steps instead of 1e-4 for 50 epochs;
+p(w) of Ω counted on the matrix's rows; Ω in the reference code's form (normalised targets, the clipped-η
+distance); USchema's width = the pair table's (the thesis does not give it). A run keeps `schema_vocab.json` (its
+tokens) for `genfeat eval entailment`.
 """
 
 from __future__ import annotations
