@@ -19,7 +19,9 @@ Batch keys: input_ids (B, T) left-padded "tokens <eos>", row_types (B,) 0 = patt
 (B,), pair_ids (B, N), pair_mask (B, N), and optionally random_pair_ids (B, N), sif (B, d_word) (Eq. B.2's
 s^aw of each row).
 Deviations: the entity-pair width and USchema's training are not in the thesis (the reference reads them from an
-embedding file): here both are `d_target`, USchema trained by the recipe's first phase.
+embedding file): here both are `d_target`, USchema trained by the recipe's first phase. CUSchema trains with
+USchema's logistic loss (Verga et al.'s own loss and hyper-parameter search are not reproduced), its LSTM as
+`models.facets.encoders.LSTMEncoder` (hidden = d_model per direction; the reference's multi-facet LSTM: 100).
 """
 
 from __future__ import annotations
