@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import mean_std, result_args
+from benchmarks.common import mean_std, reading, result_args
 from benchmarks.sweep import Job, sweep_page
 from genfeat.data.re_entailment import read_entailment_pairs
 from genfeat.recipes import universal_schema as R
@@ -200,6 +200,8 @@ resident memory of training on the largest builder (news): {res['memory']['peak_
 Reading: Ours K = 5 micro direction accuracy {mean_std(k5, 1, scale=100)} (thesis 63.1; K = 1 and CUSchema are 50
 by construction); AP@all Ours {mean_std(k5_ap, 1, scale=100)} against CUSchema {mean_std(cu_ap, 1, scale=100)}
 (thesis 37.8 against 31.2).
+
+{reading(NAME)}
 """
 
 
