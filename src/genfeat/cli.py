@@ -352,9 +352,10 @@ def cmd_eval_entailment(args: argparse.Namespace) -> int:
         return 0
     st = task.stats()
     print(f"{args.pairs}: {len(pairs)} pairs ({st['>']} >, {st['<']} <, {st[':']} :, {st['N']} N)")
-    print(f"{'method':<48} {'AP@all':>7} {'micro':>7} {'macro':>7} {'AP (no labels)':>15}")
+    w = max(map(len, rows))
+    print(f"{'method':<{w}} {'AP@all':>7} {'micro':>7} {'macro':>7} {'AP (no labels)':>15}")
     for name, r in rows.items():
-        print(f"{name:<48} {100 * r['ap']:7.1f} {100 * r['micro']:7.1f} {100 * r['macro']:7.1f} "
+        print(f"{name:<{w}} {100 * r['ap']:7.1f} {100 * r['micro']:7.1f} {100 * r['macro']:7.1f} "
               f"{100 * r['ap_label_free']:15.1f}")
     return 0
 
