@@ -24,7 +24,7 @@ from typing import Any
 from benchmarks.common import mean_std, reading, result_args
 from benchmarks.sweep import Job, sweep_page
 from genfeat.data.re_entailment import read_entailment_pairs
-from genfeat.recipes import universal_schema as R
+from genfeat.models.universal_schema import load_run
 from genfeat.registry import RECIPES
 from genfeat.tasks.pattern_entailment import PatternEntailment
 from genfeat.tasks.universal_schema import pattern_facets
@@ -94,13 +94,7 @@ def entailment(runs: list[dict[str, Any]], root: Path) -> dict[str, Any]:
     for r in runs:
         if r["data"] != "news":
             continue
-        run_dir = root / f"news-{r['row']}-seed{r['seed']}"
-        cfg = RECIPES[NAME].config_cls  # the run's own config, as the CLI reads it
-        from genfeat.config import from_dict
-        from genfeat.runner import saved_run
-
-        cfg = from_dict(cfg, saved_run(run_dir)["config"])
-        model, vocab = R.load_model(run_dir, cfg)
+        model, vocab, _ = load_run(root / f"news-{r['row']}-seed{r['seed']}")
         t0 = time.perf_counter()
         res = task.evaluate(pattern_facets(model, vocab, [p.original for p in pairs]),
                             pattern_facets(model, vocab, [p.replaced for p in pairs]))

@@ -326,8 +326,7 @@ def cmd_eval_entailment(args: argparse.Namespace) -> int:
     """Table 3.7 on a labelled pattern-pair file: AP@all and the micro / macro direction accuracies of each run,
     with the Random and Freq Diff baselines."""
     from genfeat.data.re_entailment import read_entailment_pairs
-    from genfeat.recipes import universal_schema as R
-    from genfeat.runner import saved_run
+    from genfeat.models.universal_schema import load_run
     from genfeat.tasks.pattern_entailment import PatternEntailment
     from genfeat.tasks.universal_schema import pattern_facets
 
@@ -335,15 +334,9 @@ def cmd_eval_entailment(args: argparse.Namespace) -> int:
     task = PatternEntailment(pairs)
     rows = {"Random": task.random(), "Freq Diff": task.freq_diff()}
     for run_dir in [args.run_dir, *args.compare]:
-        saved = saved_run(run_dir)
-        if saved.get("recipe") != "universal_schema":
-            raise ConfigError(f"{run_dir} is a {saved.get('recipe')!r} run, not a universal_schema run")
-        cfg = from_dict(R.UniversalSchemaRunConfig, saved["config"])
-        model, vocab = R.load_model(Path(run_dir), cfg)
+        model, vocab, m = load_run(run_dir)
         if not model.scores_new_rows:
-            raise ConfigError(f"{run_dir}: a {cfg.model.kind} model cannot embed new patterns")
-
-        m = cfg.model
+            raise ConfigError(f"{run_dir}: a {m.kind} model cannot embed new patterns")
         name = f"{m.kind} K={m.k}" + (f" {m.encoder}" if m.kind == "multi_facet" else "") + f" ({run_dir})"
         rows[name] = task.evaluate(pattern_facets(model, vocab, [p.original for p in pairs]),
                                    pattern_facets(model, vocab, [p.replaced for p in pairs]))

@@ -58,7 +58,7 @@ from genfeat.data.universal_schema import SPECIALS, SchemaMatrix
 from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
 from genfeat.data.wordnet_schema import wordnet_schema
 from genfeat.errors import ConfigError
-from genfeat.models.universal_schema import UniversalSchemaConfig, build_model
+from genfeat.models.universal_schema import VOCAB, UniversalSchemaConfig, build_model
 from genfeat.paradigms import copy_parameters, fit_phase, fit_task
 from genfeat.tasks.relation_extraction import RelationExtraction
 from genfeat.tasks.universal_schema import (
@@ -75,7 +75,6 @@ from genfeat.train.seed import seed_everything
 from genfeat.train.step import SharedLoss
 
 PAIR_INITS = ("data", "uschema", "random")
-VOCAB = "schema_vocab.json"  # the run's tokens, for scoring new patterns (`genfeat eval entailment`)
 
 
 @dataclass(frozen=True)
@@ -287,21 +286,3 @@ def run(cfg: UniversalSchemaRunConfig, run_dir: Path, resume_from: Path | None =
                       params=n_params, notes=notes,
                       details=details | {"model": name, "dataset": matrix.stats() | {
                           "name": matrix.name, "sha256": matrix.checksum()}})
-
-
-def load_model(run_dir: Path, cfg: UniversalSchemaRunConfig) -> tuple[torch.nn.Module, list[str]]:
-    """A finished run's model (eval mode, CPU) and its token vocabulary."""
-    from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
-
-    path = Path(run_dir) / VOCAB
-    if not path.is_file():
-        raise ConfigError(f"{run_dir} has no {VOCAB} (a universal_schema run writes it when it starts)")
-    vocab = json.loads(path.read_text())["vocab"]
-    weights = load_weights(Path(run_dir) / WEIGHTS)
-    n_pairs, n_rows = weights["pairs.weight"].shape[0], weights.get("rows.weight", weights["pairs.weight"]).shape[0]
-    d_word = weights["H.weight"].shape[1] if "H.weight" in weights else 0
-    max_len = weights["net.encoder.pos.weight"].shape[0] if "net.encoder.pos.weight" in weights else cfg.model.max_len
-    mcfg = dataclasses.replace(cfg.model, vocab_size=len(vocab), max_len=max_len)
-    model = build_model(mcfg, n_rows, n_pairs, d_word)
-    load_model_weights(model, Path(run_dir) / WEIGHTS)
-    return model.eval(), vocab

@@ -1,6 +1,7 @@
 """Multi-facet universal schema and its baselines (thesis C §3.3)."""
 
 from genfeat.models.universal_schema.config import UniversalSchemaConfig
+from genfeat.models.universal_schema.inference import VOCAB, load_run
 from genfeat.models.universal_schema.model import (
     CompositionalSchema,
     MultiFacetSchema,
@@ -10,5 +11,5 @@ from genfeat.models.universal_schema.model import (
     build_model,
 )
 
-__all__ = ["CompositionalSchema", "MultiFacetSchema", "RowOutput", "USchema", "UniversalSchemaConfig",
-           "all_row_facets", "build_model"]
+__all__ = ["VOCAB", "CompositionalSchema", "MultiFacetSchema", "RowOutput", "USchema", "UniversalSchemaConfig",
+           "all_row_facets", "build_model", "load_run"]
