@@ -7,6 +7,9 @@ a co-occurrence matrix's instances, validate on held-out instances, and score ro
                 `MultiFacetSchema`; `LogisticObjective`: USchema / CUSchema's binary cross-entropy with one random
                 entity pair per observed one
     probes      `synthetic_claims`: the spec §10.2 claims U1-U5 of a model on `data.schema_synthetic`'s probes
+    scoring     `pattern_facets`: any model's facets of new pattern texts (entailment, `tasks.pattern_entailment`);
+                `relation_scores`: every row against every KB relation row (relation extraction,
+                `tasks.relation_extraction`)
 
 Batch rows: input_ids (n, T) left-padded, row_types (n,), row_ids (n,), pair_ids / pair_mask / pair_counts (n, N),
 sif (n, d_word) when given. A loss's count is the batch's real (row, pair) positives ("pairs").
