@@ -16,11 +16,14 @@ from genfeat.losses.universal_schema import (
 )
 from genfeat.models.universal_schema import MultiFacetSchema, UniversalSchemaConfig
 
-torch.set_default_dtype(torch.float64)
-
-
-def teardown_module():
-    torch.set_default_dtype(torch.float32)
+@pytest.fixture(autouse=True)
+def _float64():
+    """Exact comparisons in float64, for this module's tests only (never at import: collection would change the
+    default for the whole session)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(before)
 
 
 def _grid_distance(s: np.ndarray, e: np.ndarray) -> tuple[float, float]:
