@@ -101,7 +101,10 @@ ALG2 = ["universal_schema", "--preset", "tiny", "--data.pair_init", "uschema", "
 def test_algorithm_2_starts_the_pair_table_from_the_uschema_phase(tmp_path):
     out = tmp_path / "r"
     assert main(["run", *ALG2, "--train.max_steps", "2", "--train.eval_every", "1", "--optim.pair_lr", "1e-9",
-                 "--out", str(out)]) == 0  # the pair table all but frozen in the multi-facet phase
+                 "--uschema.lr", "0.02", "--out", str(out)]) == 0  # the pair table all but frozen in the second phase
+    from genfeat.train.logging import read_metrics
+
+    assert [r["lr"] for r in read_metrics(out / "phases" / "uschema") if "lr" in r][0] == 0.02  # the phase's own
     start, end = (load_weights(out / p)["pairs.weight"] for p in ("phases/uschema/model.safetensors",
                                                                     "model.safetensors"))
     assert (start - end).abs().max() < 1e-6 and start.std() > 0.05

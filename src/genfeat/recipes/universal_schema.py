@@ -154,7 +154,7 @@ def news() -> UniversalSchemaRunConfig:
     return UniversalSchemaRunConfig(
         data=SchemaDataConfig(source="news", batch_size=200, pair_init="uschema"), model=model, gamma=0.2,
         optim=SchemaOptimConfig(pair_optimizer="sgd"), train=train,
-        uschema=train_config(max_steps=3000, lr=1e-2, eval_every=500, plateau_factor=0.25))
+        uschema=train_config(max_steps=3000, lr=1e-3, eval_every=500, plateau_factor=0.25))
 
 
 def debian() -> UniversalSchemaRunConfig:
@@ -180,18 +180,19 @@ def objective(cfg: UniversalSchemaRunConfig, n_pairs: int, seed: int) -> FacetOb
     return LogisticObjective(n_pairs, seed, groups)
 
 
-def method(model: torch.nn.Module, objective: FacetObjective, cfg: UniversalSchemaRunConfig) -> SharedLoss:
-    """AdamW over the network (cfg.train's schedule) and, with optim.pair_optimizer=sgd, SGD over the pair table
-    (and H): one forward and backward a step."""
+def method(model: torch.nn.Module, objective: FacetObjective, optim: SchemaOptimConfig, train: TrainConfig
+           ) -> SharedLoss:
+    """AdamW over the network (`train`'s rate and schedule) and, with optim.pair_optimizer=sgd, SGD over the pair
+    table (and H): one forward and backward a step."""
     net = D.unwrap(model)
-    if cfg.optim.pair_optimizer == "adam":
-        return SharedLoss(objective, {"model": build_optimizer(model, cfg.train)}, {"model": lr_lambda(cfg.train)})
+    if optim.pair_optimizer == "adam":
+        return SharedLoss(objective, {"model": build_optimizer(model, train)}, {"model": lr_lambda(train)})
     own = [net.pairs.weight] + ([net.H.weight] if getattr(net, "H", None) is not None else [])
-    opts = {"model": build_optimizer(model, cfg.train, exclude=own),
-            "pairs": torch.optim.SGD([net.pairs.weight], lr=cfg.optim.pair_lr)}
+    opts = {"model": build_optimizer(model, train, exclude=own),
+            "pairs": torch.optim.SGD([net.pairs.weight], lr=optim.pair_lr)}
     if len(own) > 1:
-        opts["H"] = torch.optim.SGD([net.H.weight], lr=cfg.optim.h_lr)
-    return SharedLoss(objective, opts, {"model": lr_lambda(cfg.train)})
+        opts["H"] = torch.optim.SGD([net.H.weight], lr=optim.h_lr)
+    return SharedLoss(objective, opts, {"model": lr_lambda(train)})
 
 
 def load_data(cfg: UniversalSchemaRunConfig) -> tuple[SchemaMatrix, SyntheticSchema | None, np.ndarray | None]:
@@ -252,7 +253,7 @@ def run(cfg: UniversalSchemaRunConfig, run_dir: Path, resume_from: Path | None =
         us_task = task_for(us_cfg)
         us_batches = us_task.batches(cfg.data.batch_size, cfg.seed, info.rank, info.world_size)
         fit_phase("uschema", D.wrap(uschema, info), us_task, us_batches, cfg.uschema, run_dir,
-                  method=method(uschema, us_task.objective, us_cfg))
+                  method=method(uschema, us_task.objective, cfg.optim, cfg.uschema))
         copy_parameters(model, uschema, ["pairs.weight"])
     if info.is_main:
         atomic_write_text(Path(run_dir) / VOCAB, json.dumps({"vocab": matrix.vocab}) + "\n")
@@ -260,7 +261,8 @@ def run(cfg: UniversalSchemaRunConfig, run_dir: Path, resume_from: Path | None =
     wrapped = D.wrap(model, info)
     name = f"{mcfg.kind} K={mcfg.k} K_rel={mcfg.k_rel} {mcfg.encoder}"
     res, scores = fit_task(wrapped, task, task.batches(cfg.data.batch_size, cfg.seed, info.rank, info.world_size),
-                           cfg.train, run_dir, method=method(wrapped, task.objective, cfg), resume_from=resume_from,
+                           cfg.train, run_dir, method=method(wrapped, task.objective, cfg.optim, cfg.train),
+                           resume_from=resume_from,
                            desc=f"universal_schema {name}")
     notes = [matrix.summary()]
     details: dict[str, Any] = {}
