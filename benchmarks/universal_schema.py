@@ -127,9 +127,9 @@ def markdown(record: dict[str, Any]) -> str:
     def syn(row: str, key: str, digits: int = 3) -> str:
         return mean_std([r[key] for r in runs if r["data"] == "synthetic" and r["row"] == row], digits)
 
-    def ent_cell(row: str, key: str) -> str:
-        return mean_std([ent["runs"][f"{row}-seed{s}"][key] for s in seeds if f"{row}-seed{s}" in ent["runs"]], 1,
-                        scale=100)
+    def ent_cell(row: str, key: str, scale: float = 100, digits: int = 1) -> str:
+        return mean_std([ent["runs"][f"{row}-seed{s}"][key] for s in seeds if f"{row}-seed{s}" in ent["runs"]],
+                        digits, scale=scale)
 
     def per_s(row: str) -> str:
         rs = [r for r in runs if r["data"] == "news" and r["row"] == row]
@@ -209,7 +209,7 @@ both scores.
 
 Training throughput on the news matrix (instances / s; two training workers shared the 2 cores, one torch thread
 each): Ours {per_s('k5')}, Single {per_s('k1')}, CUSchema {per_s('cuschema')}; scoring the 285 pairs, alone on the
-machine: {ent_cell('k5', 'ms_per_pair')} ms per pattern pair (both patterns encoded, both directions), Ours. Peak
+machine: {ent_cell('k5', 'ms_per_pair', 1, 2)} ms per pattern pair (both patterns encoded, both directions), Ours. Peak
 resident memory of training on the largest builder (news): {res['memory']['peak_rss_mib']:,.0f} MiB
 (`{res['memory']['command']}`), against the reference code's ≥ 40 GB.
 
