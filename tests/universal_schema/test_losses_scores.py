@@ -16,6 +16,7 @@ from genfeat.losses.universal_schema import (
 )
 from genfeat.models.universal_schema import MultiFacetSchema, UniversalSchemaConfig
 
+
 @pytest.fixture(autouse=True)
 def _float64():
     """Exact comparisons in float64, for this module's tests only (never at import: collection would change the

@@ -29,14 +29,12 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
 from genfeat.data.debian_citations import _DUMMY, dependency_names
 from genfeat.data.debian_sections import described_packages, description_parts
 from genfeat.data.sentence_split import split_sentences
 from genfeat.data.sources import require
 from genfeat.data.stop_words import stop_list
-from genfeat.data.universal_schema import PATTERN, RELATION, SPECIALS, SchemaMatrix
+from genfeat.data.universal_schema import SchemaMatrix, held_out_split, kb_matrix
 
 TOKEN = re.compile(r"[a-z0-9][a-z0-9+.-]*[a-z0-9+]|[a-z0-9]|[^\sa-z0-9]")
 FIELDS = {"depends": ("Depends", "Pre-Depends"), "recommends": ("Recommends",), "suggests": ("Suggests",),
@@ -85,10 +83,6 @@ def debian_schema(root: str | Path | None = None, wordnet_root: str | Path | Non
                 for b in at[x + 1:]:
                     if b - a >= 2 and b - a + 1 <= max_tokens and toks[a] != toks[b]:
                         pairs_of["$ARG1 " + " ".join(toks[a + 1: b]) + " $ARG2"].add((toks[a], toks[b]))
-    patterns = sorted(pairs_of)
-    pair_names = sorted({pq for ps in pairs_of.values() for pq in ps})
-    pair_id = {pq: j for j, pq in enumerate(pair_names)}
-
     kb: dict[tuple[str, str], set[str]] = defaultdict(set)
     source = {n: described[n][0].get("Source", n).split(" ", 1)[0] for n in names}
     by_source: dict[str, list[str]] = defaultdict(list)
@@ -106,25 +100,6 @@ def debian_schema(root: str | Path | None = None, wordnet_root: str | Path | Non
                 if a != b:
                     kb[a, b].add("debian:same-source")
 
-    groups = sorted(by_source)
-    rng = np.random.default_rng(seed)
-    order = [groups[i] for i in rng.permutation(len(groups))]
-    n_test, n_valid = round(test_fraction * len(groups)), round(valid_fraction * len(groups))
-    group_split = {g: 2 if i < n_test else 1 if i < n_test + n_valid else 0 for i, g in enumerate(order)}
-    pair_split = np.array([group_split[source[p]] if p in source else 0 for p, _ in pair_names], dtype=np.int8)
-
-    words = sorted({w for pat in patterns for w in pat.split()})
-    vocab = [*SPECIALS, *words, *RELATIONS]
-    tok = {w: i for i, w in enumerate(vocab)}
-    rel_row = {r: len(patterns) + i for i, r in enumerate(RELATIONS)}
-    cells = [(r, pair_id[pq]) for r, pat in enumerate(patterns) for pq in pairs_of[pat]]
-    kb_cells = [(rel_row[rel], j) for j, pq in enumerate(pair_names) for rel in sorted(kb.get(pq, ()))]
-    train_kb = [c for c in kb_cells if pair_split[c[1]] == 0]
-    held = np.asarray(sorted(c for c in kb_cells if pair_split[c[1]] != 0), dtype=np.int64).reshape(-1, 2)
-    return SchemaMatrix(
-        name="debian-schema", vocab=vocab, rows=[tuple(tok[w] for w in p.split()) for p in patterns] +
-        [(tok[r],) for r in RELATIONS],
-        row_types=np.array([PATTERN] * len(patterns) + [RELATION] * len(RELATIONS), dtype=np.int64),
-        row_names=patterns + RELATIONS, pair_names=[f"{p}\t{q}" for p, q in pair_names],
-        cells=np.asarray(sorted(cells + train_kb), dtype=np.int64).reshape(-1, 2), pair_split=pair_split,
-        held_out=held)
+    group_split = held_out_split(list(by_source), test_fraction, valid_fraction, seed)
+    pairs = {pq for ps in pairs_of.values() for pq in ps}
+    return kb_matrix("debian-schema", pairs_of, kb, RELATIONS, {(p, q): group_split[source[p]] for p, q in pairs})

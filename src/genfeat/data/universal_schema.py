@@ -169,3 +169,36 @@ def split_instances(n: int, valid_share: float, seed: int) -> tuple[np.ndarray, 
     perm = np.random.default_rng(seed).permutation(n)
     k = max(1, round(n * valid_share)) if valid_share > 0 else 0
     return np.sort(perm[k:]), np.sort(perm[:k])
+
+
+def held_out_split(keys: list[str], test_fraction: float, valid_fraction: float, seed: int) -> dict[str, int]:
+    """{key: 0 train / 1 valid / 2 test}: a seeded draw of `test_fraction` and `valid_fraction` of the sorted keys
+    (held-out heads, or their groups)."""
+    keys = sorted(keys)
+    order = [keys[i] for i in np.random.default_rng(seed).permutation(len(keys))]
+    n_test, n_valid = round(test_fraction * len(keys)), round(valid_fraction * len(keys))
+    return {k: 2 if i < n_test else 1 if i < n_test + n_valid else 0 for i, k in enumerate(order)}
+
+
+def kb_matrix(name: str, pairs_of: dict[str, set[tuple[str, str]]], kb: dict[tuple[str, str], set[str]],
+              relations: list[str], pair_split: dict[tuple[str, str], int]) -> SchemaMatrix:
+    """A matrix with KB rows from text and a KB: rows = the patterns of `pairs_of` (pattern -> its entity pairs,
+    sorted) then `relations`; columns = the pairs of the patterns; a KB cell for each relation of a pair in `kb`,
+    kept out of training (`held_out`) when `pair_split` puts the pair in valid / test."""
+    patterns = sorted(pairs_of)
+    pairs = sorted({pq for ps in pairs_of.values() for pq in ps})
+    pair_id = {pq: j for j, pq in enumerate(pairs)}
+    split = np.array([pair_split[pq] for pq in pairs], dtype=np.int8)
+    vocab = [*SPECIALS, *sorted({w for p in patterns for w in p.split()}), *relations]
+    tok = {w: i for i, w in enumerate(vocab)}
+    rel_row = {r: len(patterns) + i for i, r in enumerate(relations)}
+    text = [(r, pair_id[pq]) for r, p in enumerate(patterns) for pq in pairs_of[p]]
+    facts = [(rel_row[rel], j) for j, pq in enumerate(pairs) for rel in sorted(kb.get(pq, ()))]
+    return SchemaMatrix(
+        name=name, vocab=vocab, rows=[tuple(tok[w] for w in p.split()) for p in patterns] +
+        [(tok[r],) for r in relations],
+        row_types=np.array([PATTERN] * len(patterns) + [RELATION] * len(relations), dtype=np.int64),
+        row_names=patterns + relations, pair_names=[f"{a}\t{b}" for a, b in pairs],
+        cells=np.asarray(sorted(text + [c for c in facts if split[c[1]] == 0]), dtype=np.int64).reshape(-1, 2),
+        pair_split=split,
+        held_out=np.asarray(sorted(c for c in facts if split[c[1]] != 0), dtype=np.int64).reshape(-1, 2))

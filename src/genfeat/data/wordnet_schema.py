@@ -24,10 +24,8 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
 from genfeat.data.stop_words import stop_list
-from genfeat.data.universal_schema import PATTERN, RELATION, SPECIALS, SchemaMatrix
+from genfeat.data.universal_schema import SchemaMatrix, held_out_split, kb_matrix
 from genfeat.data.wordnet import POINTERS, POS_FILES, Synset, exceptions, inflections, read_synsets
 
 TOKEN = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*|[^\sa-z0-9]")
@@ -84,27 +82,7 @@ def wordnet_schema(root: str | Path | None = None, seed: int = 0, max_tokens: in
                 for j, other in at_other:
                     add(toks, min(i, j), max(i, j), *((lem, other) if i < j else (other, lem)))
 
-    patterns = sorted(p for p, ps in pairs_of.items() if len(ps) >= min_pairs)
-    pair_names = sorted({pq for p in patterns for pq in pairs_of[p]})
-    pair_id = {pq: j for j, pq in enumerate(pair_names)}
-    heads = sorted({a for a, _ in pair_names})
-    rng = np.random.default_rng(seed)
-    order = [heads[i] for i in rng.permutation(len(heads))]
-    n_test, n_valid = round(test_fraction * len(heads)), round(valid_fraction * len(heads))
-    head_split = {h: 2 if i < n_test else 1 if i < n_test + n_valid else 0 for i, h in enumerate(order)}
-    pair_split = np.array([head_split[a] for a, _ in pair_names], dtype=np.int8)
-
-    words = sorted({w for p in patterns for w in p.split()})
-    vocab = [*SPECIALS, *words, *RELATIONS]
-    tok = {w: i for i, w in enumerate(vocab)}
-    rel_row = {r: len(patterns) + i for i, r in enumerate(RELATIONS)}
-    cells = [(r, pair_id[pq]) for r, p in enumerate(patterns) for pq in pairs_of[p]]
-    kb_cells = [(rel_row[rel], j) for j, pq in enumerate(pair_names) for rel in sorted(kb.get(pq, ()))]
-    held = np.asarray(sorted(c for c in kb_cells if pair_split[c[1]] != 0), dtype=np.int64).reshape(-1, 2)
-    return SchemaMatrix(
-        name="wordnet-schema", vocab=vocab,
-        rows=[tuple(tok[w] for w in p.split()) for p in patterns] + [(tok[r],) for r in RELATIONS],
-        row_types=np.array([PATTERN] * len(patterns) + [RELATION] * len(RELATIONS), dtype=np.int64),
-        row_names=patterns + RELATIONS, pair_names=[f"{a}\t{b}" for a, b in pair_names],
-        cells=np.asarray(sorted(cells + [c for c in kb_cells if pair_split[c[1]] == 0]),
-                         dtype=np.int64).reshape(-1, 2), pair_split=pair_split, held_out=held)
+    kept = {p: ps for p, ps in pairs_of.items() if len(ps) >= min_pairs}
+    pairs = {pq for ps in kept.values() for pq in ps}
+    head_split = held_out_split(list({a for a, _ in pairs}), test_fraction, valid_fraction, seed)
+    return kb_matrix("wordnet-schema", kept, kb, RELATIONS, {pq: head_split[pq[0]] for pq in pairs})
