@@ -71,7 +71,7 @@ def test_max_cos_assignment_differs_only_where_eta_clips():
     assert pair_distance(facets, e).item() == pytest.approx(1 - 0.9 ** 2 / 1.17)  # the thesis's by default
     w = torch.ones(1, 1)
     _, parts = universal_schema_loss(facets.repeat(2, 1, 1), None, torch.cat([e, -e]), torch.ones(2, 1, dtype=bool),
-                                    w.repeat(2, 1), negatives=torch.tensor([1, 0]))
+                                    w.repeat(2, 1), torch.tensor([1, 0]))
     assert parts["d_pos"] == pytest.approx((1 - 0.9 ** 2 / 1.17 + 1.0) / 2)  # e: min_dist's facet; -e: D = 1
 
 

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from genfeat.losses.nnsc import mean_error, nnsc_coefficients, reconstruction_error, rotation
+from genfeat.losses.nnsc import nnsc_coefficients, nnsc_loss, reconstruction_error
 
 
 def pair_distance(facets: Tensor, pairs: Tensor, facet_mask: Tensor | None = None, assign: str = "min_dist"
@@ -54,20 +54,14 @@ def inverse_count_weights(counts: Tensor, mask: Tensor) -> Tensor:
 
 
 def universal_schema_loss(facets: Tensor, facet_mask: Tensor | None, pairs: Tensor, pair_mask: Tensor,
-                          weights: Tensor, generator: torch.Generator | None = None, assign: str = "min_dist",
-                          negatives: Tensor | None = None) -> tuple[Tensor, dict[str, float]]:
-    """Eq. 3.9 (module docstring): -> (loss, {"d_pos", "d_neg"}). `negatives` (B,): the instance whose pairs are
-    each instance's negatives (default: a random rotation of the batch drawn from `generator`)."""
-    idx = rotation(facets.size(0), generator).to(facets.device) if negatives is None else negatives
-    Fm, W = facets.transpose(1, 2), F.normalize(pairs, dim=-1).transpose(1, 2)  # (B, d, K), (B, d, N)
-    if facet_mask is not None:
-        Fm = Fm * facet_mask[:, None, :].to(Fm.dtype)
-    solve = dict(facet_mask=facet_mask, assign=assign)
-    W_neg, mask_neg, w_neg = W[idx], pair_mask[idx], weights[idx]
-    M = nnsc_coefficients(Fm, W, 0.0, "kmeans", pair_mask, **solve)
-    M_neg = nnsc_coefficients(Fm, W_neg, 0.0, "kmeans", mask_neg, **solve)
-    pos, neg = mean_error(Fm, M, W, pair_mask, weights), mean_error(Fm, M_neg, W_neg, mask_neg, w_neg)
-    return (pos - neg).mean(), {"d_pos": float(pos.detach().mean()), "d_neg": float(neg.detach().mean())}
+                          weights: Tensor, negatives: Tensor, assign: str = "min_dist"
+                          ) -> tuple[Tensor, dict[str, float]]:
+    """Eq. 3.9 (module docstring), `losses.nnsc.nnsc_loss` with the k-means E-step and no λ: -> (loss, {"d_pos",
+    "d_neg"}). `negatives` (B,): the instance whose pairs are each instance's negatives (`nnsc.rotation`)."""
+    W = F.normalize(pairs, dim=-1).transpose(1, 2)  # (B, d, N) unit pair embeddings
+    loss, parts = nnsc_loss(facets.transpose(1, 2), W, pair_mask, W[negatives], pair_mask[negatives], 0.0, "kmeans",
+                            weights=weights, weights_neg=weights[negatives], facet_mask=facet_mask, assign=assign)
+    return loss, {"d_pos": parts["er_pos"], "d_neg": parts["er_neg"]}
 
 
 def mean_facet(facets: Tensor, facet_mask: Tensor | None = None) -> Tensor:
@@ -78,11 +72,11 @@ def mean_facet(facets: Tensor, facet_mask: Tensor | None = None) -> Tensor:
     return (facets * m).sum(1) / m.sum(1)
 
 
-def autoencoder_regulariser(facets: Tensor, facet_mask: Tensor | None, targets: Tensor,
-                            generator: torch.Generator | None = None, negatives: Tensor | None = None) -> Tensor:
-    """Ω / γ of Eq. B.1 (module docstring): facets (B, K, d), targets (B, d) = H s^aw of each row's own words ->
-    the mean over the batch of D(μ_i, t_i) - D(μ_i, t_q)."""
-    idx = rotation(facets.size(0), generator).to(facets.device) if negatives is None else negatives
+def autoencoder_regulariser(facets: Tensor, facet_mask: Tensor | None, targets: Tensor, negatives: Tensor
+                            ) -> Tensor:
+    """Ω / γ of Eq. B.1 (module docstring): facets (B, K, d), targets (B, d) = H s^aw of each row's own words,
+    negatives (B,) the row q of each (`nnsc.rotation`) -> the mean over the batch of D(μ_i, t_i) - D(μ_i, t_q)."""
+    idx = negatives
     mu = mean_facet(facets, facet_mask)[:, None]  # (B, 1, d)
     pos = pair_distance(mu, targets[:, None])  # (B, 1)
     neg = pair_distance(mu, targets[idx][:, None])

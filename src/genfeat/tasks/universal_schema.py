@@ -70,8 +70,8 @@ class FacetObjective:
                              for c, m in zip(b["pair_counts"].chunk(groups), b["pair_mask"].chunk(groups),
                                              strict=True)])
         neg = self.negatives(b, gen, groups).to(out.facets.device)
-        loss, parts = universal_schema_loss(out.facets, out.facet_mask, out.pairs, b["pair_mask"], weights,
-                                            assign=self.assign, negatives=neg)
+        loss, parts = universal_schema_loss(out.facets, out.facet_mask, out.pairs, b["pair_mask"], weights, neg,
+                                            self.assign)
         if self.gamma and out.targets is not None:
             omega = autoencoder_regulariser(out.facets, out.facet_mask, out.targets,
                                             negatives=self.negatives(b, gen, groups).to(out.facets.device))
