@@ -66,4 +66,6 @@ def test_news_recipe_trains_and_scores_patterns(news_bbc, tmp_path, capsys):
     capsys.readouterr()
     assert main(["eval", "entailment", str(out), "--pairs", str(pairs), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["methods"]
-    assert len(got) == 3 and all(0 <= r["ap"] <= 1 for r in got.values())
+    assert set(got) == {"Random", "Freq Diff", f"multi_facet K=5 transformer ({out})"}
+    assert got["Random"]["ap"] == pytest.approx(2 / 3)  # two of the three pairs are entailments
+    assert got["Freq Diff"]["micro"] == 0.5  # counts 2 < 3: the original is the premise, right for ">", not "<"

@@ -74,6 +74,11 @@ class SchemaMatrix:
     def n_pairs(self) -> int:
         return len(self.pair_names)
 
+    @property
+    def max_len(self) -> int:
+        """The longest row with its <eos>: `input_ids`' width."""
+        return max(map(len, self.rows)) + 1
+
     def pair_counts(self) -> np.ndarray:
         """(n_pairs,) Σ_i y_ij: the number of rows each pair co-occurs with (Eq. 3.9's weights)."""
         return np.bincount(self.cells[:, 1], minlength=self.n_pairs)

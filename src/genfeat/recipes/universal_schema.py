@@ -235,7 +235,7 @@ def run(cfg: UniversalSchemaRunConfig, run_dir: Path, resume_from: Path | None =
     task = task_for(cfg)
     info = D.setup(cfg.train.device)
     seed_everything(cfg.seed)
-    mcfg = dataclasses.replace(cfg.model, vocab_size=len(matrix.vocab), max_len=matrix.input_ids().shape[1])
+    mcfg = dataclasses.replace(cfg.model, vocab_size=len(matrix.vocab), max_len=matrix.max_len)
     init = None
     if vectors is not None and vectors.shape[1] == mcfg.d_model:  # the input table starts from the word vectors
         init = torch.randn(len(matrix.vocab), mcfg.d_model) * 0.02
