@@ -37,7 +37,7 @@ from benchmarks.sweep import Job, Sweep
 from genfeat.data.corpora import load_corpus
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.heads.config import HEADS, LABELS
-from genfeat.models.lm import sample
+from genfeat.models.sampling import sample
 from genfeat.recipes import lm as R
 from genfeat.train.checkpoint import load_model_weights
 

@@ -364,3 +364,24 @@ def test_the_thread_count_is_recorded_and_reused(capsys, trained, tmp_path, monk
         assert torch.get_num_threads() == recorded
     finally:
         torch.set_num_threads(before)
+
+
+def test_generate_one_sample_streams_the_text_generate_text_draws(capsys, trained):
+    """`-n 1` prints token by token through `models.sampling.stream`, the same text `generate_text` draws."""
+    from genfeat.cli import _load_lm_run
+    from genfeat.tasks.generation import SampleConfig, generate_text
+
+    code, out, _ = run_cli(capsys, "generate", trained, "-n", "1", "--max-new-tokens", "12", "--prompt", "the board",
+                           "--seed", "3")
+    lm, tok, _ = _load_lm_run(Path(trained), "cpu")
+    want = generate_text(lm, tok, SampleConfig(n=1, max_new_tokens=12, prompt="the board"), seed=3)
+    assert code == 0 and out == want[0] + "\n---\n"
+
+
+def test_text_deltas_hold_back_a_split_character():
+    from genfeat.data.tokenizers import ByteTokenizer
+    from genfeat.tasks.generation import text_deltas
+
+    tok = ByteTokenizer()
+    pieces = list(text_deltas(tok, list("aé€b".encode())))
+    assert pieces == ["a", "é", "€", "b"]

@@ -199,9 +199,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for field_name in ("max_new_tokens", "top_k", "temperature"):
         if getattr(args, field_name) is not None:
             sc = dataclasses.replace(sc, **{field_name: getattr(args, field_name)})
-    from genfeat.tasks.generation import generate_text
+    from genfeat.tasks.generation import generate_text, stream_text
 
     option = "--prompt" if args.prompt is not None else "sample.prompt (in the run's config; or give --prompt)"
+    if args.n == 1:  # printed token by token as it is drawn
+        pieces = stream_text(lm_model, tok, sc, seed=args.seed, prompt_option=option)
+        first = next(pieces, "")  # the prompt is checked before it is printed
+        print(sc.prompt + (" " if sc.prompt and tok.kind == "word" else "") + first, end="", flush=True)
+        for piece in pieces:
+            print(piece, end="", flush=True)
+        print("\n---", flush=True)
+        return 0
     for start in range(0, args.n, GENERATE_CHUNK):  # printed as they come, chunk by chunk
         with torch.no_grad():
             texts = generate_text(lm_model, tok, sc, n=min(GENERATE_CHUNK, args.n - start),

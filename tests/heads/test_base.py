@@ -160,7 +160,8 @@ def test_a_backbone_declares_what_it_offers():
     gpt = GPTDecoder(GPTConfig(vocab_size=11, n_layer=1, n_head=2, d_model=8, max_len=6, dropout=0.0))
     txl = TransformerXL(TXLConfig(vocab_size=11, n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=16, tgt_len=4,
                                   mem_len=4, ext_len=1))
-    assert gpt.offers == BackboneOffers(memory="cache") and txl.offers == BackboneOffers("recurrent", ext_len=1)
+    assert gpt.offers == BackboneOffers(memory="cache", positions=True)
+    assert txl.offers == BackboneOffers("recurrent", ext_len=1)
     assert CausalLM(gpt, SoftmaxHead(8, 11)).generation_memory() == ()
     with pytest.raises(ValueError, match="memory must be"):
         BackboneOffers(memory="kv")

@@ -263,7 +263,7 @@ def test_generation_carries_the_memory_ids():
     """`sample` on Transformer-XL with a context partition continues each step from the last output's memory and
     its ids: greedy decoding equals a loop that calls the model on one token at a time with `carry()`."""
     from genfeat.heads.config import HeadConfig
-    from genfeat.models.lm import sample
+    from genfeat.models.sampling import sample
     from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
 
     torch.manual_seed(0)

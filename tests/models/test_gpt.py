@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
-from genfeat.models.lm import sample
+from genfeat.models.sampling import sample
 from genfeat.train.checkpoint import load_model_weights, save_weights
 
 CFG = GPTConfig(vocab_size=50, n_layer=2, n_head=2, d_model=32, max_len=24, dropout=0.1)

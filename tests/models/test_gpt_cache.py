@@ -11,7 +11,7 @@ import torch
 from genfeat import named_head
 from genfeat.heads.config import HEADS
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
-from genfeat.models.lm import sample
+from genfeat.models.sampling import sample
 
 CFG = GPTConfig(vocab_size=600, n_layer=2, n_head=2, d_model=16, max_len=24, dropout=0.0)
 

@@ -283,7 +283,7 @@ def test_ablation_switches_run_and_train():
 
 
 def test_generation_with_memory_equals_rereading_everything():
-    from genfeat.models.lm import sample
+    from genfeat.models.sampling import sample
 
     torch.manual_seed(0)
     lm = build_txl_lm(TXLConfig(vocab_size=30, n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16, tgt_len=4,

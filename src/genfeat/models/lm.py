@@ -1,5 +1,5 @@
 """A causal language model = causal backbone + output head (the contract: `heads.base.HeadNeeds` / `HeadOutput` and
-`nn.outputs.BackboneOffers` / `BackboneOutput`), and sampling.
+`nn.outputs.BackboneOffers` / `BackboneOutput`); sampling from it is `models.sampling`.
 
 Any backbone returning a `BackboneOutput` composes with any head returning a `HeadOutput`.
 """
@@ -78,52 +78,3 @@ class CausalLM(nn.Module):
                 return HeadOutput(res.log_probs()[:, -1:], is_log_prob=True), out
             head_kwargs["positions"] = input_ids.new_full((input_ids.size(0), 1), input_ids.size(1) - 1)
         return self.head(out, **head_kwargs), out
-
-
-@torch.no_grad()
-def sample(
-    lm: CausalLM,
-    prompt: Tensor,
-    max_new_tokens: int,
-    top_k: int | None = 40,
-    temperature: float = 1.0,
-    generator: torch.Generator | None = None,
-    stop_token: int | None = None,
-) -> Tensor:
-    """Top-k sampling (k=40 as in thesis Y §2.1 generation). prompt (B, T0) -> (B, T0 + n).
-
-    Backbones with memory (Transformer-XL) or a key / value cache (GPT, for the heads that allow it:
-    `CausalLM.generation_memory`) read the prompt once and then one token per step, carrying the memory (constant
-    cost per token, thesis Y §2.1.3); the others re-read the last `max_len` tokens each step, as does a full
-    cache (it is rebuilt from the last `max_len` tokens). Generation stops early once every row has emitted
-    `stop_token`.
-    """
-    if prompt.dim() != 2 or prompt.size(1) == 0:
-        raise ValueError("prompt must be a non-empty (batch, length) tensor of token ids")
-    if temperature <= 0:
-        raise ValueError("temperature must be > 0")
-    was_training = lm.training
-    lm.eval()
-    ids = prompt
-    done = torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
-    start = lm.generation_memory()
-    memory: dict = {}  # what the next call continues from (`BackboneOutput.carry`)
-    for _ in range(max_new_tokens):
-        if memory and (lm.max_len is None or memory["mems"][0].size(1) < lm.max_len):
-            head_out, out = lm(ids[:, -1:], last_only=True, **memory)
-        else:
-            head_out, out = lm(ids if lm.max_len is None else ids[:, -lm.max_len :], last_only=True,
-                               **({"mems": start} if start is not None else {}))
-        memory = out.carry() if out.mems is not None and out.mems[0].size(1) > 0 else {}
-        logp = head_out.log_probs()[:, -1] / temperature  # (B, V)
-        if top_k is not None and top_k < logp.size(-1):
-            kth = logp.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
-            logp = logp.masked_fill(logp < kth, float("-inf"))
-        nxt = torch.multinomial(torch.softmax(logp, dim=-1), 1, generator=generator)  # (B, 1)
-        ids = torch.cat([ids, nxt], dim=1)
-        if stop_token is not None:
-            done |= nxt.squeeze(1) == stop_token
-            if bool(done.all()):
-                break
-    lm.train(was_training)
-    return ids

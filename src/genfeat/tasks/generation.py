@@ -1,17 +1,22 @@
 """Text generation as a task: top-k sampling from a causal LM continuing a prompt (thesis Y §2.1's samples, top-k
 = 40), decoded by the run's tokenizer. `SampleConfig` is the sampling section of the LM recipes' configs;
-`generate_text` is what `genfeat generate`, `genfeat.api` and the recipes' report samples call."""
+`generate_text` is what `genfeat generate`, `genfeat.api` and the recipes' report samples call; `text_deltas` turns
+a stream of token ids into text pieces as they are drawn (`genfeat generate -n 1` prints them, the interactive app
+sends them).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
 
 from genfeat.data.tokenizers import Tokenizer
 from genfeat.errors import ConfigError
-from genfeat.models.lm import CausalLM, sample
+from genfeat.models.lm import CausalLM
+from genfeat.models.sampling import sample, stream
 
 
 @dataclass(frozen=True)
@@ -31,22 +36,60 @@ class SampleConfig:
 
 
 
+def text_deltas(tok: Tokenizer, ids: Iterable[int], stop_at_eos: bool = False) -> Iterator[str]:
+    """The text each new token adds to the decoded continuation. A byte-level piece that ends inside a character
+    (decoded as U+FFFD) is held back until the character is complete. `stop_at_eos`: end at the end-of-sentence
+    token (a word-level sample is one sentence)."""
+    got: list[int] = []
+    sent = ""
+    for i in ids:
+        if stop_at_eos and i == tok.eos_id:
+            break
+        got.append(int(i))
+        text = tok.decode(got)
+        if text.endswith("\ufffd"):
+            continue
+        if text.startswith(sent) and len(text) > len(sent):
+            yield text[len(sent):]
+            sent = text
+    if got:
+        text = tok.decode(got)
+        if len(text) > len(sent) and text.startswith(sent):
+            yield text[len(sent):]
+
+
+def prompt_ids(tok: Tokenizer, prompt: str, prompt_option: str = "sample.prompt") -> list[int]:
+    """The prompt's ids; an empty prompt starts from the end-of-sentence token. Errors name `prompt_option`."""
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{prompt_option} is not valid UTF-8 text") from None
+    ids = tok.encode(prompt) if prompt else []
+    if not ids:
+        if tok.eos_id is None:
+            what = "is empty" if not prompt.strip() else "encodes to no tokens"
+            raise ConfigError(f"{prompt_option} {what}, and this {tok.kind} tokenizer has no end-of-sentence token "
+                              f"to start from: give some text with {prompt_option}")
+        ids = [tok.eos_id]
+    return ids
+
+
+def stream_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, seed: int = 0,
+                prompt_option: str = "sample.prompt") -> Iterator[str]:
+    """One sample continuing `sc.prompt`, as text pieces while it is drawn (`models.sampling.stream`)."""
+    device = next(lm.parameters()).device
+    ids = torch.tensor([prompt_ids(tok, sc.prompt, prompt_option)], device=device)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    tokens = (int(t) for t in stream(lm, ids, sc.max_new_tokens, sc.top_k, sc.temperature, generator=gen))
+    yield from text_deltas(tok, tokens, stop_at_eos=tok.kind == "word")
+
+
 def generate_text(lm: CausalLM, tok: Tokenizer, sc: SampleConfig, n: int | None = None,
                   seed: int = 0, prompt_option: str = "sample.prompt") -> list[str]:
     """`n` samples continuing `sc.prompt`; an empty prompt starts from the end-of-sentence token. Errors name
     `prompt_option`, the way the user gave the prompt."""
     device = next(lm.parameters()).device
-    try:
-        sc.prompt.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(f"{prompt_option} is not valid UTF-8 text") from None
-    prompt = tok.encode(sc.prompt) if sc.prompt else []
-    if not prompt:
-        if tok.eos_id is None:
-            what = "is empty" if not sc.prompt.strip() else "encodes to no tokens"
-            raise ConfigError(f"{prompt_option} {what}, and this {tok.kind} tokenizer has no end-of-sentence token "
-                              f"to start from: give some text with {prompt_option}")
-        prompt = [tok.eos_id]
+    prompt = prompt_ids(tok, sc.prompt, prompt_option)
     n = sc.n if n is None else n
     gen = torch.Generator(device=device).manual_seed(seed)
     ids = torch.tensor([prompt] * n, device=device)

@@ -154,9 +154,13 @@ class BackboneEncoder(nn.Module):
 
     @classmethod
     def from_gpt(cls, gpt: nn.Module, pad_id: int) -> BackboneEncoder:
-        """genfeat's GPT decoder (no key-padding mask: feed batches without padding, or right-padded ones, whose
-        last real token has read only real tokens)."""
-        return cls(gpt, lambda ids, mask: gpt(ids).hidden, gpt.cfg.d_model, pad_id, "last")
+        """genfeat's GPT decoder; a padded batch is read with its key mask and positions that count real tokens
+        (left padding: the last position is every row's last real token)."""
+        def run(ids: Tensor, mask: Tensor) -> Tensor:
+            if bool(mask.all()):
+                return gpt(ids).hidden
+            return gpt(ids, key_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp_min(0)).hidden
+        return cls(gpt, run, gpt.cfg.d_model, pad_id, "last")
 
     @classmethod
     def from_bert(cls, bert: nn.Module, pad_id: int) -> BackboneEncoder:

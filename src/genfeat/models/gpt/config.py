@@ -21,6 +21,8 @@ class GPTConfig:
     head: HeadConfig = field(default_factory=HeadConfig)  # output layer (thesis C heads), see genfeat.heads
     activation: str = "gelu"  # gelu (exact erf) | gelu_tanh (GPT-2's "gelu_new")
     ln_eps: float = 1e-5
+    cond_dim: int = 0  # > 0: the decoder takes inserted condition vectors of this width (thesis C §4.2.2:
+    #                    the GloVe dimension), through a Linear(cond_dim -> d_model) and a special position table
 
     def __post_init__(self):
         if self.n_layer < 1 or self.n_head < 1 or self.d_model < 1 or self.max_len < 1:
@@ -29,6 +31,8 @@ class GPTConfig:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
+        if self.cond_dim < 0:
+            raise ValueError(f"cond_dim must be >= 0, got {self.cond_dim}")
         if self.activation not in ("gelu", "gelu_tanh"):
             raise ValueError(f"activation must be gelu or gelu_tanh, got {self.activation!r}")
 
