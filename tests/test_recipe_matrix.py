@@ -114,6 +114,18 @@ CASES: dict[str, Case] = {
                              # compared at step 20: later, the summation order flips a hard (k-means) facet
                              # assignment now and then, and the pair table's SGD at lr 1 carries it
                              dist_args=("--train.max_steps", "20")),
+    "interactive": Case((), lambda p: ["interactive", "--preset", "tiny", "--data.chain.n_docs", "400",
+                                       "--generator_train.max_steps", "20", "--generator_train.eval_every", "10",
+                                       "--train.max_steps", "20", "--train.eval_every", "10", "--data.eval_prompts",
+                                       "20", "--data.condition_prompts", "20", "--data.batch_size", "8"],
+                        state="the generator phase (reloaded), AdamW, schedule, the batch order, the hint call count, "
+                              "the negatives' rotation stream",
+                        two_ranks="each rank rotates its negatives within its own share: one process with "
+                                  "`--nnsc.batch_groups 2` (a row's hints depend on its id alone)",
+                        one_process_args=("--nnsc.batch_groups", "2"),
+                        dist_args=("--model.dropout", "0", "--options.dropout", "0", "--nnsc.solver", "pgd"),
+                        shift_invariant=("decoder.layers.0.attn.qkv.bias", "decoder.layers.1.attn.qkv.bias"),
+                        atol=5e-5),
     "heads_synthetic": Case((), lambda p: ["heads_synthetic", "--preset", "tiny", "--head.kind", "multi_facet",
                                            "--head.num_softmax", "3", "--train.ckpt_every", "20"]),
     "seqrec": Case(("inter_file",), lambda p: ["seqrec", "--preset", "tiny", "--data.dataset",

@@ -16,6 +16,7 @@ from genfeat.recipes import (
     facets,
     gan_ssl,
     heads_synthetic,
+    interactive,
     lm,
     multi_cls,
     planetoid,
@@ -87,6 +88,9 @@ RECIPES: dict[str, Recipe] = {
                                "entailment (thesis C §3.3), with the USchema / CUSchema baselines",
                                universal_schema.UniversalSchemaRunConfig, universal_schema.PRESETS,
                                universal_schema.run, "tiny"),
+    "interactive": Recipe("interactive", "interactive topic-controlled generation: an option generator of K topics "
+                          "and a conditional GPT generator that reads them (thesis C §4)",
+                          interactive.InteractiveRunConfig, interactive.PRESETS, interactive.run, "tiny"),
     "citation": Recipe("citation", "cold-start citation and authorship prediction with multi-facet paper embeddings "
                        "(thesis C §3.4)", citation.CitationRunConfig, citation.PRESETS, citation.run, "tiny"),
     "pixelcnn": Recipe("pixelcnn", "PixelCNN density model of training images (the frozen p(x) of the LD term)",

@@ -128,6 +128,7 @@ def test_generated_positions(lm, monkeypatch, ri):
     """Test 6: the first generated token sits at position T0 (training-consistent) or T0 + n (the reference)."""
     prompt = torch.randint(0, 50, (1, 7))
     ins = Insertions.before_last(torch.randn(1, 3, 6), 7)
+    assert ins.locations.tolist() == [[6, 6, 6]]  # before x_I, the prompt's last token
     seen = _positions_seen(lm, monkeypatch)
     sample(lm, prompt, 3, top_k=5, generator=torch.Generator().manual_seed(0), inserts=ins, ri_position_offset=ri)
     assert seen[0].tolist() == [list(range(7))]
