@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from genfeat.cli import main
 
@@ -44,3 +45,26 @@ def test_claims_g1_to_g4(tiny):
     # G4: an inserted topic decides the successor, and flips with the other one
     assert s["test_cond_s1_share_s1"] >= 0.7 and s["test_cond_s2_share_s2"] >= 0.7
     assert abs(s["test_cond_none_share_s1"] - 0.5) <= 0.15
+
+
+def test_a_finished_run_loads_and_steers(tiny):
+    """`load_run`: the option generator's topics for a prompt exclude stop words, and the chosen topic steers the
+    continuation towards its words."""
+    from genfeat.models.interactive.inference import load_run
+
+    out, _ = tiny
+    gen = load_run(out)
+    w = {x: i for i, x in enumerate(gen.words)}
+    prompt = [w[x] for x in "s1 t3w1 t3w2 s2 t3w5 s3 t3w0 .".split()]
+    topics = gen.options(prompt)
+    assert topics.words.shape == (4, 5) and not bool(gen.stop[topics.words].any())
+    torch.testing.assert_close(topics.vectors.norm(dim=1), torch.ones(4))
+    topic_of = [int(x[1:].split("w")[0]) if x.startswith("t") else -1 for x in gen.words]
+    for k in range(4):
+        mine = {topic_of[i] for i in topics.words[k].tolist()}
+        drawn = [t for s in range(5) for t in gen.stream(prompt, gen.conditions(topics, [k]), 8, 5, seed=s)]
+        hits = [topic_of[t] in mine for t in drawn if topic_of[t] >= 0]
+        assert sum(hits) / max(len(hits), 1) > 0.6, (k, mine)
+    assert len(gen.conditions(topics, [0, 1], [w["t5w0"]])) == 3
+    gen.m = 40  # past a topic's 10 words the neighbours would include stop words: they stay excluded
+    assert not bool(gen.stop[gen.options(prompt).words].any())
