@@ -10,6 +10,7 @@
     genfeat affinity RUN_DIR --archives DIR --submissions FILE --out FILE [--method max-facet|cbow-max|mixture]
     genfeat eval entailment RUN_DIR --pairs FILE [--compare RUN_DIR...] [--json]   pattern entailment (Table 3.7)
     genfeat recl RUN_DIR... [--start 16 --step 16 --stop 128] [--r 0.1 1.0]   relative effective context length
+    genfeat serve interactive RUN_DIR [--host 127.0.0.1] [--port 8000]    the interactive writing app (thesis C §4)
 
 Errors a user can fix are printed as one line (`genfeat: error: ...`) with exit code 2 (bad
 input) or 1 (data, checkpoint, divergence); an interrupted run exits with 130 (see genfeat.errors).
@@ -456,7 +457,29 @@ def build_parser() -> argparse.ArgumentParser:
     fw.add_argument("run_dir")
     fw.add_argument("--sentence", required=True)
     fw.add_argument("--top", type=int, default=5)
+    sv = sub.add_parser("serve", help="local apps over trained runs")
+    svsub = sv.add_subparsers(dest="app", required=True)
+    si = svsub.add_parser("interactive", help="the interactive writing app of an interactive run (thesis C §4)")
+    si.add_argument("run_dir")
+    si.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) serves this machine only")
+    si.add_argument("--port", type=int, default=8000)
     return p
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        raise ConfigError("serving needs FastAPI and uvicorn: pip install 'genfeat[serve]'") from None
+    from genfeat.models.interactive.inference import load_run
+    from genfeat.serve.interactive import create_app
+
+    if not 0 < args.port < 65536:
+        raise ConfigError(f"--port must be in 1..65535, got {args.port}")
+    app = create_app(load_run(args.run_dir))
+    print(f"genfeat serve interactive: http://{args.host}:{args.port}/ (API schema at /openapi.json)", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
 
 
 def _sigterm_as_interrupt(*_) -> None:
@@ -499,6 +522,8 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
             return cmd_facets(args)
         if args.cmd == "facet-words":
             return cmd_facet_words(args)
+        if args.cmd == "serve":
+            return cmd_serve(args)
         if args.cmd == "affinity":
             return cmd_affinity(args)
         if args.cmd == "eval":

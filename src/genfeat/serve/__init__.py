@@ -1,0 +1,1 @@
+"""Local apps over trained runs: `genfeat serve interactive RUN_DIR` (`serve.interactive`)."""
