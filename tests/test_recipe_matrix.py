@@ -146,7 +146,7 @@ CASES: dict[str, Case] = {
                    two_ranks="each rank draws its in-batch negatives from its own share: one process with "
                              "`--loss.batch_groups 2`", one_process_args=("--loss.batch_groups", "2"),
                    dist_args=("--model.dropout", "0", "--loss.solver", "pgd"),  # RMSprop's start: drawn per rank
-                   shift_invariant=("decoder.layers.0.kv.bias",)),
+                   shift_invariant=("decoder.layers.0.kv.bias", "decoder.layers.0.self_block.attn.qkv.bias")),
     "multi_cls_pretrain": Case(("bert_dir", "bbc_articles"), lambda p: ["multi_cls_pretrain", "--preset", "tiny",
                                                                         "--init", str(p["bert_dir"])],
                                state="AdamW (two learning rates), schedule, the triple sampler's stream",
