@@ -15,7 +15,6 @@ import pytest
 pytest.importorskip("fastapi")
 playwright = pytest.importorskip("playwright.sync_api")
 
-from genfeat.cli import main  # noqa: E402
 from genfeat.models.interactive.inference import load_run  # noqa: E402
 from genfeat.serve.interactive import create_app  # noqa: E402
 
@@ -25,17 +24,14 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (`.ci/run`
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(small_run):
     import uvicorn
 
-    out = tmp_path_factory.mktemp("browser") / "run"
-    assert main(["run", "interactive", "--preset", "tiny", "--out", str(out), "--generator_train.max_steps", "60",
-                 "--train.max_steps", "40", "--data.chain.n_docs", "400", "--data.eval_prompts", "10",
-                 "--data.condition_prompts", "10"]) == 0
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(load_run(out)), host="127.0.0.1", port=port, log_level="warning"))
+    app = create_app(load_run(small_run))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     while not srv.started:

@@ -12,7 +12,6 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from genfeat.cli import main  # noqa: E402
 from genfeat.models.interactive.inference import load_run  # noqa: E402
 from genfeat.serve.interactive import Limits, create_app  # noqa: E402
 
@@ -20,12 +19,8 @@ PROMPT = "s1 t3w1 t3w2 s2 t3w5 s3 t3w0 ."
 
 
 @pytest.fixture(scope="module")
-def gen(tmp_path_factory):
-    out = tmp_path_factory.mktemp("serve") / "run"
-    assert main(["run", "interactive", "--preset", "tiny", "--out", str(out), "--generator_train.max_steps", "40",
-                 "--train.max_steps", "20", "--data.chain.n_docs", "300", "--data.eval_prompts", "10",
-                 "--data.condition_prompts", "10"]) == 0
-    return load_run(out)
+def gen(small_run):
+    return load_run(small_run)
 
 
 def _events(text: str) -> list[tuple[str, dict]]:

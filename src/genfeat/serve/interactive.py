@@ -125,6 +125,10 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
                                            f"{limits.max_body_bytes}"}, status_code=413)
         return await call_next(request)
 
+    @app.exception_handler(Busy)
+    async def refuse(_: Request, e: Busy):
+        return JSONResponse({"detail": e.detail}, status_code=e.status, headers={"Retry-After": "1"})
+
     @app.get("/api/limits")
     def get_limits() -> dict:
         return asdict(limits)
@@ -133,10 +137,7 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
     def options(req: OptionsRequest) -> dict:
         ids = encode(req.prompt)
         t0 = time.perf_counter()
-        try:
-            gate.enter()
-        except Busy as e:
-            return JSONResponse({"detail": e.detail}, status_code=e.status, headers={"Retry-After": "1"})
+        gate.enter()
         try:
             topics = gen.options(ids)
         finally:
@@ -153,10 +154,7 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
             if got > cap:
                 raise HTTPException(422, f"{got} is over the cap {name}={cap}")
         typed = encode(" ".join(req.words)) if req.words else []
-        try:
-            gate.enter()
-        except Busy as e:
-            return JSONResponse({"detail": e.detail}, status_code=e.status, headers={"Retry-After": "1"})
+        gate.enter()
         try:
             topics = gen.options(ids)
             if any(not 0 <= k < len(topics.words) for k in req.topics):
