@@ -123,3 +123,12 @@ def test_stopping_a_stream_frees_the_worker_within_a_step(gen, monkeypatch):
                 break
     assert app.state.gate.active == 0
     assert len(steps) <= 5  # a step or two past what was read, never the 100 asked for
+
+
+def test_serve_refuses_bad_input_in_one_line(small_run, tmp_path, capsys):
+    from genfeat.cli import main
+
+    assert main(["serve", "interactive", str(small_run), "--port", "70000"]) == 2
+    assert "--port must be in 1..65535" in capsys.readouterr().err
+    assert main(["serve", "interactive", str(tmp_path)]) == 2
+    assert "not a finished interactive run directory" in capsys.readouterr().err
