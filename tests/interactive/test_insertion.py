@@ -211,3 +211,16 @@ def test_gradients_reach_the_cache(lm):
     head_out, _ = lm(torch.randint(0, 50, (1, 1)), last_only=True, mems=mems)
     head_out.log_probs()[0, -1, 3].backward()
     assert all(m.grad is not None and m.grad.abs().sum() > 0 for m in mems)
+
+
+def test_left_padding_with_inserted_vectors_equals_the_unpadded_row(lm):
+    """The merged key mask keeps the inserted slots visible and the padding hidden."""
+    torch.manual_seed(7)
+    short = torch.randint(3, 50, (1, 5))
+    padded = torch.cat([torch.zeros(1, 2, dtype=torch.long), short], 1)
+    mask = torch.tensor([[False] * 2 + [True] * 5])
+    v = 3 * torch.randn(1, 2, 6)
+    alone = lm.backbone(short, inserts=Insertions.before_last(v, 5)).hidden
+    both = lm.backbone(padded, key_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp_min(0),
+                       inserts=Insertions.before_last(v, 7)).hidden
+    torch.testing.assert_close(both[:, 2:], alone, atol=1e-5, rtol=1e-5)

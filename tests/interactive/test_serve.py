@@ -36,6 +36,9 @@ def test_options_and_a_streamed_continuation(gen, monkeypatch):
     real = type(gen).stream
     monkeypatch.setattr(type(gen), "stream", lambda self, ids, cond, *a, **k: seen.append(cond) or real(
         self, ids, cond, *a, **k))
+    calls = []
+    real_options = type(gen).options
+    monkeypatch.setattr(type(gen), "options", lambda self, ids: calls.append(1) or real_options(self, ids))
     app = create_app(gen)
     c = TestClient(app)
     r = c.post("/api/options", json={"prompt": PROMPT})
@@ -49,6 +52,7 @@ def test_options_and_a_streamed_continuation(gen, monkeypatch):
     topics = gen.options([gen.words.index(w) for w in PROMPT.split()])  # the two topics, then the typed word
     want = gen.conditions(topics, [0, 1], [gen.words.index("t5w0")])
     assert len(seen) == 1 and seen[0].shape == (3, want.size(1)) and bool((seen[0] == want).all())
+    assert len(calls) == 2  # the options request's and this check's: the generation picked from the first
     assert app.state.gate.active == 0
     assert "access-control-allow-origin" not in r.headers
     assert "/api/generate" in c.get("/openapi.json").json()["paths"]

@@ -34,8 +34,8 @@ def filter_log_probs(logp: Tensor, top_k: int | None = None, top_p: float = 1.0)
         logp = logp.masked_fill(logp < kth, float("-inf"))
     if top_p < 1.0:
         srt, idx = logp.sort(-1, descending=True)
-        cum = srt.softmax(-1).cumsum(-1)
-        drop = cum - srt.softmax(-1) >= top_p  # the mass before a token already reaches top_p
+        p = srt.softmax(-1)
+        drop = p.cumsum(-1) - p >= top_p  # the mass before a token already reaches top_p
         logp = logp.masked_fill(drop.scatter(1, idx, drop), float("-inf"))
     return logp
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -103,6 +104,8 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
 
     index = {w: i for i, w in enumerate(gen.words)}
     gate = Gate(limits.queue, limits.deadline_s)
+    options_of = lru_cache(maxsize=64)(lambda ids: gen.options(ids))  # a prompt's topics: once for options and
+    #                                                                      the generation that picks among them
     app = FastAPI(title="genfeat interactive writing", version="1",
                   description="Topic options and topic-controlled continuations (thesis C §4).")
     app.state.gate = gate
@@ -139,7 +142,7 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
         t0 = time.perf_counter()
         gate.enter()
         try:
-            topics = gen.options(ids)
+            topics = options_of(tuple(ids))
         finally:
             gate.leave()
         return {"topics": [[gen.words[i] for i in row] for row in topics.words.tolist()],
@@ -156,7 +159,7 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
         typed = encode(" ".join(req.words)) if req.words else []
         gate.enter()
         try:
-            topics = gen.options(ids)
+            topics = options_of(tuple(ids))
             if any(not 0 <= k < len(topics.words) for k in req.topics):
                 raise HTTPException(422, f"topic indices must be in 0..{len(topics.words) - 1}")
             conditions = gen.conditions(topics, req.topics, typed)

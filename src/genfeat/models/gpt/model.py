@@ -112,10 +112,12 @@ class GPTDecoder(nn.Module):
         B, T = input_ids.shape
         P = mems[0].size(1) if mems else 0
         if position_ids is None:
+            if P + T > self.cfg.max_len:
+                raise ValueError(f"sequence length {P + T} exceeds max_len={self.cfg.max_len}")
             position_ids = torch.arange(P, P + T, device=input_ids.device).expand(B, T)
         elif position_ids.shape != (B, T):
             raise ValueError(f"position_ids {tuple(position_ids.shape)} do not match input_ids {(B, T)}")
-        if int(position_ids.max()) >= self.cfg.max_len:
+        elif int(position_ids.max()) >= self.cfg.max_len:
             raise ValueError(f"position {int(position_ids.max())} exceeds max_len={self.cfg.max_len}")
         h = self.tok_emb(input_ids) + self.pos_emb(position_ids)  # (B, T, d)
         if key_mask is not None and key_mask.size(1) == P:
@@ -127,8 +129,8 @@ class GPTDecoder(nn.Module):
                 raise ValueError("with a cache, every row inserts the same number of vectors")
             h = merge(h, self.embed_conditions(inserts, position_ids), layout)  # (B, T + n, d)
             if key_mask is not None:
-                slot_mask = merge(key_mask[:, P:, None].float(), inserts.counts.new_ones(inserts.locations.shape)
-                                  [..., None].float(), layout)[..., 0] > 0
+                ones = torch.ones_like(inserts.vectors[..., :1])  # (B, N, 1): an inserted slot is real
+                slot_mask = merge(key_mask[:, P:, None].to(ones.dtype), ones, layout)[..., 0] > 0
                 key_mask = torch.cat([key_mask[:, :P], slot_mask], 1)
         if P + h.size(1) > self.cfg.max_len:
             raise ValueError(f"sequence length {P + h.size(1)} exceeds max_len={self.cfg.max_len}")
