@@ -107,7 +107,7 @@ def successor_share(lm: nn.Module, corpus: TopicChain, prompts: Sequence[Prompt]
     gen = torch.Generator(device=device).manual_seed(seed)
     out = sample(lm, ids.to(device), new, top_k=top_k, generator=gen, key_mask=mask.to(device), **kw)
     drawn = out[:, ids.size(1):].cpu().numpy()  # (B, new)
-    topic = np.where(drawn < len(corpus.topic_of), corpus.topic_of[np.minimum(drawn, len(corpus.topic_of) - 1)], -1)
+    topic = np.append(corpus.topic_of, -1)[drawn]  # (B, new); the padding token (the id after the words): -1
     content = topic >= 0
     n = max(int(content.sum()), 1)
     return {"s1": float(((topic == succ[:, :1]) & content).sum() / n),
