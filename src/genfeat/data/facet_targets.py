@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from genfeat.data.topic_corpus import topic_corpus
-from genfeat.data.word_vectors import load_glove, read_word_vectors
+from genfeat.data.word_vectors import named_vectors
 from genfeat.errors import ConfigError
 
 
@@ -46,8 +46,4 @@ def load_targets(dc: FacetDataConfig, vocab_hint: set[str], d: int) -> tuple[lis
     if dc.corpus == "synthetic":
         corpus = topic_corpus(dc.split_seed, d=d)
         return corpus.words, corpus.vectors
-    if dc.vectors == "glove-6b-50d":
-        words, vecs = load_glove()
-        keep = [i for i, w in enumerate(words) if w in vocab_hint]
-        return [words[i] for i in keep], vecs[keep]
-    return read_word_vectors(dc.vectors, vocab=vocab_hint)
+    return named_vectors(dc.vectors, vocab_hint)

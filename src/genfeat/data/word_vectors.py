@@ -33,6 +33,18 @@ def load_glove(limit: int | None = None) -> tuple[list[str], np.ndarray]:
     return words[:n], np.array(vectors[:n], dtype=np.float32)
 
 
+def named_vectors(name: str, vocab: set[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """(words, vectors) of "glove-6b-50d" or of a GloVe / word2vec text file at `name`; `vocab` keeps only those
+    words."""
+    if name == "glove-6b-50d":
+        words, vecs = load_glove()
+        if vocab is None:
+            return words, vecs
+        keep = [i for i, w in enumerate(words) if w in vocab]
+        return [words[i] for i in keep], vecs[keep]
+    return read_word_vectors(name, vocab=vocab)
+
+
 def analogy_questions(lowercase: bool = True) -> list[tuple[str, str, str, str, str]]:
     """Mikolov et al. (2013) analogy quadruples as (category, a, b, c, d): 19,544 lines in 14 categories."""
     path = require("gensim-testdata", ANALOGIES) / ANALOGIES

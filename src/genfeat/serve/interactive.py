@@ -28,6 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from genfeat.models.interactive.inference import InteractiveGenerator
+from genfeat.tasks.generation import text_deltas
 
 STATIC = Path(__file__).with_name("static")
 
@@ -111,14 +112,35 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
     app.state.gate = gate
 
     def encode(text: str) -> list[int]:
-        words = text.split()
-        unknown = [w for w in words if w not in index]
-        if unknown:
-            raise HTTPException(422, f"words outside the vocabulary: {', '.join(unknown[:5])}")
-        if len(words) > limits.max_prompt_tokens:
-            raise HTTPException(422, f"the prompt has {len(words)} tokens, over the cap max_prompt_tokens="
+        """The prompt's model tokens: the run's tokenizer, or (the synthetic corpus) its words themselves."""
+        if gen.tokenizer is not None:
+            ids = gen.tokenizer.encode(text)
+        else:
+            words = text.split()
+            unknown = [w for w in words if w not in index]
+            if unknown:
+                raise HTTPException(422, f"words outside the vocabulary: {', '.join(unknown[:5])}")
+            ids = [index[w] for w in words]
+        if len(ids) > limits.max_prompt_tokens:
+            raise HTTPException(422, f"the prompt has {len(ids)} tokens, over the cap max_prompt_tokens="
                                      f"{limits.max_prompt_tokens}")
-        return [index[w] for w in words]
+        if not ids:
+            raise HTTPException(422, "the prompt is empty")
+        return ids
+
+    def typed_rows(words: list[str]) -> list[int]:
+        """Typed words as rows of the word table (lower-cased where the table is real prose's)."""
+        keys = [w.lower() for w in words] if gen.tokenizer is not None else words
+        unknown = [w for w, k in zip(words, keys, strict=True) if k not in index]
+        if unknown:
+            raise HTTPException(422, f"words without a word vector: {', '.join(unknown[:5])}")
+        return [index[k] for k in keys]
+
+    def texts(tokens: Iterator[int]) -> Iterator[str]:
+        if gen.tokenizer is not None:
+            yield from text_deltas(gen.tokenizer, tokens)
+        else:
+            yield from (" " + gen.words[t] for t in tokens)
 
     @app.middleware("http")
     async def cap_body(request: Request, call_next):
@@ -156,7 +178,7 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
                                ("max_new_tokens", req.max_new_tokens, limits.max_new_tokens)):
             if got > cap:
                 raise HTTPException(422, f"{got} is over the cap {name}={cap}")
-        typed = encode(" ".join(req.words)) if req.words else []
+        typed = typed_rows(req.words)
         gate.enter()
         try:
             topics = options_of(tuple(ids))
@@ -172,11 +194,18 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
             first, n, stopped = None, 0, True
             try:
                 yield "event: start\ndata: {}\n\n"
-                for tok in gen.stream(ids, conditions, req.max_new_tokens, seed=req.seed):
-                    n += 1
+                drawn: list[int] = []
+
+                def tap() -> Iterator[int]:
+                    for tok in gen.stream(ids, conditions, req.max_new_tokens, seed=req.seed):
+                        drawn.append(tok)
+                        yield tok
+
+                for piece in texts(tap()):
+                    n = len(drawn)
                     first = first if first is not None else time.perf_counter() - t0
-                    yield f"event: token\ndata: {json.dumps({'text': ' ' + gen.words[tok]})}\n\n"
-                stopped = False
+                    yield f"event: token\ndata: {json.dumps({'text': piece})}\n\n"
+                n, stopped = len(drawn), False
                 total = time.perf_counter() - t0
                 rate = (n - 1) / (total - first) if n > 1 and total > first else 0.0
                 yield ("event: done\ndata: " + json.dumps({"tokens": n, "first_token_s": first,

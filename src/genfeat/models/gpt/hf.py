@@ -107,10 +107,11 @@ def pretrained_config(directory: str | Path, head: HeadConfig | None = None) -> 
 
 def load_pretrained_weights(lm: CausalLM, directory: str | Path) -> None:
     """Copy an HF GPT-2 directory's decoder weights into `lm` (built with `pretrained_config`); the head keeps
-    its own initialisation except where it ties to the embeddings."""
+    its own initialisation except where it ties to the embeddings, and so do the condition layers of a decoder
+    built with `cond_dim` (thesis C §4.2.2: GPT-2 has none)."""
     _, sd = read_hf_dir(directory, ("gpt2",))
     missing, unexpected = lm.load_state_dict(from_hf_state_dict(sd), strict=False)
-    if unexpected or [k for k in missing if k.startswith("backbone.")]:
+    if unexpected or [k for k in missing if k.startswith("backbone.") and not k.startswith("backbone.cond_")]:
         raise CheckpointError(f"{directory}: weights do not match the config (missing {missing[:3]}, unexpected "
                               f"{unexpected[:3]})")
 

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from genfeat.config import from_dict, load_yaml
+from genfeat.data.tokenizers import GENFEAT_FILE, Tokenizer, load_tokenizer
 from genfeat.errors import ConfigError
 from genfeat.models.facets import FacetConfig, FacetModel
 from genfeat.models.gpt import GPTConfig, GPTDecoder, build_gpt_lm
@@ -48,6 +49,7 @@ class InteractiveGenerator:
     stop: Tensor  # (V,) bool: never shown in a topic
     pad_id: int
     m: int  # words per topic
+    tokenizer: Tokenizer | None = None  # the model tokens' (real prose); None: the tokens are `words` themselves
 
     @torch.no_grad()
     def options(self, prompt: Sequence[int]) -> Topics:
@@ -82,12 +84,16 @@ def load_run(run_dir: str | Path) -> InteractiveGenerator:
     cfg = saved["config"]
     meta = json.loads((run / WORDS).read_text())
     table = torch.from_numpy(np.load(run / VECTORS)).float()
-    gcfg = dataclasses.replace(from_dict(GPTConfig, cfg["model"], "model."), vocab_size=meta["pad_id"] + 1,
-                               cond_dim=table.size(1))
+    if "generator" in meta:
+        gcfg = dataclasses.replace(from_dict(GPTConfig, meta["generator"], "generator."), cond_dim=table.size(1))
+    else:
+        gcfg = dataclasses.replace(from_dict(GPTConfig, cfg["model"], "model."), vocab_size=meta["pad_id"] + 1,
+                                   cond_dim=table.size(1))
     lm = build_gpt_lm(gcfg)
     load_model_weights(lm, run / GENERATOR / WEIGHTS)
     options = option_generator(GPTDecoder(dataclasses.replace(gcfg, cond_dim=0)),
                                from_dict(FacetConfig, cfg["options"], "options."), meta["pad_id"])
     load_model_weights(options, run / WEIGHTS)
+    tok = load_tokenizer(run) if (run / GENFEAT_FILE).is_file() else None
     return InteractiveGenerator(lm.eval(), options.eval(), meta["words"], table,
-                                torch.as_tensor(meta["stop"]), meta["pad_id"], int(cfg.get("m_words", 5)))
+                                torch.as_tensor(meta["stop"]), meta["pad_id"], int(cfg.get("m_words", 5)), tok)
