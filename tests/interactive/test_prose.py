@@ -12,7 +12,6 @@ import pytest
 import torch
 from tests.recipe_data import COMMON, TOPICS
 
-from genfeat.cli import main
 from genfeat.data.future_words import next_content_words
 from genfeat.data.prose_topics import (
     content_vocabulary,
@@ -109,44 +108,6 @@ def test_continuation_nll_scores_the_continuation_only():
     assert n == 2 and s == pytest.approx(-(logp[2, 4] + logp[3, 5]).item(), rel=1e-5)
 
 
-@pytest.fixture(scope="module")
-def prose_run(tmp_path_factory):
-    """A tiny BPE LM on fixture prose, then the prose recipe from its hf/."""
-    root = tmp_path_factory.mktemp("prose")
-    rng = random.Random(0)
-    corpus = root / "corpus"
-    corpus.mkdir()
-    for split, n in (("train", 400), ("valid", 80), ("test", 80)):
-        lines = []
-        for _ in range(n):
-            topic = rng.choice(list(TOPICS.values())).split()
-            lines.append(" ".join(rng.choice(topic + COMMON) for _ in range(14)).capitalize() + ".")
-        (corpus / f"{split}.txt").write_text("\n".join(lines) + "\n")
-    vectors = root / "vectors.txt"
-    words = sorted({w for ws in TOPICS.values() for w in ws.split()} | set(COMMON))
-    vr = np.random.default_rng(0)
-    vectors.write_text("".join(f"{w} " + " ".join(f"{v:.4f}" for v in vr.standard_normal(8)) + "\n" for w in words))
-    mp = pytest.MonkeyPatch()
-    mp.setenv("GENFEAT_DATA", str(root / "data"))
-    try:
-        lm = root / "lm"
-        assert main(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{corpus}", "--data.tokenizer", "bpe",
-                     "--data.vocab_size", "200", "--model.max_len", "64", "--out", str(lm)]) == 0
-        out = root / "interactive"
-        assert main(["run", "interactive", "--preset", "prose", "--init", str(lm / "hf"),
-                     "--data.corpus", f"dir:{corpus}", "--data.vectors", str(vectors), "--data.min_count", "2",
-                     "--data.seq_len", "32", "--hints.max_n", "2", "--data.prompt_tokens", "[8, 48]",
-                     "--data.stride", "16",
-                     "--data.o_target", "8", "--data.o_eval", "6", "--data.prompt_words", "[20, 6]",
-                     "--data.eval_prompts", "8", "--data.batch_size", "8", "--options.d_target", "8",
-                     "--options.d_model", "16", "--options.k", "3", "--options.n_dec", "1", "--options.d_inner",
-                     "32", "--options.n_head", "2", "--generator_train.max_steps", "4", "--train.max_steps", "4",
-                     "--out", str(out)]) == 0
-    finally:
-        mp.undo()
-    return out
-
-
 def test_prose_recipe_writes_a_run_the_app_can_read(prose_run):
     from genfeat.models.interactive.inference import load_run
 
@@ -188,3 +149,22 @@ def test_prose_app_encodes_text_with_the_runs_tokenizer(prose_run):
                                                             [gen.words.index("market")]), 5)))
     r = client.post("/api/generate", json={"prompt": "Investors", "words": ["zzzz"]})
     assert r.status_code == 422 and "zzzz" in r.json()["detail"]
+
+
+def test_continuation_table_runs_ours_pplm_and_plain_on_the_same_prompts(prose_run):
+    from genfeat.models.gpt.hf import from_pretrained
+    from genfeat.models.interactive.inference import load_run
+    from genfeat.tasks.prose_options import continuation_table
+
+    gen = load_run(prose_run)
+    judge = from_pretrained(prose_run.parent / "lm" / "hf")
+    s = encode_stream(["Investors bought shares and the market said the bank fell.",
+                       "The minister won the election campaign vote."] * 3, gen.tokenizer,
+                      {w: i for i, w in enumerate(gen.words)})
+    prompts = prose_prompts(s, 4, 5, 3, seed=0, max_tokens=40)
+    res = continuation_table(gen, judge, prompts, gen.tokenizer, new=6, seed=0)
+    assert set(res) == {"ours", "pplm", "plain", "prompts"} and 1 <= res["prompts"]["n"] <= 4
+    for name in ("ours", "pplm", "plain"):
+        r = res[name]
+        assert 0 <= r["topic"] <= 3 and r["word"] <= r["token"] and r["seconds"] > 0
+        assert 1 < r["ppl"] < 10 * gen.tokenizer.vocab_size and 0 < r["dist1"] <= 100 and 0 < r["dist2"] <= 100

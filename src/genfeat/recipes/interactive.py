@@ -161,8 +161,8 @@ def prose() -> InteractiveRunConfig:
     return InteractiveRunConfig(
         data=InteractiveDataConfig(source="prose", o_target=50, batch_size=16, eval_prompts=200),
         options=FacetConfig(d_model=128, d_target=50, k=10, n_dec=5, n_head=4, d_inner=512, dropout=0.1),
-        generator_train=TrainConfig(max_steps=200, lr=3e-4, warmup_steps=20, eval_every=100, log_every=20),
-        train=TrainConfig(max_steps=400, lr=3e-4, warmup_steps=40, eval_every=200, log_every=20))
+        generator_train=TrainConfig(max_steps=150, lr=3e-4, warmup_steps=15, eval_every=75, log_every=15),
+        train=TrainConfig(max_steps=300, lr=3e-4, warmup_steps=30, eval_every=150, log_every=15))
 
 
 PRESETS = {"tiny": tiny, "prose": prose}
