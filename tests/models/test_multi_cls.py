@@ -54,7 +54,7 @@ def test_facet_tokens_follow_cls():
     assert c[:, 1:4].eq(1).all() and torch.equal(c[:, 4:], mask[:, 1:])
     assert default_insert_after(12) == (4, 8) and default_insert_after(24) == (8, 16)
     assert default_insert_after(6) == (2, 4) and enc.insert_after == (1, 3)
-    with pytest.raises(ValueError, match="encode texts to max_len - K"):
+    with pytest.raises(ValueError, match="encode texts to max_len - 3"):
         enc(torch.full((1, 30), 104))
 
 

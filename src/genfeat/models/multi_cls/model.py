@@ -18,7 +18,16 @@ Fine-tuning pooler (§6, Eq. 5.4): c = Σ_k (W_{O,k} - W̄) h_k + Σ_k b_k with 
 or the ablation Σ_k W_{O,k} h_k + Σ_k b_k ("sum"); K = 1 is c = W_{O,1} h_1 + b_1 (Eq. 5.4 would be zero).
 `MultiCLSClassifier`: dropout(c) -> Linear to the labels (1 output: regression), BERT's pooler unused.
 
-Shapes: input_ids (B, T) -> hidden (B, T + K, D); facet states (B, K, D); pooled (B, D).
+Multi²SPE's variant (thesis C §5.3.1, Eq. 5.5; spec multi2spe.md §2-§3), the same class with four settings:
+`cls_facet` ([CLS] is facet 1: the facets sit at positions 0..K-1 and K - 1 tokens are inserted, their ids looked
+up from the tokenizer, `facet_ids`), `mean_subtract` (Eq. 5.5: facet k's map is (W_k - W̄) h + b_k for K > 1, so a
+layer's effective weights sum to zero), `insert_bias`, and a map after the last block (an output map: the facet
+embeddings, `facet_states` of the last hidden state). Inits: "eye" = exactly I (with mean subtraction the
+effective maps are then zero at step 0, the reference's); an output map starts as `nn.Linear` does (Kaiming-uniform
+weight, uniform bias), each facet drawn independently.
+
+Shapes: input_ids (B, T) -> hidden (B, T + n, D) with n = K inserted tokens (K - 1 with cls_facet); facet states
+(B, K, D); pooled (B, D).
 Deviations: the facets ride inside genfeat's BERT loop instead of hooks on transformers' BertLayer (same
 arithmetic, spec §12's advice: "run the blocks yourself").
 """
@@ -51,21 +60,38 @@ class MultiCLSConfig:
     insert_after: tuple[int, ...] | None = None  # 1-indexed blocks; None: default_insert_after(depth); (): none
     insert_bias: bool = False  # the reference: no bias in pretraining, a zero-initialised trainable one at
     #   fine-tuning (multi_cls_classify's insert_bias; genfeat's pages fine-tune without it, a stated deviation)
-    insert_init: str = "normal"  # normal: N(0, 0.02^2) | identity: I + N(0, 0.01^2)
+    insert_init: str = "normal"  # normal: N(0, 0.02^2) | identity: I + N(0, 0.01^2) | eye: I exactly
     lam: float = 0.1  # λ of Eq. 5.2
     aggregation: str = "reparam"  # fine-tuning pooler: reparam (Eq. 5.4) | sum (the Table 5.2 ablation)
     pool_bias: bool = True  # a trainable bias per facet in the pooler (the reference code)
     first_facet_id: int = 1  # [unused0] in the BERT uncased vocabulary
+    facet_ids: tuple[int, ...] = ()  # the inserted tokens' ids (from the tokenizer); empty: first_facet_id, +1, ..
+    cls_facet: bool = False  # Multi²SPE: [CLS] is facet 1 (positions 0..K-1, K - 1 tokens inserted)
+    mean_subtract: bool = False  # Multi²SPE's Eq. 5.5 on every inserted map (K > 1)
 
     def __post_init__(self) -> None:
         if self.k < 1:
             raise ConfigError(f"model.k must be >= 1, got {self.k}")
-        if self.insert_init not in ("normal", "identity"):
-            raise ConfigError(f"model.insert_init must be normal or identity, got {self.insert_init!r}")
+        if self.insert_init not in ("normal", "identity", "eye"):
+            raise ConfigError(f"model.insert_init must be normal, identity or eye, got {self.insert_init!r}")
+        if self.facet_ids and len(self.facet_ids) != self.n_inserted:
+            raise ConfigError(f"model.facet_ids has {len(self.facet_ids)} ids, {self.n_inserted} tokens are inserted")
         if self.aggregation not in AGGREGATIONS:
             raise ConfigError(f"model.aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
         if not 0.0 <= self.lam <= 1.0:
             raise ConfigError(f"model.lam must be in [0, 1], got {self.lam}")
+
+    @property
+    def n_inserted(self) -> int:
+        """Facet tokens inserted after [CLS]: K, or K - 1 when [CLS] is facet 1."""
+        return self.k - 1 if self.cls_facet else self.k
+
+    @property
+    def first_position(self) -> int:
+        return 0 if self.cls_facet else 1
+
+    def inserted_ids(self) -> tuple[int, ...]:
+        return self.facet_ids or tuple(range(self.first_facet_id, self.first_facet_id + self.n_inserted))
 
 
 def check_facet_tokens(id_to_token: Callable[[int], str | None], first_facet_id: int, k: int,
@@ -80,6 +106,23 @@ def check_facet_tokens(id_to_token: Callable[[int], str | None], first_facet_id:
                               f"not [unused{j}] (model.first_facet_id)")
     if input_ids is not None and cls_id is not None and bool((input_ids[:, 0] != cls_id).any()):
         raise ConfigError("every input must start with [CLS] (position 0): the facet tokens follow it")
+
+
+def facet_token_ids(token_to_id: Callable[[str], int | None], n: int, first: int = 1) -> tuple[int, ...]:
+    """The ids of [unused{first}] .. [unused{first + n - 1}] in a vocabulary (Multi²SPE's facet tokens start at
+    [unused1], spec §3.1); ConfigError when one is missing."""
+    ids = []
+    for j in range(first, first + n):
+        i = token_to_id(f"[unused{j}]")
+        if i is None:
+            raise ConfigError(f"the vocabulary has no [unused{j}] for facet token {j - first + 1}")
+        ids.append(i)
+    return tuple(ids)
+
+
+def mean_subtracted(weight: Tensor) -> Tensor:
+    """Eq. 5.5's effective weights W_k - W̄ over the facets (dim 0); K = 1 unchanged (Eq. 5.5 would be zero)."""
+    return weight - weight.mean(0, keepdim=True) if weight.size(0) > 1 else weight
 
 
 def facet_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
@@ -97,20 +140,32 @@ class MultiCLSEncoder(nn.Module):
         bert.pooler.requires_grad_(False)  # the [CLS] pooler is not read: the facets replace it (frozen, so DDP
         L, D, K = bert.cfg.n_layer, bert.cfg.d_model, cfg.k  # does not wait for its gradient)
         after = default_insert_after(L) if cfg.insert_after is None else tuple(cfg.insert_after)
-        if any(not 1 <= a < L for a in after):
-            raise ConfigError(f"model.insert_after: blocks must be in [1, {L - 1}], got {after}")
-        if cfg.first_facet_id + K > bert.cfg.vocab_size:
-            raise ConfigError(f"{K} facet ids from {cfg.first_facet_id} exceed the vocabulary")
+        if any(not 1 <= a <= L for a in after):
+            raise ConfigError(f"model.insert_after: blocks must be in [1, {L}], got {after}")
+        if any(not 0 <= i < bert.cfg.vocab_size for i in cfg.inserted_ids()):
+            raise ConfigError(f"facet ids {cfg.inserted_ids()} exceed the vocabulary of {bert.cfg.vocab_size}")
         self.insert_after = after
         self.inserted = nn.ParameterDict()  # "l" -> (K, D, D)
         self.inserted_bias = nn.ParameterDict()  # "l" -> (K, D)
         for a in after:
-            w = torch.randn(K, D, D) * (0.01 if cfg.insert_init == "identity" else 0.02)
-            if cfg.insert_init == "identity":
-                w = w + torch.eye(D)
+            if a == L:  # an output map: nn.Linear's initialisation per facet
+                layers = [nn.Linear(D, D) for _ in range(K)]
+                w = torch.stack([m.weight.detach() for m in layers])
+                b = torch.stack([m.bias.detach() for m in layers])
+            else:
+                w = torch.eye(D).expand(K, D, D).clone() if cfg.insert_init == "eye" else (
+                    torch.randn(K, D, D) * (0.01 if cfg.insert_init == "identity" else 0.02))
+                if cfg.insert_init == "identity":
+                    w = w + torch.eye(D)
+                b = torch.zeros(K, D)
             self.inserted[str(a)] = nn.Parameter(w)
             if cfg.insert_bias:
-                self.inserted_bias[str(a)] = nn.Parameter(torch.zeros(K, D))
+                self.inserted_bias[str(a)] = nn.Parameter(b)
+
+    def map_weight(self, layer: int) -> Tensor:
+        """The effective (K, D, D) weights of the map after block `layer` (Eq. 5.5 when mean_subtract)."""
+        w = self.inserted[str(layer)]
+        return mean_subtracted(w) if self.cfg.mean_subtract else w
 
     @property
     def d_model(self) -> int:
@@ -118,9 +173,9 @@ class MultiCLSEncoder(nn.Module):
 
     def add_facet_tokens(self, input_ids: Tensor, token_type_ids: Tensor | None,
                          attention_mask: Tensor | None) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """[CLS] x -> [CLS] [C1..CK] x: ids first_facet_id.., token type 0, attention 1. (B, T) -> (B, T + K)."""
-        B, K = input_ids.size(0), self.cfg.k
-        facets = torch.arange(self.cfg.first_facet_id, self.cfg.first_facet_id + K, device=input_ids.device)
+        """[CLS] x -> [CLS] [C1..Cn] x: the inserted ids, token type 0, attention 1. (B, T) -> (B, T + n)."""
+        B, K = input_ids.size(0), self.cfg.n_inserted
+        facets = torch.tensor(self.cfg.inserted_ids(), dtype=input_ids.dtype, device=input_ids.device)
         ids = torch.cat([input_ids[:, :1], facets.expand(B, K), input_ids[:, 1:]], 1)
         types = None if token_type_ids is None else torch.cat(
             [token_type_ids[:, :1], token_type_ids.new_zeros(B, K), token_type_ids[:, 1:]], 1)
@@ -133,23 +188,24 @@ class MultiCLSEncoder(nn.Module):
         """Ordinary BERT inputs with [CLS] at 0 -> states of [CLS], the K facets and the text (B, T + K, D)."""
         ids, types, mask = self.add_facet_tokens(input_ids, token_type_ids, attention_mask)
         if ids.size(1) > self.bert.cfg.max_len:
-            raise ValueError(f"{input_ids.size(1)} tokens + {self.cfg.k} facets exceed the model's "
-                             f"{self.bert.cfg.max_len}; encode texts to max_len - K")
+            raise ValueError(f"{input_ids.size(1)} tokens + {self.cfg.n_inserted} facet tokens exceed the model's "
+                             f"{self.bert.cfg.max_len}; encode texts to max_len - {self.cfg.n_inserted}")
         key_mask = self.bert.key_mask(mask)
         x = self.bert.embeddings(ids, types)
         states = [x]
-        K = self.cfg.k
+        K, lo = self.cfg.k, self.cfg.first_position
         for i, layer in enumerate(self.bert.layers, start=1):
             x = layer(x, key_mask)
-            if str(i) in self.inserted:  # facet positions 1..K replaced by L_{i,k}(h_k); [CLS] and text unchanged
-                f = facet_linear(x[:, 1:K + 1], self.inserted[str(i)], self.inserted_bias.get(str(i)))
-                x = torch.cat([x[:, :1], f, x[:, K + 1:]], 1)
+            if str(i) in self.inserted:  # facet positions lo..lo+K-1 replaced by L_{i,k}(h_k); the rest unchanged
+                f = facet_linear(x[:, lo:lo + K], self.map_weight(i), self.inserted_bias.get(str(i)))
+                x = torch.cat([x[:, :lo], f, x[:, lo + K:]], 1)
             states.append(x)
         return BackboneOutput(hidden=x, all_hidden=tuple(states) if output_all_hidden else None)
 
     def facet_states(self, hidden: Tensor) -> Tensor:
-        """h_k^c: (B, T + K, D) -> (B, K, D)."""
-        return hidden[:, 1:self.cfg.k + 1]
+        """h_k^c: (B, T + n, D) -> (B, K, D)."""
+        lo = self.cfg.first_position
+        return hidden[:, lo:lo + self.cfg.k]
 
 
 class FacetPooler(nn.Module):
