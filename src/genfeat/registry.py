@@ -18,6 +18,7 @@ from genfeat.recipes import (
     heads_synthetic,
     interactive,
     lm,
+    multi2spe,
     multi_cls,
     planetoid,
     seqrec,
@@ -93,6 +94,8 @@ RECIPES: dict[str, Recipe] = {
                           interactive.InteractiveRunConfig, interactive.PRESETS, interactive.run, "tiny"),
     "citation": Recipe("citation", "cold-start citation and authorship prediction with multi-facet paper embeddings "
                        "(thesis C §3.4)", citation.CitationRunConfig, citation.PRESETS, citation.run, "tiny"),
+    "multi2spe": Recipe("multi2spe", "Multi²SPE: a multi-CLS paper encoder trained on citation triplets (thesis C "
+                        "§5.3)", multi2spe.Multi2SPERunConfig, multi2spe.PRESETS, multi2spe.run, "tiny"),
     "pixelcnn": Recipe("pixelcnn", "PixelCNN density model of training images (the frozen p(x) of the LD term)",
                        gan_ssl.PixelCNNRunConfig, gan_ssl.PIXELCNN_PRESETS, gan_ssl.run_pixelcnn, "mnist"),
 }

@@ -157,9 +157,9 @@ def test_specter_margin():
 def test_the_paper_embedding_is_the_sum_of_facets_after_tanh():
     paper = PaperEncoder(_spe(k=3), "tanh")
     ids, mask = _inputs()
-    f = paper.facets(ids, attention_mask=mask)
+    f = paper(ids, attention_mask=mask)
     raw = paper.encoder.facet_states(paper.encoder(ids, attention_mask=mask).hidden)
-    assert torch.equal(f, torch.tanh(raw)) and torch.equal(paper(ids, attention_mask=mask), f.sum(1))
+    assert torch.equal(f, torch.tanh(raw)) and torch.equal(paper.encode(ids, attention_mask=mask), f.sum(1))
     assert f.std(0).max() > 0  # the output maps tell the facets apart from step 0
     with pytest.raises(ConfigError, match="cls_facet"):
         PaperEncoder(MultiCLSEncoder(BertModel(TINY), MultiCLSConfig(k=2)))

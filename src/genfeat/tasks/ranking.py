@@ -89,14 +89,20 @@ def average_query_metrics(batches: Iterable[dict[str, Tensor]], split: str) -> d
 @dataclass
 class RankingSplit:
     """Queries 0..Q-1 of one split: each query's relevant candidate ids and (optionally) the ids that are not
-    candidates for it."""
+    candidates for it, or the only ids that are (`candidates`: a sampled list, SciDocs' 5 positives + 500
+    negatives)."""
 
     relevant: Sequence[np.ndarray]
     excluded: Sequence[np.ndarray] | None = None
+    candidates: Sequence[np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         if self.excluded is not None and len(self.excluded) != len(self.relevant):
             raise ValueError(f"{len(self.relevant)} queries but {len(self.excluded)} exclusion lists")
+        if self.candidates is not None and len(self.candidates) != len(self.relevant):
+            raise ValueError(f"{len(self.relevant)} queries but {len(self.candidates)} candidate lists")
+        if self.candidates is not None and self.excluded is not None:
+            raise ValueError("give a split's excluded ids or its candidate ids, not both")
 
     def __len__(self) -> int:
         return len(self.relevant)
@@ -126,7 +132,7 @@ class Ranking(RankingTask):
         self.n, self.scorer, self.ks, self.ties, self.batch_size = n_candidates, scorer, ks, ties, batch_size
         self.metric, self._loss = metric, loss
         for name, sp in self.data.items():
-            for ids in [*sp.relevant, *(sp.excluded or ())]:
+            for ids in [*sp.relevant, *(sp.excluded or ()), *(sp.candidates or ())]:
                 if len(ids) and (int(np.min(ids)) < 0 or int(np.max(ids)) >= n_candidates):
                     raise ValueError(f"split {name!r}: candidate ids must be in [0, {n_candidates})")
 
@@ -144,7 +150,8 @@ class Ranking(RankingTask):
                 raise ValueError(f"the scorer returned {tuple(scores.shape)} scores for {len(q)} queries and "
                                  f"{self.n} candidates")
             relevant = _mask(sp.relevant[a: a + len(q)], self.n)
-            candidates = ~_mask(sp.excluded[a: a + len(q)], self.n) if sp.excluded is not None else None
+            candidates = (~_mask(sp.excluded[a: a + len(q)], self.n) if sp.excluded is not None
+                          else _mask(sp.candidates[a: a + len(q)], self.n) if sp.candidates is not None else None)
             yield multi_positive_metrics(scores, relevant, None if candidates is None else candidates | relevant,
                                          self.ks, self.ties)
 

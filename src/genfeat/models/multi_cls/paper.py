@@ -35,13 +35,13 @@ class PaperEncoder(nn.Module):
     def k(self) -> int:
         return self.encoder.cfg.k
 
-    def facets(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
-               attention_mask: Tensor | None = None) -> Tensor:
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None) -> Tensor:
         """Ordinary BERT inputs ([CLS] title [SEP] abstract [SEP]) -> facet embeddings c_k (B, K, D)."""
         h = self.encoder.facet_states(self.encoder(input_ids, token_type_ids, attention_mask).hidden)
         return torch.tanh(h) if self.activation == "tanh" else h
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
-                attention_mask: Tensor | None = None) -> Tensor:
+    def encode(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+               attention_mask: Tensor | None = None) -> Tensor:
         """The paper embedding c = Σ_k c_k (B, D)."""
-        return self.facets(input_ids, token_type_ids, attention_mask).sum(1)
+        return self(input_ids, token_type_ids, attention_mask).sum(1)

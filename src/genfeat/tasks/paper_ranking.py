@@ -1,0 +1,126 @@
+"""Citation prediction with paper embeddings (thesis C §5.3; spec multi2spe.md §4, §6-§7): a paper encoder trained
+on (query, cited, not cited) triplets and evaluated by ranking each test query's candidates.
+
+    PaperTable      every paper's [CLS] title [SEP] abstract [SEP] ids, right-padded (N, T), and its length
+    embed_papers    the summed embeddings (N, D) (or the facets, (N, K, D)), papers taken in length order and
+                    each batch cut to its longest paper (no attention over padding columns)
+    TripletLoss     Eq. 5.6 (`losses.paper_triplets.triplet_loss`, λ and lambda_mode) or SPECTER's margin loss on
+                    the rows {"triplet": (B, 3) paper ids}
+    citation_task   a `tasks.ranking.Ranking` over the papers whose splits are `data.paper_triplets.RankingQueries`
+                    (each query's sampled candidates only), scored by cosine (the authors' SciDocs fork), dot or
+                    -L2 (SciDocs) between summed embeddings; MAP and nDCG over the whole candidate list
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from genfeat.data.paper_triplets import RankingQueries
+from genfeat.losses.paper_triplets import specter_margin, triplet_loss
+from genfeat.tasks.ranking import Ranking, RankingSplit
+from genfeat.train import distributed as D
+
+SCORES = ("cosine", "dot", "l2")
+
+
+@dataclass
+class PaperTable:
+    ids: Tensor  # (N, T) right-padded with 0
+    lengths: Tensor  # (N,)
+
+    @classmethod
+    def build(cls, papers: Sequence[np.ndarray], pad_id: int = 0) -> PaperTable:
+        T = max(len(p) for p in papers)
+        ids = torch.full((len(papers), T), pad_id, dtype=torch.long)
+        for i, p in enumerate(papers):
+            ids[i, : len(p)] = torch.as_tensor(p)
+        return cls(ids, torch.as_tensor([len(p) for p in papers]))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self, idx: Tensor) -> tuple[Tensor, Tensor]:
+        """(ids, attention mask) of papers `idx`, cut to their longest: (b, t) each."""
+        t = int(self.lengths[idx].max())
+        mask = torch.arange(t)[None] < self.lengths[idx][:, None]
+        return self.ids[idx, :t], mask.long()
+
+
+@torch.no_grad()
+def embed_papers(model: nn.Module, table: PaperTable, batch_size: int = 64, facets: bool = False,
+                 idx: Tensor | None = None) -> Tensor:
+    """Summed embeddings (n, D) (`facets`: (n, K, D)) of papers `idx` (all by default), in their given order."""
+    net = D.unwrap(model)
+    was = net.training
+    net.eval()
+    device = next(net.parameters()).device
+    idx = torch.arange(len(table)) if idx is None else idx
+    perm = torch.argsort(table.lengths[idx], stable=True)  # length buckets: little padding per batch
+    order = idx[perm]
+    out = []
+    try:
+        for a in range(0, len(order), batch_size):
+            ids, mask = table.rows(order[a: a + batch_size])
+            f = net(ids.to(device), attention_mask=mask.to(device)).float().cpu()  # (b, K, D)
+            out.append(f if facets else f.sum(1))
+    finally:
+        net.train(was)
+    emb = torch.cat(out)
+    back = torch.empty_like(emb)
+    back[perm] = emb  # emb[j] is paper idx[perm[j]]
+    return back
+
+
+def candidate_scores(q: Tensor, c: Tensor, score: str = "cosine") -> Tensor:
+    """(b, D) queries x (N, D) papers -> (b, N) scores."""
+    if score == "cosine":
+        return F.normalize(q, dim=-1) @ F.normalize(c, dim=-1).T
+    if score == "dot":
+        return q @ c.T
+    if score == "l2":
+        return -torch.cdist(q, c)
+    raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
+
+
+class TripletLoss:
+    """`train.fit`'s loss on rows {"triplet": (B, 3)}: the three papers' facets through the model's forward."""
+
+    def __init__(self, table: PaperTable, lam: float = 0.1, lambda_mode: str = "logit", kind: str = "softmax",
+                 margin: float = 1.0):
+        if kind not in ("softmax", "margin"):
+            raise ValueError(f"loss kind must be softmax (Eq. 5.6) or margin (SPECTER), got {kind!r}")
+        self.table, self.lam, self.lambda_mode, self.kind, self.margin = table, lam, lambda_mode, kind, margin
+
+    def __call__(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, int]:
+        device = next(model.parameters()).device
+        trip = batch["triplet"]  # (B, 3)
+        B = trip.size(0)
+        ids, mask = self.table.rows(trip.T.reshape(-1))  # q's, then p's, then n's: one pass, (3B, t)
+        f = model(ids.to(device), attention_mask=mask.to(device)).float()  # (3B, K, D)
+        cq, cp, cn = f[:B], f[B: 2 * B], f[2 * B:]
+        if self.kind == "margin":
+            return specter_margin(cq.sum(1), cp.sum(1), cn.sum(1), self.margin), B
+        return triplet_loss(cq, cp, cn, self.lam, self.lambda_mode), B
+
+
+def citation_task(table: PaperTable, splits: Mapping[str, RankingQueries], loss: TripletLoss, score: str = "cosine",
+                  batch_size: int = 64) -> Ranking:
+    """Ranking of each split's sampled candidates by `score` between summed embeddings (module docstring)."""
+    if score not in SCORES:
+        raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
+    cache: dict[str, Tensor] = {}
+
+    def scorer(model: nn.Module, split: str, q: Tensor) -> Tensor:
+        if int(q[0]) == 0 or split not in cache:  # a new evaluation pass: embed every paper once
+            cache[split] = embed_papers(model, table, batch_size)
+        emb = cache[split]
+        return candidate_scores(emb[torch.as_tensor(splits[split].queries)[q]], emb, score)
+
+    rank = {name: RankingSplit(sq.positives, candidates=sq.candidates) for name, sq in splits.items()}
+    return Ranking(rank, len(table), scorer, ks=(10,), metric="ap", batch_size=256, loss=loss)
