@@ -156,6 +156,11 @@ CASES: dict[str, Case] = {
     "multi_cls_classify": Case(("bert_dir", "bbc_articles"), lambda p: [
         "multi_cls_classify", "--preset", "tiny", "--pretrained", str(p["bert_dir"]), "--train.keep_last", "2"],
         dist_args=("--dropout", "0")),
+    "multi2spe": Case((), lambda p: ["multi2spe", "--preset", "tiny", "--train.max_steps", "20", "--train.eval_every",
+                                     "10", "--data.synthetic.n_papers", "160"],
+                      state="AdamW, schedule, the batch order",
+                      dist_args=("--model.bert.dropout", "0", "--model.bert.attn_dropout", "0"),
+                      atol=5e-5),  # Adam's first steps divide summation-order noise by a tiny second moment
 }
 
 
