@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from genfeat.analysis.topic_baselines import kmeans_local, select_global
 from genfeat.data.future_words import next_content_words, token_starts
 from genfeat.data.topic_chain import TEMPLATE, TopicChain, TopicChainConfig
-from genfeat.metrics.topics import bleu2, distinct_n, self_bleu, sim, sim_diff, topic_hits
+from genfeat.metrics.topics import bleu2, distinct_n, mean_se, self_bleu, sim, sim_diff, topic_hits, topic_judgements
 from genfeat.models.interactive.topics import nearest_words, topic_vectors
 from genfeat.tasks.conditional_lm import HintSampler
 
@@ -139,3 +139,15 @@ def test_topic_chain_corpus():
             if s:
                 assert topics[s] in c.successors[topics[s - 1]]
     assert c.words[c.docs[0, 7]] == "."
+
+
+def test_human_judgement_counts_and_their_complement_form():
+    # the thesis's example: topics A, B, C; A likely, A and B promoting
+    assert topic_judgements([0], [0, 1], k=3) == {"L": 1, "TP": 2, "L&TP": 1}
+    # the reference's form: the worker marks what is NOT likely (B, C) and NOT promoting (C) among 3
+    assert topic_judgements([1, 2], [2], k=3, complement=True) == {"L": 1, "TP": 2, "L&TP": 1}
+    assert topic_judgements([], [], k=10, complement=True) == {"L": 10, "TP": 10, "L&TP": 10}
+    with pytest.raises(ValueError, match="in \\[0, 3\\)"):
+        topic_judgements([3], [], k=3)
+    m, se = mean_se([1.0, 2.0, 6.0])
+    assert m == pytest.approx(3.0) and se == pytest.approx(np.std([1, 2, 6], ddof=1) / np.sqrt(3))

@@ -9,6 +9,10 @@ interactive-generation.md §6.2-6.4 and §9 tests 10-13).
                   chosen topics with at least one word mentioned (exact string match)
     bleu2         BLEU-2 with Chen & Cherry's smoothing 3 (NLTK `SmoothingFunction().method3`); self_bleu: the
                   mean over generations of BLEU-2 against the others (Texygen)
+    topic_judgements  Table 4.2's human counts of one (prompt, worker) item: L (topics judged likely), TP (that
+                  promote the narrative), L&TP (both); `complement=True` reads the reference's form, where the worker
+                  marks the topics that are *not* likely / *not* promoting among the K shown (spec §9 test 14);
+                  `mean_se` aggregates items as mean ± standard error
 """
 
 from __future__ import annotations
@@ -52,3 +56,23 @@ def self_bleu(generations: Sequence[Sequence[str]]) -> float:
         raise ValueError("Self-BLEU needs at least two generations")
     return float(np.mean([bleu2([g for j, g in enumerate(generations) if j != i], h)
                           for i, h in enumerate(generations)]))
+
+
+def topic_judgements(likely: Sequence[int], promoting: Sequence[int], k: int = 10, complement: bool = False
+                     ) -> dict[str, int]:
+    """{"L", "TP", "L&TP"} of one item: topic indices in [0, k) judged likely and promoting (or, `complement`,
+    marked as not likely / not promoting)."""
+    a, b = set(likely), set(promoting)
+    if any(not 0 <= t < k for t in a | b):
+        raise ValueError(f"topic indices must be in [0, {k})")
+    if complement:
+        a, b = set(range(k)) - a, set(range(k)) - b
+    return {"L": len(a), "TP": len(b), "L&TP": len(a & b)}
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """(mean, standard error = sample std / sqrt(n)) over items."""
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        raise ValueError("a standard error needs at least two items")
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v)))

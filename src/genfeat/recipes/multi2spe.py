@@ -144,7 +144,7 @@ def run(cfg: Multi2SPERunConfig, run_dir: Path, resume_from: Path | None = None)
     batches = EpochBatches({"triplet": torch.as_tensor(triplets)}, dc.batch_size, np.random.default_rng(cfg.seed),
                            info.rank, info.world_size)
     untrained = {k.replace("test_", "test_untrained_", 1): v  # the seed's initial weights, resumed or not
-                 for k, v in task.evaluate(model, "test").items()}
+                 for split in ("test", "test_cross") for k, v in task.evaluate(model, split).items()}
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc="multi2spe")
     enc = model.encoder

@@ -123,4 +123,6 @@ def citation_task(table: PaperTable, splits: Mapping[str, RankingQueries], loss:
         return candidate_scores(emb[torch.as_tensor(splits[split].queries)[q]], emb, score)
 
     rank = {name: RankingSplit(sq.positives, candidates=sq.candidates) for name, sq in splits.items()}
-    return Ranking(rank, len(table), scorer, ks=(10,), metric="ap", batch_size=256, loss=loss)
+    task = Ranking(rank, len(table), scorer, ks=(10,), metric="ap", batch_size=256, loss=loss)
+    task.unit = "triplets"  # what the loss counts; evaluation ranks queries
+    return task
