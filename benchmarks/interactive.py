@@ -40,7 +40,7 @@ def job(group: str, seed: int) -> Job:
 
 
 LM_RUN = "lm-prose"
-TABLE_45 = {"prompts": 30, "words": 35, "new": 50}  # prompts per seed, their length in words, tokens generated
+TABLE_45 = {"prompts": 15, "words": 35, "new": 50}  # prompts per seed, their length in words, tokens generated
 THESIS_45 = {  # Table 4.5: Token, Word, Topic, PPL, Dist-1, Dist-2, Time (s)
     "pplm": (1.48, 0.99, 0.77, 18.49, 40.29, None, 17.74), "ours": (2.36, 1.79, 1.40, 16.39, 37.98, 79.65, 1.02),
     "plain": (1.27, 0.84, 0.64, 14.24, 39.80, 80.22, 1.00)}
