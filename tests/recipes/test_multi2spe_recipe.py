@@ -116,3 +116,31 @@ def test_tiny_run_learns_and_keeps_eq_5_5(tiny_run):
     assert np.mean(losses[-fifth:]) < np.mean(losses[:fifth]) - 0.05  # S1: the training loss falls
     assert s["test_ap"] > s["test_untrained_ap"] + 0.02 and s["test_ap"] > 0.152  # S2: above random (15.2)
     assert 0 <= s["test_cross_ap"] <= 1 and s["queries"]["test_cross"] > 10
+
+
+def test_debian_papers_cite_their_dependencies_and_carry_their_section(tmp_path):
+    import hashlib
+
+    from genfeat.data.debian_papers import debian_papers, domain_queries
+
+    pk, tr = [], []
+    rows = [("libx", "libs", "", "a library"), ("liby", "contrib/libs", "libx", "another library"),
+            ("tool", "utils", "libx (>= 1), liby | libz", "a tool"), ("py-a", "python", "tool", "a python module"),
+            ("old", "oldlibs", "libx", "transitional package")]
+    for name, section, deps, synopsis in rows:
+        md5 = hashlib.md5(name.encode()).hexdigest()
+        pk.append(f"Package: {name}\nSection: {section}\nDepends: {deps}\nDescription: {synopsis}\n"
+                  f"Description-md5: {md5}")
+        tr.append(f"Package: {name}\nDescription-md5: {md5}\nDescription-en: {synopsis}\n long text of {name}")
+    (tmp_path / "Packages").write_text("\n\n".join(pk) + "\n")
+    (tmp_path / "Translation-en").write_text("\n\n".join(tr) + "\n")
+    g = debian_papers(tmp_path)
+    assert g.names == ["libx", "liby", "py-a", "tool"]  # sorted; the transitional package dropped
+    cites = {g.names[i]: [g.names[j] for j in c] for i, c in enumerate(g.cites)}
+    assert cites == {"libx": [], "liby": ["libx"], "py-a": ["tool"], "tool": ["libx", "liby"]}
+    assert g.fields.tolist() == ["libs", "libs", "python", "utils"] and g.titles[3] == "a tool"
+    assert "long text of tool" in g.abstracts[3]
+    rng = np.random.default_rng(0)
+    assert domain_queries(g.fields, range(4), 5, rng, field="libs").tolist() == [0, 1]
+    multi = domain_queries(np.array(["a"] * 8 + ["b"] * 2), range(10), 4, rng, max_share=0.5)
+    assert len(multi) == 4 and (multi >= 8).sum() == 2  # at most half from field a

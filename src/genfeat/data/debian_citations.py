@@ -33,6 +33,7 @@ Test packages are cold: their authorship and citation rows are only evaluated (`
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -62,9 +63,28 @@ def dependency_names(field: str) -> list[str]:
     return names
 
 
-def debian_citations(root: str | Path | None = None, seed: int = 0, min_author_papers: int = 2,
-                     min_citations: int = 5, test_fraction: float = 0.1, valid_fraction: float = 0.1,
-                     min_count: int = 5, max_words: int = 512) -> CitationData:
+@dataclass
+class DebianGraph:
+    """Rules 1-3's first half (module docstring): the kept packages, their Packages paragraphs and descriptions,
+    and every dependency edge inside the set (cited, citing) -> the strongest field's index in CITE_FIELDS."""
+
+    names: list[str]
+    paras: list[dict[str, str]]
+    descriptions: list[str]
+    edges: dict[tuple[int, int], int]
+    notes: dict[str, int]
+
+    def texts(self) -> tuple[list[str], list[str]]:
+        """(titles, abstracts): each package's synopsis and long description (`debian_sections.description_parts`)."""
+        parts = [description_parts(d) for d in self.descriptions]
+        return [t for t, _ in parts], [a for _, a in parts]
+
+    def sections(self) -> list[str]:
+        """Each package's Section without its archive area ("contrib/net" -> "net"; "" when absent)."""
+        return [p.get("Section", "").rsplit("/", 1)[-1] for p in self.paras]
+
+
+def debian_graph(root: str | Path | None = None) -> DebianGraph:
     base = Path(root) if root is not None else require("debian-packages", "Packages", "Translation-en")
     described = described_packages(base)
     kept, seen, dummy, repeated = [], set(), 0, 0
@@ -81,11 +101,6 @@ def debian_citations(root: str | Path | None = None, seed: int = 0, min_author_p
         kept.append(name)
     index = {n: i for i, n in enumerate(kept)}
     paras = [described[n][0] for n in kept]
-
-    authors = sorted({maintainer_id(p.get("Maintainer", "")) for p in paras})
-    a_index = {a: i for i, a in enumerate(authors)}
-    authorship = np.array([[i, a_index[maintainer_id(p.get("Maintainer", ""))]] for i, p in enumerate(paras)],
-                          dtype=np.int64).reshape(-1, 2)
     edges: dict[tuple[int, int], int] = {}  # (cited paper, citing package) -> strongest field
     for i, p in enumerate(paras):
         for t, f in enumerate(CITE_FIELDS):
@@ -93,6 +108,21 @@ def debian_citations(root: str | Path | None = None, seed: int = 0, min_author_p
                 j = index.get(dep)
                 if j is not None and j != i:
                     edges.setdefault((j, i), t)
+    return DebianGraph(kept, paras, [described[n][1] for n in kept], edges,
+                       {"packages_described": len(described), "dropped_transitional_or_dummy": dummy,
+                        "dropped_repeated_texts": repeated})
+
+
+def debian_citations(root: str | Path | None = None, seed: int = 0, min_author_papers: int = 2,
+                     min_citations: int = 5, test_fraction: float = 0.1, valid_fraction: float = 0.1,
+                     min_count: int = 5, max_words: int = 512) -> CitationData:
+    graph = debian_graph(root)
+    kept, paras, edges = graph.names, graph.paras, graph.edges
+
+    authors = sorted({maintainer_id(p.get("Maintainer", "")) for p in paras})
+    a_index = {a: i for i, a in enumerate(authors)}
+    authorship = np.array([[i, a_index[maintainer_id(p.get("Maintainer", ""))]] for i, p in enumerate(paras)],
+                          dtype=np.int64).reshape(-1, 2)
     pairs = np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
 
     authorship, author_ids = prune_columns(authorship, min_author_papers)
@@ -103,10 +133,9 @@ def debian_citations(root: str | Path | None = None, seed: int = 0, min_author_p
     citers = np.bincount(citations[:, 0], minlength=len(kept))
     groups = np.array([p.get("Source", n).split(" ", 1)[0] for n, p in zip(kept, paras, strict=True)])
     split = cold_start_split(citers >= 5, groups, test_fraction, valid_fraction, seed)
-    titles, abstracts = zip(*(description_parts(described[n][1]) for n in kept), strict=True)
+    titles, abstracts = graph.texts()
     input_ids, type_ids, vocab = paper_inputs(titles, abstracts, split == 0, min_count, max_words)
-    notes = {"packages_described": len(described), "dropped_transitional_or_dummy": dummy,
-             "dropped_repeated_texts": repeated, "min_author_papers": min_author_papers,
+    notes = {**graph.notes, "min_author_papers": min_author_papers,
              "min_citations": min_citations, "split_seed": seed,
              "test_eligible": int((citers >= 5).sum()), "source_groups": len(set(groups.tolist()))}
     return CitationData("debian-citations", input_ids, type_ids, split, authorship, citations, len(author_ids),
