@@ -144,3 +144,36 @@ def test_debian_papers_cite_their_dependencies_and_carry_their_section(tmp_path)
     assert domain_queries(g.fields, range(4), 5, rng, field="libs").tolist() == [0, 1]
     multi = domain_queries(np.array(["a"] * 8 + ["b"] * 2), range(10), 4, rng, max_share=0.5)
     assert len(multi) == 4 and (multi >= 8).sum() == 2  # at most half from field a
+
+
+def test_scidocs_files_read_into_queries_under_its_missing_paper_policy(tmp_path):
+    from genfeat.data.scidocs import qrel_queries, read_labels, read_metadata, read_qrels
+
+    (tmp_path / "meta.json").write_text(json.dumps({"q1": {"paper_id": "q1", "title": "T", "abstract": None},
+                                                    "a": {"paper_id": "a", "title": "A", "abstract": "x"}}))
+    assert read_metadata(tmp_path / "meta.json") == {"q1": ("T", ""), "a": ("A", "x")}
+    (tmp_path / "test.qrel").write_text("q1 0 a 1\nq1 0 b 0\nq1 0 gone 1\nq1 0 c 0\nq2 0 a 1\n")
+    qrels = read_qrels(tmp_path / "test.qrel")
+    assert qrels == {"q1": {"a": 1, "b": 0, "gone": 1, "c": 0}, "q2": {"a": 1}}
+    index = {"q1": 0, "a": 1, "b": 2, "c": 3}
+    rq, policy = qrel_queries(qrels, index)
+    assert rq.queries.tolist() == [0] and rq.positives[0].tolist() == [1] and rq.candidates[0].tolist() == [1, 2, 3]
+    assert policy == {"queries_skipped": 1, "candidates_dropped": 1}
+    (tmp_path / "train.csv").write_text("pid,class_label\na,3\nb,7\n")
+    assert read_labels(tmp_path / "train.csv") == [("a", "3"), ("b", "7")]
+    (tmp_path / "bad.qrel").write_text("q1 a 1\n")
+    with pytest.raises(Exception, match="bad.qrel:1"):
+        read_qrels(tmp_path / "bad.qrel")
+
+
+def test_field_classification_follows_scidocs_grid():
+    from genfeat.tasks.paper_ranking import SVM_C_GRID, field_macro_f1
+
+    assert SVM_C_GRID == pytest.approx([1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0])
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 30)
+    x = rng.normal(size=(90, 8)) + 3 * np.eye(8)[y]
+    res = field_macro_f1(x[::2], y[::2], x[1::2], y[1::2])
+    assert res["f1"] > 90 and res["C"] in SVM_C_GRID
+    noise = field_macro_f1(rng.normal(size=(45, 8)), y[::2], rng.normal(size=(45, 8)), y[1::2])
+    assert noise["f1"] < 60
