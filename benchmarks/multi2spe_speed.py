@@ -20,7 +20,7 @@ import tempfile
 import numpy as np
 import torch
 
-from benchmarks.common import interleaved_median_seconds, reading, timing_args, write_results
+from benchmarks.common import interleaved_median_seconds, reading, render, timing_args, write_results
 from genfeat.models.bert import BertConfig, BertModel, save_pretrained
 from genfeat.models.multi_cls import MultiCLSConfig, MultiCLSEncoder
 from genfeat.models.multi_cls.model import facet_token_ids
@@ -49,6 +49,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     timing_args(ap, repeats=3, threads=2)
     args = ap.parse_args()
+    if args.render_only:
+        print(render(NAME, markdown))
+        return
     torch.set_num_threads(args.threads)
     from transformers import BertModel as HFBert
 
