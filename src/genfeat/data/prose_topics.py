@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -44,9 +45,14 @@ class ProseStream:
     word_starts: np.ndarray  # (W,) ascending token index of each word's first piece
     word_rows: np.ndarray  # (W,) table row, -1 for a stop word or a word outside the vocabulary
 
-    def content(self) -> tuple[np.ndarray, np.ndarray]:
+    @cached_property
+    def _content(self) -> tuple[np.ndarray, np.ndarray]:
         keep = self.word_rows >= 0
         return self.word_starts[keep], self.word_rows[keep]
+
+    def content(self) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, rows) of the content words, computed once (every block's `future` reads them)."""
+        return self._content
 
     def future(self, start: int, n_tokens: int, o: int) -> np.ndarray:
         """(n_tokens, o): for positions start .. start + n_tokens - 1, the rows of the first o content words that
