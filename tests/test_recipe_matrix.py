@@ -28,6 +28,7 @@ from genfeat.cli import main
 from genfeat.registry import RECIPES
 from genfeat.train.checkpoint import latest_checkpoint, load_trainer_state, load_weights
 from genfeat.train.logging import read_metrics
+from tests.gdan.test_gdan_recipe import SMALL as GDAN_SMALL
 from tests.resume_check import assert_resume_is_exact, assert_same, summary_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,6 +157,10 @@ CASES: dict[str, Case] = {
     "multi_cls_classify": Case(("bert_dir", "bbc_articles"), lambda p: [
         "multi_cls_classify", "--preset", "tiny", "--pretrained", str(p["bert_dir"]), "--train.keep_last", "2"],
         dist_args=("--dropout", "0")),
+    "gdan": Case((), lambda p: ["gdan", *GDAN_SMALL],
+                 state="two Adams (D, G), G's MLE phase, the batch orders, G's sampling stream",
+                 two_ranks="refused: one process (G samples on the fly)",
+                 dist_test="tests/gdan/test_gdan_recipe.py::test_gdan_refuses_several_ranks"),
     "multi2spe": Case((), lambda p: ["multi2spe", "--preset", "tiny", "--train.max_steps", "20", "--train.eval_every",
                                      "10", "--data.synthetic.n_papers", "160"],
                       state="AdamW, schedule, the batch order",

@@ -15,6 +15,7 @@ from genfeat.recipes import (
     citation,
     facets,
     gan_ssl,
+    gdan,
     heads_synthetic,
     interactive,
     lm,
@@ -94,6 +95,8 @@ RECIPES: dict[str, Recipe] = {
                           interactive.InteractiveRunConfig, interactive.PRESETS, interactive.run, "tiny"),
     "citation": Recipe("citation", "cold-start citation and authorship prediction with multi-facet paper embeddings "
                        "(thesis C §3.4)", citation.CitationRunConfig, citation.PRESETS, citation.run, "tiny"),
+    "gdan": Recipe("gdan", "GDAN: semi-supervised QA with generated questions, domain tags and REINFORCE (thesis Y "
+                   "§3.2)", gdan.GDANRunConfig, gdan.PRESETS, gdan.run, "tiny"),
     "multi2spe": Recipe("multi2spe", "Multi²SPE: a multi-CLS paper encoder trained on citation triplets (thesis C "
                         "§5.3)", multi2spe.Multi2SPERunConfig, multi2spe.PRESETS, multi2spe.run, "tiny"),
     "pixelcnn": Recipe("pixelcnn", "PixelCNN density model of training images (the frozen p(x) of the LD term)",

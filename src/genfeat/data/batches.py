@@ -101,3 +101,24 @@ class StreamBatches:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.order = state["order"].numpy()
+
+
+class ZipBatches:
+    """One batch from each of several named iterators per call, as a dict (the labelled and the unlabelled
+    mini-batch that one semi-supervised update reads together); their positions are checkpointed together."""
+
+    def __init__(self, sources: Mapping[str, Any]):
+        self.sources = dict(sources)
+
+    def __iter__(self) -> ZipBatches:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        return {k: next(it) for k, it in self.sources.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {k: it.state_dict() for k, it in self.sources.items()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k, it in self.sources.items():
+            it.load_state_dict(state[k])

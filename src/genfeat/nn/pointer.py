@@ -1,0 +1,77 @@
+"""Attention over a source sequence and the copy mechanism of pointer-generator decoders (thesis Y §3.2.4,
+Eq. 3.7; See et al. 2017, Gu et al. 2016), with the per-example extended vocabulary.
+
+    scores = BilinearAttention(d_query, d_key)(queries, keys, key_mask)  # (B, T', T) logits, -inf at padding
+    attn = masked_softmax(scores, key_mask[:, None, :])                  # (B, T', T), exactly 0 at padding
+
+    ext, oov = extend_ids(src_ids, n_vocab, pad_mask)   # src ids >= n_vocab (outside the output vocabulary) ->
+                                                        #   n_vocab + j, j = the order of first occurrence of the
+                                                        #   row's distinct out-of-vocabulary words; oov (B, n_ext)
+                                                        #   their source ids (-1 where a row has fewer)
+    p = copy_mixture(p_vocab, attn, ext, gate, n_ext)   # g p_vocab (padded with zeros to n_vocab + n_ext)
+                                                        #   + (1 - g) Σ_{i: ext_i = w} attn_i
+Extended ids of the output map back to source ids with `from_extended(ext_out, oov, n_vocab)`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def masked_softmax(scores: Tensor, mask: Tensor, dim: int = -1) -> Tensor:
+    """softmax over `dim` with the positions where `mask` is False at exactly 0 (mask broadcasts to scores)."""
+    return scores.masked_fill(~mask, float("-inf")).softmax(dim).masked_fill(~mask, 0.0)
+
+
+class BilinearAttention(nn.Module):
+    """score(q, k) = qᵀ W k (Luong's "general" attention)."""
+
+    def __init__(self, d_query: int, d_key: int):
+        super().__init__()
+        self.w = nn.Linear(d_key, d_query, bias=False)
+
+    def forward(self, queries: Tensor, keys: Tensor, key_mask: Tensor) -> Tensor:
+        """queries (B, T', dq), keys (B, T, dk), key_mask (B, T) -> (B, T', T) logits with -inf at padding."""
+        scores = queries @ self.w(keys).transpose(1, 2)  # (B, T', T)
+        return scores.masked_fill(~key_mask[:, None, :], float("-inf"))
+
+
+def extend_ids(src_ids: Tensor, n_vocab: int, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """src_ids (B, T) in a source vocabulary whose first `n_vocab` ids are the output vocabulary; mask (B, T) True =
+    real. Returns (ext (B, T): the output-vocabulary id, or n_vocab + j for the row's j-th distinct
+    out-of-vocabulary word, padding -> 0; oov (B, n_ext): those words' source ids, -1 past a row's count)."""
+    B = src_ids.size(0)
+    ext = torch.where(mask, src_ids, torch.zeros_like(src_ids)).clone()
+    rows = []
+    for b in range(B):
+        seen: dict[int, int] = {}
+        for t in torch.nonzero(mask[b] & (src_ids[b] >= n_vocab)).flatten().tolist():
+            w = int(src_ids[b, t])
+            ext[b, t] = n_vocab + seen.setdefault(w, len(seen))
+        rows.append(list(seen))
+    n_ext = max((len(r) for r in rows), default=0)
+    oov = torch.full((B, n_ext), -1, dtype=torch.long)
+    for b, r in enumerate(rows):
+        oov[b, :len(r)] = torch.tensor(r, dtype=torch.long)
+    return ext, oov.to(src_ids.device)
+
+
+def from_extended(ext: Tensor, oov: Tensor, n_vocab: int) -> Tensor:
+    """Extended output ids (B, L) or (B,) -> source ids: ids < n_vocab unchanged, n_vocab + j -> oov[b, j]."""
+    if ext.dim() == 1:
+        return from_extended(ext[:, None], oov, n_vocab)[:, 0]
+    if not oov.size(1):
+        return ext
+    copied = oov.gather(1, (ext - n_vocab).clamp(0, oov.size(1) - 1))
+    return torch.where(ext < n_vocab, ext, copied)
+
+
+def copy_mixture(p_vocab: Tensor, attn: Tensor, ext: Tensor, gate: Tensor, n_ext: int) -> Tensor:
+    """Eq. 3.7. p_vocab (B, L, V) a distribution over the output vocabulary; attn (B, L, T) over source positions;
+    ext (B, T) the positions' extended ids; gate (B, L, 1) in [0, 1]. Returns (B, L, V + n_ext): a distribution
+    over the extended vocabulary, a word repeated m times in the source receiving the sum of its m copy
+    probabilities."""
+    B, L, V = p_vocab.shape
+    copy = p_vocab.new_zeros(B, L, V + n_ext).scatter_add_(2, ext[:, None, :].expand(B, L, -1), attn)
+    return gate * nn.functional.pad(p_vocab, (0, n_ext)) + (1 - gate) * copy

@@ -1,0 +1,261 @@
+"""GDAN, generative domain-adaptive nets (thesis Y §3.2, Algorithm 1, Table 3.4; spec gdan.md): semi-supervised
+extractive QA with questions generated for unlabelled (paragraph, answer) pairs.
+
+    genfeat run gdan --preset tiny --out runs/gdan-tiny                 # the spec §5 synthetic world, about a minute
+    genfeat run gdan --preset tiny --method sl                          # a Table 3.4 row (`--method`, below)
+
+    data        the synthetic QA world (`data.qa_synthetic`, spec §5.1): |L| = data.synthetic.n_labelled
+                human-template questions, |U| (paragraph, answer) pairs from the simulated NER, dev and test
+                questions on fresh paragraphs; `data.heldout` further unlabelled pairs held out of training (the
+                reward of Q1 and the generator's health figures). Vocabulary: the training text (L, U); the first
+                `data.out_vocab` ids (L's question words first) are G's output vocabulary
+    task        word-level span QA (`tasks.word_span_qa`): SQuAD EM / F1 of the best span (at most
+                model.max_span tokens) on dev (model selection, early stopping) and test
+    network     `models.gdan.GDAN`: the gated-attention reader D (K = model.n_hops, BiGRUs between hops), the
+                question generator G (GRU encoder with the answer feature, GRU decoder with attention and copying),
+                the domain tags d_true / d_gen, the domain classifier of Gen + GAN
+    paradigm    methods that use G: phase "generator" first (G by maximum likelihood on L, selected on dev
+                NLL, `paradigms.fit_phase`), then D from random weights (`paradigms.fit_task`) with
+                `paradigms.generative_adaptation.GenerativeAdaptation`
+
+Methods (`--method`): sl, context, context_domain, gen, gen_gan, gen_dual, gen_domain, gdan (Gen + domain + adv),
+passage_only (SL with every question blanked: Kaushik & Lipton's control). `train.max_steps` and
+`train.eval_every` count D updates for every method: a method that trains G runs them as max_steps / t_d rounds of
+t_d D updates and t_g G updates (spec §5.1: 1,500 D updates; GDAN 300 rounds of 5 + 1).
+
+Summary: dev / test exact and f1; for methods with G: reward_mle / reward_rl (Q1: the mean log P_D,d_true(a | p,
+q) of questions sampled by the MLE and the final generator for the held-out pairs, under the final D),
+generated_nll_last20 (Q2: -J(U_G, d_gen, D) of the D updates, mean over the last 20 % of training), the
+generator's health (unk / repeat / copy rate, length) for both generators, its decoding speed; D's training
+throughput (paragraphs per second). questions.jsonl: 20 held-out pairs with the MLE and the final generator's
+questions.
+
+Deviations: the synthetic world instead of SQuAD and Wikipedia; Adam for D and G (the thesis: SGD).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from genfeat.config import atomic_write_text
+from genfeat.data.batches import StreamBatches, ZipBatches
+from genfeat.data.qa import BOS, D_GEN, D_TRUE, PAD, QAExample, QAVocab, context_question, qa_rows, trim_rows
+from genfeat.data.qa_synthetic import SyntheticQAConfig, synthetic_qa
+from genfeat.errors import ConfigError
+from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
+from genfeat.models.gdan.reader import span_log_likelihood
+from genfeat.paradigms import fit_phase, fit_task
+from genfeat.paradigms.generative_adaptation import METHODS, GenerativeAdaptation
+from genfeat.tasks.question_generation import QuestionGeneration, question_health
+from genfeat.tasks.word_span_qa import WordSpanQA, reader_inputs
+from genfeat.train import distributed as D
+from genfeat.train.loop import TrainConfig
+from genfeat.train.record import record_fit
+from genfeat.train.seed import seed_everything
+
+
+@dataclass(frozen=True)
+class QADataConfig:
+    source: str = "synthetic"
+    synthetic: SyntheticQAConfig = field(default_factory=SyntheticQAConfig)
+    heldout: int = 500  # unlabelled pairs held out of training (Q1's reward, the generator's health)
+    context_window: int = 3  # W of the Context pseudo-questions (thesis 5; spec §5.1: 3 for short sentences)
+    out_vocab: int = 20000  # G's output vocabulary (capped at the vocabulary)
+    batch_size: int = 32
+
+    def __post_init__(self) -> None:
+        if self.source != "synthetic":
+            raise ConfigError(f"data.source must be synthetic, got {self.source!r}")
+        if min(self.heldout, self.context_window, self.batch_size) < 1 or self.out_vocab < 7:
+            raise ConfigError("data.heldout, context_window and batch_size must be >= 1, data.out_vocab >= 7")
+
+
+@dataclass(frozen=True)
+class GDANModelConfig:
+    d_embed: int = 32
+    reader_hidden: int = 32  # per direction
+    n_hops: int = 2
+    dropout: float = 0.2
+    inter_layer_rnn: bool = True
+    generator_hidden: int = 64
+    max_question: int = 12  # T'
+    max_span: int = 15
+
+
+@dataclass(frozen=True)
+class GDANMethodConfig:
+    t_d: int = 5  # D updates per round (methods that train G)
+    t_g: int = 1  # G updates per round
+    lr_d: float = 5e-4
+    lr_g: float = 1e-4  # G's REINFORCE learning rate (its MLE phase: generator_train.lr)
+    greedy: bool = False  # D's generated questions: sampled (default) or greedy
+
+    def __post_init__(self) -> None:
+        if min(self.t_d, self.t_g) < 1 or not (self.lr_d > 0 and self.lr_g > 0):
+            raise ConfigError("adapt.t_d and t_g must be >= 1, adapt.lr_d and lr_g > 0")
+
+
+@dataclass(frozen=True)
+class GDANRunConfig:
+    seed: int = 0
+    method: str = "gdan"
+    data: QADataConfig = field(default_factory=QADataConfig)
+    model: GDANModelConfig = field(default_factory=GDANModelConfig)
+    adapt: GDANMethodConfig = field(default_factory=GDANMethodConfig)
+    generator_train: TrainConfig = field(default_factory=lambda: TrainConfig(
+        max_steps=800, lr=1e-3, warmup_steps=1, schedule="constant", weight_decay=0.0, clip_norm=10.0,
+        eval_every=100, log_every=50))
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(
+        max_steps=1500, clip_norm=10.0, eval_every=250, log_every=25))
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+
+
+def synthetic() -> GDANRunConfig:
+    """Spec §5.1: the synthetic world with |L| = 50, 1,500 D updates (GDAN: 300 rounds of 5 + 1), G's MLE 800
+    steps; G's output vocabulary the 100 first words (L's question words first: other persons are copied)."""
+    return GDANRunConfig(data=QADataConfig(out_vocab=100))
+
+
+def tiny() -> GDANRunConfig:
+    """About a minute on 2 cores: the synthetic world with |U| = 1,000, 250 D updates, G's MLE 150 steps."""
+    return GDANRunConfig(
+        data=QADataConfig(synthetic=SyntheticQAConfig(n_unlabelled=1000, n_dev=200, n_test=300), heldout=100,
+                          out_vocab=100),
+        generator_train=dataclasses.replace(GDANRunConfig().generator_train, max_steps=150, eval_every=50),
+        train=dataclasses.replace(GDANRunConfig().train, max_steps=250, eval_every=50))
+
+
+PRESETS = {"synthetic": synthetic, "tiny": tiny}
+
+
+def load_world(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
+    dc = cfg.data
+    sc = dataclasses.replace(dc.synthetic, seed=dc.synthetic.seed + 1000 * cfg.seed,
+                             n_unlabelled=dc.synthetic.n_unlabelled + dc.heldout)
+    w = synthetic_qa(sc)
+    out = {"labelled": w.labelled, "unlabelled": w.unlabelled[:-dc.heldout], "heldout": w.unlabelled[-dc.heldout:],
+           "dev": w.dev, "test": w.test}
+    if cfg.method == "passage_only":  # every question blanked (one <unk>), in training and evaluation
+        out |= {k: [dataclasses.replace(e, question=None) for e in out[k]] for k in ("labelled", "dev", "test")}
+    return out
+
+
+def build_model(cfg: GDANRunConfig, vocab: QAVocab) -> GDAN:
+    m, method = cfg.model, METHODS[cfg.method]
+    reader = GatedAttentionReader(ReaderConfig(len(vocab), m.d_embed, m.reader_hidden, m.n_hops, m.dropout,
+                                               m.inter_layer_rnn))
+    generator = None
+    if method.uses_generator:
+        never = tuple(vocab[w] for w in (PAD, BOS, D_TRUE, D_GEN))
+        generator = QuestionGenerator(GeneratorConfig(len(vocab), min(cfg.data.out_vocab, len(vocab)), m.d_embed,
+                                                      m.generator_hidden, max_len=m.max_question, never=never))
+    tags = (vocab[D_TRUE], vocab[D_GEN]) if method.tags else None
+    return GDAN(reader, generator, tags, domain=method.reward == "domain")
+
+
+@torch.no_grad()
+def generated(model: GDAN, generator: QuestionGenerator, rows: dict, vocab: QAVocab, seed: int, batch: int = 100
+              ) -> dict[str, Any]:
+    """Sample one question per row with `generator`; their rewards under D (d_true), tokens and copy flags."""
+    gen = torch.Generator().manual_seed(seed)
+    rewards, questions, copied, n_tok, secs = [], [], [], 0, 0.0
+    was = model.training
+    model.eval()
+    for a in range(0, len(rows["start"]), batch):
+        r = trim_rows({k: v[a:a + batch] for k, v in rows.items()})
+        t0 = time.perf_counter()
+        enc = generator.encode(r["paragraph"], r["paragraph_mask"], r["answer_mask"])
+        s = generator.sample(enc, generator=gen)
+        secs += time.perf_counter() - t0
+        n_tok += int(s.target_mask.sum())
+        q = {**r, "question": s.questions, "question_mask": s.question_mask}
+        out = model.read(**reader_inputs(q), tag="true")
+        rewards.append(span_log_likelihood(out["start_log_probs"], out["end_log_probs"], r["start"], r["end"]))
+        for ids, mask, ext in zip(s.questions.tolist(), s.question_mask.tolist(), s.targets.tolist(), strict=True):
+            n = sum(mask)
+            questions.append(vocab.decode(ids[:n]))
+            copied.append([e >= generator.cfg.out_vocab for e in ext[:n]])
+    model.train(was)
+    return {"reward": float(torch.cat(rewards).mean()), "questions": questions, "copied": copied,
+            "tokens_per_s": n_tok / max(secs, 1e-9)}
+
+
+def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    info = D.setup(cfg.train.device)
+    if info.world_size > 1:
+        raise ConfigError("gdan trains in one process (its generator samples on the fly); run it without torchrun")
+    seed_everything(cfg.seed)
+    method, ac, dc = METHODS[cfg.method], cfg.adapt, cfg.data
+    data = load_world(cfg)
+    if method.pseudo == "context":
+        data["unlabelled"] = [dataclasses.replace(e, question=context_question(e.paragraph, e.span, dc.context_window))
+                              for e in data["unlabelled"]]
+    vocab = QAVocab.build(data["labelled"] + data["unlabelled"], questions_first=True)
+    model = build_model(cfg, vocab)
+    run_dir = Path(run_dir)
+    g_eval = {}
+    if method.uses_generator:
+        qg = QuestionGeneration({"dev": data["dev"]}, vocab, data["labelled"])
+        batches = StreamBatches(qg.train_rows, dc.batch_size, np.random.default_rng([cfg.seed, 1]))
+        _, g_eval = fit_phase("generator", model.generator, qg, batches, cfg.generator_train, run_dir,
+                              desc="gdan G (MLE)")
+        mle_state = {k: v.clone() for k, v in model.generator.state_dict().items()}
+    seed_everything(cfg.seed)  # D's phase draws the same streams whether G's phase ran now, before, or not at all
+    rng = np.random.default_rng([cfg.seed, 2])
+
+    rounds = ac.t_d if method.reward is not None else 1
+    if cfg.train.max_steps % rounds or cfg.train.eval_every % rounds:
+        raise ConfigError(f"train.max_steps and train.eval_every count D updates: multiples of adapt.t_d={rounds}")
+    tc = dataclasses.replace(cfg.train, max_steps=cfg.train.max_steps // rounds,
+                             eval_every=cfg.train.eval_every // rounds)
+    step = GenerativeAdaptation(model, method, lr_d=ac.lr_d, lr_g=ac.lr_g, t_d=rounds,
+                                t_g=ac.t_g, max_steps=tc.max_steps, seed=cfg.seed, greedy=ac.greedy)
+    task = WordSpanQA({"dev": data["dev"], "test": data["test"]}, vocab, max_span=cfg.model.max_span)
+    lab, unl = qa_rows(data["labelled"], vocab), qa_rows(data["unlabelled"], vocab)
+    batches = {"labelled": StreamBatches(lab, dc.batch_size, rng)}
+    if method.pseudo != "none":
+        batches = {"joint": ZipBatches({"labelled": StreamBatches(lab, dc.batch_size, rng),
+                                        "unlabelled": StreamBatches(unl, dc.batch_size, rng)})}
+    if method.reward is not None:
+        batches["unlabelled_g"] = StreamBatches(unl, dc.batch_size, rng)
+    res, scores = fit_task(model, task, batches, tc, run_dir, method=step, resume_from=resume_from,
+                           desc=f"gdan {cfg.method}")
+    details: dict[str, Any] = {
+        "method": cfg.method, "labelled": len(data["labelled"]), "unlabelled": len(data["unlabelled"]),
+        "vocab": len(vocab), "d_updates": res.step * rounds,
+        "d_paragraphs_per_s": res.count / max(res.train_time, 1e-9) if res.train_time else None}
+    if method.uses_generator:
+        held = qa_rows(data["heldout"], vocab)
+        final = {k: v.clone() for k, v in model.generator.state_dict().items()}
+        model.generator.load_state_dict(mle_state)
+        mle = generated(model, model.generator, held, vocab, cfg.seed)
+        model.generator.load_state_dict(final)
+        last = generated(model, model.generator, held, vocab, cfg.seed)
+        details |= {"reward_mle": mle["reward"], "reward_final": last["reward"],
+                    "generator_tokens_per_s": last["tokens_per_s"], "generator_dev_nll": g_eval.get("dev_nll"),
+                    "health_mle": question_health(mle["questions"], mle["copied"]),
+                    "health_final": question_health(last["questions"], last["copied"])}
+        details["generated_nll_last20"] = step.tail_generated_nll
+        atomic_write_text(run_dir / "questions.jsonl", "".join(json.dumps({
+            "paragraph": " ".join(e.paragraph), "answer": e.answer, "mle": " ".join(a), "final": " ".join(b)}) + "\n"
+            for e, a, b in zip(data["heldout"][:20], mle["questions"], last["questions"], strict=False)))
+    n_params = sum(p.numel() for p in model.parameters())
+    return record_fit(run_dir, f"GDAN {cfg.method} on the synthetic QA world (|L| = {len(data['labelled'])})",
+                      scores, fit=res, started=t0, params=n_params, details=details,
+                      notes=["dev_* / test_*: SQuAD exact match and F1 (×100) of the best span under the d_true tag.",
+                             "reward_mle / reward_final: mean log P_D,d_true(a | p, q) of one question sampled per "
+                             "held-out pair by the MLE generator / the final one, under the selected D (Q1).",
+                             "generated_nll_last20: D's NLL on generated questions (d_gen), mean over the last 20 % "
+                             "of training (Q2, Fig. 3.8)."])

@@ -1,0 +1,83 @@
+"""Question generation from (paragraph, answer) pairs (thesis Y §3.2.4: GDAN's generator pretrained by maximum
+likelihood on the labelled set), as a task, and the health figures of generated questions.
+
+Rows: `data.qa.qa_rows`. The model is a `models.gdan.QuestionGenerator`: called with paragraph, paragraph_mask,
+answer_mask, question, question_mask it returns the mean negative log-likelihood per question (<eos> included).
+
+    loss      that mean (teacher forcing)
+    score     nll: the split's negative log-likelihood per target token (<eos> included), the selection metric (min)
+
+    question_health(generated, paragraphs, n_vocab, unk_id)   unk_rate (share of <unk> tokens), repeat_rate (share
+                                                              of a question's bigrams that repeat an earlier one of
+                                                              it), copy_rate (share of tokens only copying can make:
+                                                              paragraph words outside the output vocabulary),
+                                                              mean_length
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from genfeat.data.qa import QAExample, QAVocab, qa_rows, trim_rows
+from genfeat.tasks.base import Task
+
+INPUTS = ("paragraph", "paragraph_mask", "answer_mask", "question", "question_mask")
+
+
+class QuestionGeneration(Task):
+    metric = "nll"
+    mode = "min"
+    unit = "questions"
+
+    def __init__(self, splits: Mapping[str, Sequence[QAExample]], vocab: QAVocab, train: Sequence[QAExample],
+                 batch: int = 64):
+        self.vocab, self.batch = vocab, batch
+        self.rows = {k: qa_rows(v, vocab) for k, v in splits.items()}
+        self.train_rows = qa_rows(train, vocab)
+        self.splits = tuple(splits)
+
+    def loss(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, int]:
+        device = next(model.parameters()).device
+        rows = trim_rows({k: v.to(device) for k, v in batch.items()})
+        return model(**{k: rows[k] for k in INPUTS}), len(rows["start"])
+
+    @torch.no_grad()
+    def predict(self, model: nn.Module, split: str) -> tuple[float, int]:
+        """(summed negative log-likelihood, target tokens) over the split."""
+        was = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        total, count = 0.0, 0
+        rows = self.rows[split]
+        for a in range(0, len(rows["start"]), self.batch):
+            r = trim_rows({k: v[a:a + self.batch].to(device) for k, v in rows.items()})
+            enc = model.encode(r["paragraph"], r["paragraph_mask"], r["answer_mask"])
+            tgt, mask = model.targets(enc, r["question"], r["question_mask"])
+            total -= float(model.token_log_probs(enc, tgt, mask).sum())
+            count += int(mask.sum())
+        model.train(was)
+        return total, count
+
+    def score(self, pred: tuple[float, int], split: str) -> dict[str, float]:
+        total, count = pred
+        return {"nll": total / max(count, 1)}
+
+
+def question_health(questions: Sequence[Sequence[str]], copied: Sequence[Sequence[bool]], unk: str = "<unk>"
+                    ) -> dict[str, float]:
+    """questions: generated token lists; copied: per token, whether only copying could produce it."""
+    tokens = sum(len(q) for q in questions)
+    bigrams = repeats = 0
+    for q in questions:
+        seen = set()
+        for bg in zip(q, q[1:], strict=False):
+            bigrams += 1
+            repeats += bg in seen
+            seen.add(bg)
+    return {"unk_rate": sum(t == unk for q in questions for t in q) / max(tokens, 1),
+            "repeat_rate": repeats / max(bigrams, 1),
+            "copy_rate": sum(c for cs in copied for c in cs) / max(tokens, 1),
+            "mean_length": tokens / max(len(questions), 1)}
