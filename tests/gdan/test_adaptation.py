@@ -175,3 +175,29 @@ def test_the_methods_running_mean_is_checkpointed():
     other = step_for("gdan", model_for(METHODS["gdan"], vocab))
     other.load_state_dict(step.state_dict())
     assert other.tail_generated_nll == 2.0
+
+
+def test_squad_json_to_word_examples_and_the_rate_protocol(tmp_path):
+    import json
+
+    from genfeat.data.qa import squad_word_examples
+
+    arts = []
+    for a in range(10):
+        ctx = f"In 19{a:02d}, the Grand Hotel of Town{a} opened; it had {a + 3} floors."
+        arts.append({"title": f"Article {a}", "paragraphs": [{"context": ctx, "qas": [
+            {"id": f"q{a}a", "question": f"When did the Grand Hotel of Town{a} open?",
+             "answers": [{"text": f"19{a:02d}", "answer_start": 3}]},
+            {"id": f"q{a}b", "question": "How many floors?",
+             "answers": [{"text": f"{a + 3} floors", "answer_start": ctx.index(f"{a + 3} floors")}]},
+            {"id": f"q{a}c", "question": "Who?", "answers": [], "is_impossible": True}]}]})
+    path = tmp_path / "train-v2.0.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": arts}))
+    exs = squad_word_examples(path)
+    assert len(exs) == 20  # the unanswerable ones skipped
+    e = exs[0]
+    assert e.paragraph[:3] == ("in", "1900", ",") and e.answer == "1900" and e.article == "Article 0"
+    assert exs[1].answer == "3 floors" and e.question[-1] == "?"
+    rest, test = article_split(exs, 0.1, np.random.default_rng(0))
+    assert len(test) == 2 and {x.article for x in test}.isdisjoint({x.article for x in rest})
+    assert len(labelled_pool(rest, 0.5, len(exs), np.random.default_rng(0))) == 10

@@ -13,17 +13,17 @@ from genfeat.train.checkpoint import load_weights
 
 SMALL = ["--preset", "tiny", "--data.synthetic.n_unlabelled", "80", "--data.synthetic.n_dev", "24",
          "--data.synthetic.n_test", "24", "--data.heldout", "20", "--data.batch_size", "8",
-         "--generator_train.max_steps", "20", "--generator_train.eval_every", "10",
-         "--train.max_steps", "20", "--train.eval_every", "10", "--adapt.t_d", "5"]
+         "--generator_train.max_steps", "10", "--generator_train.eval_every", "5",
+         "--train.max_steps", "10", "--train.eval_every", "5", "--adapt.t_d", "5"]
 
 
-@pytest.mark.parametrize("method", ["sl", "gen_gan"])  # the other methods' Steps: tests/gdan/test_adaptation.py
-def test_every_method_runs(method, tmp_path):
+@pytest.mark.parametrize("method", ["gen_gan"])  # the other methods' Steps: tests/gdan/test_adaptation.py
+def test_methods_run(method, tmp_path):
     out = tmp_path / method
     assert main(["run", "gdan", *SMALL, "--method", method, "--out", str(out)]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["method"] == method and 0 <= s["test_f1"] <= 100
-    assert s["d_updates"] == 20  # D updates, for every method (4 rounds of 5 where G is trained)
+    assert s["d_updates"] == 10  # D updates, for every method (2 rounds of 5 where G is trained)
     assert ("reward_mle" in s) == method.startswith("gen")
     assert (out / "phases" / "generator").is_dir() == method.startswith("gen")
 
@@ -36,7 +36,7 @@ def test_gdan_resumes_across_the_generator_phase(tmp_path, capsys):
     for k in ("reward_mle", "reward_final", "generated_nll_last20", "health_mle", "health_final"):
         assert s[k] is not None
     assert len((a / "questions.jsonl").read_text().splitlines()) == 20
-    inside = ["phases/generator/checkpoints/step_00000010", "phases/generator/metrics.jsonl",
+    inside = ["phases/generator/checkpoints/step_00000005", "phases/generator/metrics.jsonl",
               "phases/generator/model.safetensors"]
     for name, keep in (("inside", inside), ("after", ["phases/generator"])):
         b = tmp_path / name

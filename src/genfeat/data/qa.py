@@ -10,6 +10,10 @@ gated-attention reader and GDAN's question generator; spec gdan.md §2.1-§2.2, 
     qa_rows(examples, vocab)                        right-padded tensors (below)
     context_question(paragraph, span, W)            the "Context" pseudo-question: W tokens either side of the answer
     labelled_pool(examples, rate, n_original, rng)  the labelling-rate protocol: floor(rate · N_original) examples
+    squad_word_examples(path)                       SQuAD v1.1 / v2.0 JSON (`data.squad`) as word-level examples:
+                                                    lower-cased `data.facets` tokens, the first gold answer's
+                                                    character span mapped to the tokens it overlaps, the article
+                                                    title as the article; unanswerable questions are skipped
 
 Rows: paragraph / paragraph_mask (N, T), question / question_mask (N, T'), start / end (N,), answer_mask (N, T)
 (exactly tokens j..k), candidates (N, C) when the examples have them. Words outside the vocabulary are <unk>.
@@ -143,3 +147,34 @@ def trim_rows(rows: dict[str, Tensor]) -> dict[str, Tensor]:
     for k in ("question", "question_mask"):
         out[k] = rows[k][:, :Q]
     return out
+
+
+def squad_word_examples(path) -> list[QAExample]:
+    """The answerable questions of a SQuAD JSON file as `QAExample`s (module docstring)."""
+    from genfeat.data.facets import TOKEN
+    from genfeat.data.squad import load_squad_json
+
+    out, cache = [], {}
+    titles = _article_titles(path)
+    for ex in load_squad_json(path):
+        if not ex.answers:
+            continue
+        if ex.context not in cache:
+            cache[ex.context] = [(m.group(), m.start(), m.end()) for m in TOKEN.finditer(ex.context.lower())]
+        toks = cache[ex.context]
+        text, a0 = ex.answers[0]
+        hit = [i for i, (_, b, e) in enumerate(toks) if e > a0 and b < a0 + len(text)]
+        if not hit:
+            continue  # an answer of no word characters
+        out.append(QAExample(tuple(t for t, _, _ in toks), tuple(TOKEN.findall(ex.question.lower())),
+                             (hit[0], hit[-1]), titles[ex.qid], qid=ex.qid))
+    return out
+
+
+def _article_titles(path) -> dict[str, str]:
+    import json
+    from pathlib import Path
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+    return {qa["id"]: art.get("title", str(i)) for i, art in enumerate(data) for p in art["paragraphs"]
+            for qa in p["qas"]}
