@@ -51,3 +51,20 @@ def test_a_type_is_drawn_at_its_frequency_however_many_candidates_it_has():
     cands = [((0, 0), "a")] + [((i, i), "b") for i in range(1, 10)]
     draws = [subsample_answers(cands, {"a": 0.5, "b": 0.5}, 1, rng)[0][1] for _ in range(600)]
     assert abs(draws.count("a") / 600 - 0.5) < 0.07
+
+
+def test_rule_based_candidates_on_real_text():
+    from genfeat.data.answer_extraction import SUBSTITUTE_TYPES, extract_candidates
+
+    text = ("The University of Notre Dame opened on May 5, 1842 in Indiana. It had 250 students and "
+            "a small library. In 1900 the campus grew by 12 percent.")
+    toks, cands = extract_candidates(text)
+    got = {" ".join(toks[a:b + 1]): kind for (a, b), kind in cands}
+    assert got["university of notre dame"] == "entity" and got["indiana"] == "entity"
+    assert got["may 5 , 1842"] == "date" and got["1900"] == "date"
+    assert got["250"] == "other_numeric" and got["12 percent"] == "other_numeric"
+    assert got["small library"] == "common_noun_phrase"
+    assert "the" not in got and "it" not in got and "in" not in got  # stop words at a sentence's start
+    spans = [s for s, _ in cands]
+    assert spans == sorted(spans) and all(b1 < a2 for (_, b1), (a2, _) in zip(spans, spans[1:], strict=False))  # no overlap
+    assert abs(sum(SUBSTITUTE_TYPES.values()) - 1) < 1e-9
