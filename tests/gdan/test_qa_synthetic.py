@@ -66,5 +66,6 @@ def test_rule_based_candidates_on_real_text():
     assert got["small library"] == "common_noun_phrase"
     assert "the" not in got and "it" not in got and "in" not in got  # stop words at a sentence's start
     spans = [s for s, _ in cands]
-    assert spans == sorted(spans) and all(b1 < a2 for (_, b1), (a2, _) in zip(spans, spans[1:], strict=False))  # no overlap
+    assert spans == sorted(spans)
+    assert all(b1 < a2 for (_, b1), (a2, _) in zip(spans, spans[1:], strict=False))  # no overlap
     assert abs(sum(SUBSTITUTE_TYPES.values()) - 1) < 1e-9
