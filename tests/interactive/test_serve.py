@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -125,6 +126,10 @@ def test_stopping_a_stream_frees_the_worker_within_a_step(gen, monkeypatch):
             got += line.startswith("event: token")
             if got == 3:
                 break
+    for _ in range(100):  # the slot is released by the worker thread once it sees the closed stream
+        if app.state.gate.active == 0:
+            break
+        time.sleep(0.05)
     assert app.state.gate.active == 0
     assert len(steps) <= 5  # a step or two past what was read, never the 100 asked for
 
