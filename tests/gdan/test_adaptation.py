@@ -201,3 +201,14 @@ def test_squad_json_to_word_examples_and_the_rate_protocol(tmp_path):
     rest, test = article_split(exs, 0.1, np.random.default_rng(0))
     assert len(test) == 2 and {x.article for x in test}.isdisjoint({x.article for x in rest})
     assert len(labelled_pool(rest, 0.5, len(exs), np.random.default_rng(0))) == 10
+
+
+def test_truncation_keeps_the_answer_in_its_window():
+    from genfeat.data.qa import truncate
+
+    p = tuple(f"t{i}" for i in range(50))
+    for span in ((0, 1), (20, 22), (48, 49)):
+        e = truncate(QAExample(p, ("q",), span), 10)
+        assert len(e.paragraph) == 10 and e.answer == " ".join(p[span[0]:span[1] + 1])
+    with pytest.raises(ValueError, match="does not fit"):
+        truncate(QAExample(p, ("q",), (0, 20)), 10)

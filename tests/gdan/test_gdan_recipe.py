@@ -74,3 +74,48 @@ def test_gdan_refuses_several_ranks(monkeypatch, tmp_path, capsys):
 def test_bad_method_is_one_line(tmp_path, capsys):
     assert main(["run", "gdan", "--preset", "tiny", "--method", "gan", "--out", str(tmp_path / "x")]) != 0
     assert "method must be one of" in capsys.readouterr().err
+
+
+def squad_fixture(root, n_articles, prefix):
+    arts = []
+    for a in range(n_articles):
+        ctx = (f"In 19{a:02d}, the Grand Hotel of Town{a} opened near the old river. It had {a + 3} floors and "
+               f"a large garden. Maria Lopez{a} ran it until 19{(a + 40) % 100:02d}.")
+        qas = [{"id": f"{prefix}{a}a", "question": f"When did the Grand Hotel of Town{a} open?",
+                "answers": [{"text": f"19{a:02d}", "answer_start": 3}]},
+               {"id": f"{prefix}{a}b", "question": "Who ran the hotel?",
+                "answers": [{"text": f"Maria Lopez{a}", "answer_start": ctx.index("Maria")}]}]
+        arts.append({"title": f"{prefix} {a}", "paragraphs": [{"context": ctx, "qas": qas}]})
+    root.mkdir(exist_ok=True)
+    (root / f"{prefix}-v1.1.json").write_text(json.dumps({"version": "1.1", "data": arts}))
+
+
+def test_squad_preset_runs_the_thesis_protocol_on_squad_files(tmp_path):
+    from genfeat.recipes.gdan import load_world, squad
+
+    root = tmp_path / "squad"
+    squad_fixture(root, 40, "train")
+    squad_fixture(root, 5, "dev")
+    cfg = squad()
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, root=str(root), rate=0.5, heldout=5))
+    data = load_world(cfg)
+    assert len(data["labelled"]) == 40  # floor(0.5 · 80 original questions), from the 90 % pool
+    assert {e.article for e in data["test"]}.isdisjoint({e.article for e in data["labelled"]})
+    assert len(data["test"]) == 8 and len(data["dev"]) == 10
+    asked = {e.paragraph for e in data["labelled"]}
+    unl = data["unlabelled"] + data["heldout"]
+    assert unl and all(e.question is None and e.paragraph not in asked for e in unl)
+    assert {e.paragraph for e in unl}.isdisjoint({e.paragraph for e in data["test"]})  # test articles stay unseen
+    assert {e.answer_type for e in unl} <= {"date", "other_numeric", "entity", "common_noun_phrase"}
+    out = tmp_path / "run"
+    assert main(["run", "gdan", "--preset", "squad", "--data.root", str(root), "--data.rate", "0.5",
+                 "--data.heldout", "5", "--data.batch_size", "8", "--method", "gen_domain",
+                 "--model.d_embed", "8", "--model.reader_hidden", "8", "--model.generator_hidden", "8",
+                 "--generator_train.max_steps", "4", "--generator_train.eval_every", "2",
+                 "--train.max_steps", "4", "--train.eval_every", "2", "--out", str(out)]) == 0
+    assert "SQuAD" in (out / "report.md").read_text()
+
+
+def test_squad_needs_its_files(tmp_path, capsys):
+    assert main(["run", "gdan", "--preset", "squad", "--out", str(tmp_path / "x")]) != 0
+    assert "--data.root" in capsys.readouterr().err

@@ -178,3 +178,38 @@ def _article_titles(path) -> dict[str, str]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
     return {qa["id"]: art.get("title", str(i)) for i, art in enumerate(data) for p in art["paragraphs"]
             for qa in p["qas"]}
+
+
+def squad_paragraphs(path) -> dict[str, str]:
+    """Each paragraph (context) of a SQuAD JSON file -> its article title."""
+    import json
+    from pathlib import Path
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+    return {p["context"]: art.get("title", str(i)) for i, art in enumerate(data) for p in art["paragraphs"]}
+
+
+def unlabelled_pairs(paragraphs: dict[str, str], type_freq: dict[str, float], per_paragraph: int,
+                     rng: np.random.Generator) -> list[QAExample]:
+    """(paragraph, answer) pairs without questions: up to `per_paragraph` rule-based candidates of each paragraph
+    (`data.answer_extraction.extract_candidates`) subsampled to `type_freq` (thesis Y §3.2.5: five a paragraph)."""
+    from genfeat.data.answer_extraction import extract_candidates, subsample_answers
+
+    out = []
+    for text, article in paragraphs.items():
+        toks, cands = extract_candidates(text)
+        for span, kind in subsample_answers(cands, type_freq, per_paragraph, rng):
+            out.append(QAExample(tuple(toks), None, span, article, kind, f"u-{len(out)}"))
+    return out
+
+
+def truncate(example: QAExample, max_len: int) -> QAExample:
+    """The example with its paragraph cut to a window of max_len tokens around the answer (spans shifted)."""
+    n, (j, k) = len(example.paragraph), example.span
+    if n <= max_len:
+        return example
+    if k - j + 1 > max_len:
+        raise ValueError(f"{example.qid}: an answer of {k - j + 1} tokens does not fit max_len {max_len}")
+    a = max(0, min((j + k) // 2 - max_len // 2, n - max_len))
+    return QAExample(example.paragraph[a:a + max_len], example.question, (j - a, k - a), example.article,
+                     example.answer_type, example.qid, example.candidates)

@@ -3,6 +3,7 @@ extractive QA with questions generated for unlabelled (paragraph, answer) pairs.
 
     genfeat run gdan --preset tiny --out runs/gdan-tiny                 # the spec §5 synthetic world, about a minute
     genfeat run gdan --preset tiny --method sl                          # a Table 3.4 row (`--method`, below)
+    genfeat run gdan --preset squad --data.root DIR --data.rate 0.1     # SQuAD files you have (not fetchable offline)
 
     data        the synthetic QA world (`data.qa_synthetic`, spec §5.1): |L| = data.synthetic.n_labelled
                 human-template questions, |U| (paragraph, answer) pairs from the simulated NER, dev and test
@@ -30,7 +31,14 @@ generator's health (unk / repeat / copy rate, length) for both generators, its d
 throughput (paragraphs per second). questions.jsonl: 20 held-out pairs with the MLE and the final generator's
 questions.
 
-Deviations: the synthetic world instead of SQuAD and Wikipedia; Adam for D and G (the thesis: SGD).
+SQuAD (`data.source squad`): the thesis's protocol (spec §4.2): 10 % of the training file's articles as test (one
+split for every seed), `data.rate` × the original training questions drawn from the rest as L, the dev file for
+model selection; U = up to five rule-based answers a paragraph (`data.answer_extraction`, SQuAD's type
+distribution) from the training paragraphs outside the test articles that have no labelled question (the thesis
+draws U from other Wikipedia articles, which are not offline); paragraphs cut to `data.max_paragraph` tokens
+around the answer for training.
+
+Deviations: the synthetic world stands in for SQuAD and Wikipedia on the CPU; Adam for D and G (the thesis: SGD).
 """
 
 from __future__ import annotations
@@ -46,8 +54,25 @@ import numpy as np
 import torch
 
 from genfeat.config import atomic_write_text
+from genfeat.data.answer_extraction import SUBSTITUTE_TYPES
 from genfeat.data.batches import StreamBatches, ZipBatches
-from genfeat.data.qa import BOS, D_GEN, D_TRUE, PAD, QAExample, QAVocab, context_question, qa_rows, trim_rows
+from genfeat.data.qa import (
+    BOS,
+    D_GEN,
+    D_TRUE,
+    PAD,
+    QAExample,
+    QAVocab,
+    article_split,
+    context_question,
+    labelled_pool,
+    qa_rows,
+    squad_paragraphs,
+    squad_word_examples,
+    trim_rows,
+    truncate,
+    unlabelled_pairs,
+)
 from genfeat.data.qa_synthetic import SyntheticQAConfig, synthetic_qa
 from genfeat.errors import ConfigError
 from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
@@ -64,16 +89,21 @@ from genfeat.train.seed import seed_everything
 
 @dataclass(frozen=True)
 class QADataConfig:
-    source: str = "synthetic"
+    source: str = "synthetic"  # synthetic | squad
     synthetic: SyntheticQAConfig = field(default_factory=SyntheticQAConfig)
+    root: str = ""  # squad: the directory holding the SQuAD train and dev JSON files
+    rate: float = 0.1  # squad: the labelling rate, a fraction of the original training questions (max 0.9)
+    max_paragraph: int = 400  # squad: paragraphs cut to this many tokens around the answer
     heldout: int = 500  # unlabelled pairs held out of training (Q1's reward, the generator's health)
     context_window: int = 3  # W of the Context pseudo-questions (thesis 5; spec §5.1: 3 for short sentences)
     out_vocab: int = 20000  # G's output vocabulary (capped at the vocabulary)
     batch_size: int = 32
 
     def __post_init__(self) -> None:
-        if self.source != "synthetic":
-            raise ConfigError(f"data.source must be synthetic, got {self.source!r}")
+        if self.source not in ("synthetic", "squad"):
+            raise ConfigError(f"data.source must be synthetic or squad, got {self.source!r}")
+        if not 0 < self.rate <= 0.9:
+            raise ConfigError(f"data.rate must be in (0, 0.9], got {self.rate}")
         if min(self.heldout, self.context_window, self.batch_size) < 1 or self.out_vocab < 7:
             raise ConfigError("data.heldout, context_window and batch_size must be >= 1, data.out_vocab >= 7")
 
@@ -136,16 +166,58 @@ def tiny() -> GDANRunConfig:
         train=dataclasses.replace(GDANRunConfig().train, max_steps=250, eval_every=50))
 
 
-PRESETS = {"synthetic": synthetic, "tiny": tiny}
+def squad() -> GDANRunConfig:
+    """SQuAD files at --data.root (thesis Y §3.2.5): 10 % of the training articles as test, labelling rate 0.1 of
+    the original training questions from the rest, the official dev file for selection; U = five rule-based answers
+    a paragraph from the pool's paragraphs without a labelled question; the spec §3.2 library sizes."""
+    return GDANRunConfig(
+        data=QADataConfig(source="squad", heldout=500),
+        model=GDANModelConfig(d_embed=100, reader_hidden=128, n_hops=3, generator_hidden=256, max_question=30),
+        train=dataclasses.replace(GDANRunConfig().train, max_steps=20000, eval_every=1000))
+
+
+PRESETS = {"squad": squad, "synthetic": synthetic, "tiny": tiny}
+
+
+def _squad_file(root: Path, split: str) -> Path:
+    for name in (f"{split}-v1.1.json", f"{split}-v2.0.json"):
+        if (root / name).is_file():
+            return root / name
+    raise ConfigError(f"{root}: no {split}-v1.1.json or {split}-v2.0.json")
+
+
+def load_squad(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
+    """The thesis's protocol on SQuAD files (spec gdan.md §4.2)."""
+    dc = cfg.data
+    if not dc.root:
+        raise ConfigError("data.source=squad needs --data.root DIR, a directory holding train-v1.1.json (or "
+                          "train-v2.0.json) and dev-v1.1.json (or dev-v2.0.json)")
+    root = Path(dc.root)
+    train_file = _squad_file(root, "train")
+    rng = np.random.default_rng([cfg.seed, 3])
+    examples = squad_word_examples(train_file)
+    pool, test = article_split(examples, 0.1, np.random.default_rng(0))  # one test split for every seed
+    labelled = labelled_pool(pool, dc.rate, len(examples), rng)
+    asked = {e.paragraph for e in labelled}
+    test_articles = {e.article for e in test}
+    free = {p: a for p, a in squad_paragraphs(train_file).items() if a not in test_articles}
+    unl = [e for e in unlabelled_pairs(free, SUBSTITUTE_TYPES, 5, rng) if e.paragraph not in asked]
+    unl = [unl[i] for i in rng.permutation(len(unl))]
+    cut = [truncate(e, dc.max_paragraph) for e in unl]
+    return {"labelled": [truncate(e, dc.max_paragraph) for e in labelled], "unlabelled": cut[dc.heldout:],
+            "heldout": cut[:dc.heldout], "dev": squad_word_examples(_squad_file(root, "dev")), "test": test}
 
 
 def load_world(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
     dc = cfg.data
-    sc = dataclasses.replace(dc.synthetic, seed=dc.synthetic.seed + 1000 * cfg.seed,
-                             n_unlabelled=dc.synthetic.n_unlabelled + dc.heldout)
-    w = synthetic_qa(sc)
-    out = {"labelled": w.labelled, "unlabelled": w.unlabelled[:-dc.heldout], "heldout": w.unlabelled[-dc.heldout:],
-           "dev": w.dev, "test": w.test}
+    if dc.source == "squad":
+        out = load_squad(cfg)
+    else:
+        sc = dataclasses.replace(dc.synthetic, seed=dc.synthetic.seed + 1000 * cfg.seed,
+                                 n_unlabelled=dc.synthetic.n_unlabelled + dc.heldout)
+        w = synthetic_qa(sc)
+        out = {"labelled": w.labelled, "unlabelled": w.unlabelled[:-dc.heldout],
+               "heldout": w.unlabelled[-dc.heldout:], "dev": w.dev, "test": w.test}
     if cfg.method == "passage_only":  # every question blanked (one <unk>), in training and evaluation
         out |= {k: [dataclasses.replace(e, question=None) for e in out[k]] for k in ("labelled", "dev", "test")}
     return out
@@ -252,7 +324,8 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
             "paragraph": " ".join(e.paragraph), "answer": e.answer, "mle": " ".join(a), "final": " ".join(b)}) + "\n"
             for e, a, b in zip(data["heldout"][:20], mle["questions"], last["questions"], strict=False)))
     n_params = sum(p.numel() for p in model.parameters())
-    return record_fit(run_dir, f"GDAN {cfg.method} on the synthetic QA world (|L| = {len(data['labelled'])})",
+    return record_fit(run_dir, f"GDAN {cfg.method} on {'SQuAD' if dc.source == 'squad' else 'the synthetic QA world'} "
+                      f"(|L| = {len(data['labelled'])})",
                       scores, fit=res, started=t0, params=n_params, details=details,
                       notes=["dev_* / test_*: SQuAD exact match and F1 (×100) of the best span under the d_true tag.",
                              "reward_mle / reward_final: mean log P_D,d_true(a | p, q) of one question sampled per "
