@@ -41,20 +41,18 @@ def extend_ids(src_ids: Tensor, n_vocab: int, mask: Tensor) -> tuple[Tensor, Ten
     """src_ids (B, T) in a source vocabulary whose first `n_vocab` ids are the output vocabulary; mask (B, T) True =
     real. Returns (ext (B, T): the output-vocabulary id, or n_vocab + j for the row's j-th distinct
     out-of-vocabulary word, padding -> 0; oov (B, n_ext): those words' source ids, -1 past a row's count)."""
-    B = src_ids.size(0)
-    ext = torch.where(mask, src_ids, torch.zeros_like(src_ids)).clone()
-    rows = []
-    for b in range(B):
-        seen: dict[int, int] = {}
-        for t in torch.nonzero(mask[b] & (src_ids[b] >= n_vocab)).flatten().tolist():
-            w = int(src_ids[b, t])
-            ext[b, t] = n_vocab + seen.setdefault(w, len(seen))
-        rows.append(list(seen))
-    n_ext = max((len(r) for r in rows), default=0)
-    oov = torch.full((B, n_ext), -1, dtype=torch.long)
-    for b, r in enumerate(rows):
-        oov[b, :len(r)] = torch.tensor(r, dtype=torch.long)
-    return ext, oov.to(src_ids.device)
+    T = src_ids.size(1)
+    oov = mask & (src_ids >= n_vocab)  # (B, T)
+    same = (src_ids[:, :, None] == src_ids[:, None, :]) & oov[:, None, :]  # (B, T, T): t' holds t's word
+    first = torch.where(oov, same.float().argmax(-1), torch.arange(T, device=src_ids.device))  # first occurrence
+    is_first = oov & (first == torch.arange(T, device=src_ids.device))
+    rank = is_first.long().cumsum(1) - 1  # (B, T) j of each first occurrence
+    ext = torch.where(oov, n_vocab + rank.gather(1, first), torch.where(mask, src_ids, torch.zeros_like(src_ids)))
+    n_ext = int(is_first.sum(1).max()) if oov.any() else 0
+    table = torch.full((src_ids.size(0), n_ext + 1), -1, dtype=src_ids.dtype, device=src_ids.device)
+    table.scatter_(1, torch.where(is_first, rank, torch.full_like(rank, n_ext)), src_ids)  # column n_ext: a bin
+    table[:, n_ext] = -1
+    return ext, table[:, :n_ext]
 
 
 def from_extended(ext: Tensor, oov: Tensor, n_vocab: int) -> Tensor:

@@ -28,8 +28,8 @@ from genfeat.tasks.base import Task
 INPUTS = ("paragraph", "paragraph_mask", "question", "question_mask")
 
 
-def reader_inputs(rows: Mapping[str, Tensor], device: torch.device | None = None) -> dict[str, Tensor]:
-    return {k: rows[k] if device is None else rows[k].to(device) for k in INPUTS}
+def reader_inputs(rows: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    return {k: rows[k] for k in INPUTS}
 
 
 def span_nll(model: nn.Module, rows: Mapping[str, Tensor], **kw) -> Tensor:
