@@ -103,6 +103,24 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 
+    class ClosingStream(StreamingResponse):
+        """A streaming response that closes its sync generator when the response ends, however it ends.
+
+        Starlette iterates a sync body in a worker thread and never closes it: on a disconnect the generator (and
+        the worker slot its `finally` gives back) would wait for garbage collection. Closing it here is safe: the
+        thread's `next()` has returned before a cancellation reaches this frame (anyio defers it).
+        """
+
+        def __init__(self, content: Iterator[str], **kw):
+            super().__init__(content, **kw)
+            self.sync_body = content
+
+        async def stream_response(self, send) -> None:
+            try:
+                await super().stream_response(send)
+            finally:
+                self.sync_body.close()
+
     index = {w: i for i, w in enumerate(gen.words)}
     gate = Gate(limits.queue, limits.deadline_s)
     options_of = lru_cache(maxsize=64)(lambda ids: gen.options(ids))  # a prompt's topics: once for options and
@@ -214,9 +232,8 @@ def create_app(gen: InteractiveGenerator, limits: Limits = Limits()):
                 gate.leave()
 
         body = events()
-        next(body)  # started: closing it (the response's end, a disconnect, garbage collection) frees the worker
-        return StreamingResponse(_resume(body), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})
+        next(body)  # started: closing it (the response's end or a disconnect) frees the worker
+        return ClosingStream(_resume(body), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
     @app.get("/", include_in_schema=False)
     def root():
