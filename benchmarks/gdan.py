@@ -1,15 +1,22 @@
-"""GDAN's small-scale claims (spec gdan.md §5.2: Q1-Q3) on the synthetic QA world; records
-docs/results/gdan.{md,json}. Each cell is a `genfeat run gdan --preset synthetic --method M --seed S` run through
-the sweep harness.
+"""GDAN's small-scale claims (spec gdan.md §5.2: Q1-Q3) on the synthetic QA world and the Table 3.4 analogue on
+the CBT-style books set; records docs/results/gdan.{md,json}. Each cell is a `genfeat run gdan --preset synthetic
+--method M --seed S` (or `--preset cbt_books --data.rate R`) run through the sweep harness; a table's run keeps
+the other table's records.
 
     python -m benchmarks.gdan [--seeds 0 1 2] [--runs runs/bench_gdan]
     python -m benchmarks.gdan --train-only --only sl context &      # two workers, one thread each
     python -m benchmarks.gdan --train-only --only gen_domain gdan
+    python -m benchmarks.gdan --table cbt --rates 0.1 0.2 0.5 --train-only &   # twice: two workers share the list
+    python -m benchmarks.gdan --table cbt --rates 0.1 0.2 0.5 --collect
 
 Rows at |L| = 50 (SL's dev F1 < 70 there, the smallest budget Q3 names): SL, Context, Gen + domain, GDAN (Gen +
 domain + adv), 1,500 D updates each (GDAN: 300 rounds of 5 D + 1 G), the generators' MLE 800 steps; one hypothesis
-cell, Gen + domain with greedy instead of sampled questions for D (`--adapt.greedy true`). The Table 3.4
-analogue on the Children's Book Test-style books set is not measured here yet.
+cell, Gen + domain with greedy instead of sampled questions for D (`--adapt.greedy true`).
+
+The CBT table (`--table cbt`): every method of Table 3.4 and the passage-only control at each labelling rate, the
+jobs ordered rate by rate and seed by seed (a partial sweep fills whole rows of the lowest rates first), test
+accuracy over the 10 candidates; beside it the no-training baselines of Hill et al. (a random candidate, the
+candidate most frequent in the passage).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from benchmarks.common import mean_std, reading, result_args
+from benchmarks.common import load_result, mean_std, reading, result_args
 from benchmarks.sweep import Job, sweep_page
 from genfeat.registry import RECIPES
 
@@ -29,6 +36,80 @@ THESIS_RATE01 = {"sl": 38.15, "context": 45.15, "gen_domain": 47.03, "gdan": 48.
                  "gen_domain_greedy": "–"}  # Table 3.4, rate 0.1, |U| 50K: test F1
 # the hypothesis cell: Q3's Gen + domain does not beat SL with sampled questions; are G's samples (trained on 50
 # questions) too noisy, so that its greedy questions help where samples do not?
+
+
+CBT_ROWS = {"sl": "SL", "passage_only": "Passage only (questions blanked)", "context": "Context",
+            "context_domain": "Context + domain", "gen": "Gen", "gen_gan": "Gen + GAN", "gen_dual": "Gen + dual",
+            "gen_domain": "Gen + domain", "gdan": "Gen + domain + adv (GDAN)"}
+THESIS_TEST_F1 = {  # Table 3.4, |U| 50K, SQuAD test F1 × 100 (spec gdan.md §4.3)
+    0.1: {"sl": 38.15, "context": 45.15, "context_domain": 45.75, "gen": 45.53, "gen_gan": 43.73,
+          "gen_dual": 45.55, "gen_domain": 47.03, "gdan": 48.02},
+    0.2: {"sl": 46.74, "context": 51.32, "context_domain": 52.00, "gen": 51.59, "gen_gan": 50.37,
+          "gen_dual": 51.92, "gen_domain": 52.16, "gdan": 53.94},
+    0.5: {"sl": 57.22, "context": 57.40, "context_domain": 57.91, "gen": 57.17, "gen_gan": 55.90,
+          "gen_dual": 57.46, "gen_domain": 58.26, "gdan": 58.31}}
+
+
+def cbt_job(row: str, rate: float, seed: int) -> Job:
+    base = RECIPES["gdan"].presets["cbt_books"]()
+    cfg = dataclasses.replace(base, seed=seed, method=row, data=dataclasses.replace(base.data, rate=rate))
+    return Job(f"cbt-r{rate}-{row}-seed{seed}", {"row": row, "rate": rate, "seed": seed}, "gdan", cfg,
+               group=f"{row}@{rate}", preset="cbt_books")
+
+
+def cbt_baselines() -> dict[str, float]:
+    """Test accuracy (×100) of a random candidate (its expectation) and of the candidate most frequent in the
+    passage (ties: the first candidate in alphabetical order), as Hill et al. report them."""
+    from collections import Counter
+
+    from genfeat.data.cbt_books import cbt_books
+
+    test = cbt_books().splits["test"]
+    hits = []
+    for e in test:
+        n = Counter(e.paragraph)
+        hits.append(max(e.candidates, key=lambda c: (n[c], -e.candidates.index(c))) == e.answer)
+    return {"random": 100.0 / len(test[0].candidates), "most_frequent": 100.0 * sum(hits) / len(hits),
+            "n_test": len(test)}
+
+
+def cbt_markdown(record: dict[str, Any]) -> str:
+    runs = record["results"].get("cbt_runs", [])
+    if not runs:
+        return ""
+    rates = sorted({r["rate"] for r in runs})
+    base = record["results"]["cbt_baselines"]
+    head = "| Method | " + " | ".join(f"test acc., rate {r} | thesis F1 (SQuAD) | dev acc." for r in rates) + " |"
+    table = [head, "|---|" + "---|---|---|" * len(rates)]
+    for row, label in CBT_ROWS.items():
+        cells = []
+        for rate in rates:
+            got = [r for r in runs if r["row"] == row and r["rate"] == rate]
+            n = f" (n = {len(got)})" if got and len(got) < 3 else ""
+            cells += [mean_std([r["test_accuracy"] for r in got]) + n, str(THESIS_TEST_F1[rate].get(row, "–")),
+                      mean_std([r["dev_accuracy"] for r in got])]
+        table.append(f"| {label} | " + " | ".join(cells) + " |")
+    wall = {row: [r["wall_s"] / 60 for r in runs if r["row"] == row] for row in CBT_ROWS}
+    speed = [r["d_paragraphs_per_s"] for r in runs if r["row"] == "sl" and r.get("d_paragraphs_per_s")]
+    g_speed = [r["generator_tokens_per_s"] for r in runs if r.get("generator_tokens_per_s")]
+    return f"""
+## Table 3.4 on the CBT-style books set
+
+Command: `python -m benchmarks.gdan --table cbt --rates {' '.join(map(str, rates))}` (each run `genfeat run gdan
+--preset cbt_books --method M --data.rate R --seed S`; minutes a run: SL {mean_std(wall['sl'], 0)}, GDAN
+{mean_std(wall['gdan'], 0)}).
+
+`genfeat data build cbt-books` (docs/results/data_tasks.md): {base['n_test']:,} test questions from held-out
+books (Austen's Persuasion, 6 KJV books, a fifth of the BBC articles), 10 candidates each. L = rate × the
+8,788 training questions; U = five typed words a passage of the training passages no labelled question uses
+(about 30,000 pairs). D: embeddings 64, BiGRU 32, K = 2, batches 16 + 16, 500 D updates, the best dev accuracy
+kept; G: GRU 64, output vocabulary 5,000 + copying, MLE 300 steps. Mean ± std over seeds (n < 3 marked). The
+thesis's column is SQuAD test F1 at the same rate, for the direction only. Without training: a random candidate
+{base['random']:.2f}, the candidate most frequent in the passage {base['most_frequent']:.2f}. D trains at
+{mean_std(speed, 0)} passages / s (SL, one thread); G samples {mean_std(g_speed, 0)} tokens / s.
+
+{chr(10).join(table)}
+"""
 
 
 def job(row: str, seed: int) -> Job:
@@ -43,7 +124,7 @@ def _v(runs: list[dict[str, Any]], row: str, key: str) -> list[float]:
 
 
 def markdown(record: dict[str, Any]) -> str:
-    runs = record["results"]["runs"]
+    runs = record["results"]["runs"]  # the synthetic world's
     seeds = sorted({r["seed"] for r in runs})
     by = {(r["row"], r["seed"]): r for r in runs}
     table = ["| Method | test F1 | test EM | dev F1 | thesis test F1 (SQuAD, rate 0.1) | D paragraphs / s |",
@@ -102,16 +183,34 @@ Generator health on the held-out pairs (one sampled question each; copy rate = t
 produce):
 
 {chr(10).join(health)}
-
+{cbt_markdown(record)}
 {reading(NAME)}
 """
+
+
+def merged(kept: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The CBT cells accumulate over sweeps (its ~27 CPU-hours do not fit one sitting): a cell this sweep measured
+    replaces its recorded one, the others stay."""
+    key = lambda r: (r["row"], r["rate"], r["seed"])  # noqa: E731
+    new = {key(r) for r in runs}
+    return sorted([r for r in kept if key(r) not in new] + runs, key=lambda r: (r["rate"], r["seed"], r["row"]))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     result_args(ap, [0, 1, 2], runs="runs/bench_gdan")
+    ap.add_argument("--table", choices=["synthetic", "cbt"], default="synthetic")
+    ap.add_argument("--rates", type=float, nargs="+", default=[0.1, 0.2, 0.5], help="--table cbt: labelling rates")
     args = ap.parse_args()
-    sweep_page(args, NAME, [job(r, s) for r in ROWS for s in args.seeds], markdown, lambda runs: {"runs": runs})
+    kept = (load_result(NAME) or {}).get("results", {})
+    if args.table == "cbt":
+        jobs = [cbt_job(row, rate, s) for rate in args.rates for s in args.seeds for row in CBT_ROWS]
+        sweep_page(args, NAME, jobs, markdown, lambda runs: {"runs": kept.get("runs", []),
+                                                             "cbt_runs": merged(kept.get("cbt_runs", []), runs),
+                                                             "cbt_baselines": cbt_baselines()})
+    else:
+        sweep_page(args, NAME, [job(r, s) for r in ROWS for s in args.seeds], markdown,
+                   lambda runs: {k: v for k, v in kept.items() if k.startswith("cbt_")} | {"runs": runs})
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The reusable blocks under GDAN (spec gdan.md §5.3 tests 4-6): packed recurrent encoders, attention and the copy
 mechanism over the extended vocabulary, the reader's gated attention, span objective and decoding."""
 
+import pytest
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from genfeat.models.gdan.reader import (
     GatedAttentionReader,
@@ -15,16 +17,26 @@ from genfeat.nn.pointer import copy_mixture, extend_ids, from_extended, masked_s
 from genfeat.nn.recurrent import BiRNN
 
 
-def test_birnn_reads_only_real_positions():
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_birnn_equals_a_packed_bidirectional_cell(cell):
     torch.manual_seed(0)
-    rnn = BiRNN(4, 3)
-    x = torch.randn(2, 5, 4)
-    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
+    rnn = BiRNN(4, 3, cell)
+    ref = torch.nn.GRU(4, 3, batch_first=True, bidirectional=True) if cell == "gru" else \
+        torch.nn.LSTM(4, 3, batch_first=True, bidirectional=True)
+    with torch.no_grad():  # the reference's two directions carry BiRNN's two cells' weights
+        for name, p in ref.named_parameters():
+            src = rnn.backward_rnn if name.endswith("_reverse") else rnn.forward_rnn
+            p.copy_(getattr(src, name.removesuffix("_reverse")))
+    x = torch.randn(3, 6, 4)
+    mask = torch.tensor([[1, 1, 1, 0, 0, 0], [1] * 6, [1, 0, 0, 0, 0, 0]], dtype=torch.bool)
     out, last = rnn(x, mask)
-    alone, h = rnn.rnn(x[:1, :3])  # the first row without its padding
-    assert torch.allclose(out[0, :3], alone[0], atol=1e-6)
+    packed = pack_padded_sequence(x, mask.sum(1), batch_first=True, enforce_sorted=False)
+    ref_out, h = ref(packed)
+    ref_out, _ = pad_packed_sequence(ref_out, batch_first=True, total_length=6)
+    h = h[0] if cell == "lstm" else h
+    assert torch.allclose(out, ref_out, atol=1e-6)
     assert torch.all(out[0, 3:] == 0)
-    assert torch.allclose(last[0], torch.cat([h[0, 0], h[1, 0]]), atol=1e-6)
+    assert torch.allclose(last, torch.cat([h[0], h[1]], -1), atol=1e-6)
     x2 = x.clone()
     x2[0, 3:] = 100.0  # what padding holds never matters
     assert torch.allclose(rnn(x2, mask)[0][0, :3], out[0, :3])

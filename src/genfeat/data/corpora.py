@@ -59,7 +59,11 @@ def ptb() -> Splits:
     return out
 
 
-def austen() -> Splits:
+AUSTEN_NOVELS = ("sensesensibility", "prideprejudice", "mansfieldpark", "emma", "northangerabbey", "persuasion")
+
+
+def austen_novels() -> dict[str, list[str]]:
+    """Each of the six novels' lines (blank lines kept: they mark paragraphs), in publication order."""
     base = "usr/lib/R/site-library/janeaustenr/data/Rdata"
     root = require("austen", base + ".rdx", base + ".rdb")
     try:
@@ -75,12 +79,16 @@ def austen() -> Splits:
 
     index = parse(gzip.decompress((root / (base + ".rdx")).read_bytes()))
     rdb = (root / (base + ".rdb")).read_bytes()
-    lines: list[str] = []
-    for name in ("sensesensibility", "prideprejudice", "mansfieldpark", "emma", "northangerabbey", "persuasion"):
+    out = {}
+    for name in AUSTEN_NOVELS:
         off, length = (int(v) for v in index["variables"][name])
         chunk = rdb[off : off + length]  # 4-byte length + zlib stream
-        lines += [str(s) for s in parse(zlib.decompress(chunk[4:]))]
-    return split_contiguous([ln for ln in lines if ln.strip()])
+        out[name] = [str(s) for s in parse(zlib.decompress(chunk[4:]))]
+    return out
+
+
+def austen() -> Splits:
+    return split_contiguous([ln for lines in austen_novels().values() for ln in lines if ln.strip()])
 
 
 def wiki_xml() -> Splits:
@@ -98,14 +106,24 @@ def shakespeare() -> Splits:
                              if ln.strip()])
 
 
-def kjv() -> Splits:
+def kjv_books() -> dict[str, list[str]]:
+    """The 66 books' verses in canonical order, keyed by the `bible` tool's book code (Ge, Exo, ..., Rev)."""
     root = require("kjv", "usr/bin/bible", "usr/lib/bible.data")
     proc = subprocess.run([str(root / "usr/bin/bible"), "-f", "-p", str(root / "usr/lib"), "Gen1:1-Rev22:21"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise DataError(f"the bible tool failed: {proc.stderr.strip()[:200]}")
-    verses = (ln.split(" ", 1) for ln in proc.stdout.splitlines() if ln.strip())  # "Ge1:1 In the ..."
-    return split_contiguous([v[1] for v in verses if len(v) == 2])
+    out: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():  # "Ge1:1 In the beginning ..."
+        ref, _, verse = line.strip().partition(" ")
+        book = ref.rstrip("0123456789:")
+        if book and verse:
+            out.setdefault(book, []).append(verse)
+    return out
+
+
+def kjv() -> Splits:
+    return split_contiguous([v for verses in kjv_books().values() for v in verses])
 
 
 def bbc_news() -> Splits:

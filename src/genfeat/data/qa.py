@@ -9,6 +9,7 @@ gated-attention reader and GDAN's question generator; spec gdan.md §2.1-§2.2, 
                                                     vocabulary
     qa_rows(examples, vocab)                        right-padded tensors (below)
     context_question(paragraph, span, W)            the "Context" pseudo-question: W tokens either side of the answer
+                                                    (a cloze set's placeholder between them)
     labelled_pool(examples, rate, n_original, rng)  the labelling-rate protocol: floor(rate · N_original) examples
     squad_word_examples(path)                       SQuAD v1.1 / v2.0 JSON (`data.squad`) as word-level examples:
                                                     lower-cased `data.facets` tokens, the first gold answer's
@@ -87,10 +88,13 @@ class QAVocab:
         return [self.words[i] for i in ids]
 
 
-def context_question(paragraph: Sequence[str], span: tuple[int, int], window: int) -> tuple[str, ...]:
-    """p[j-W:j] + p[k+1:k+1+W], cut at the paragraph's edges (thesis Y §3.2.3, "Context")."""
+def context_question(paragraph: Sequence[str], span: tuple[int, int], window: int, placeholder: str | None = None
+                     ) -> tuple[str, ...]:
+    """p[j-W:j] + p[k+1:k+1+W], cut at the paragraph's edges (thesis Y §3.2.3, "Context"); a cloze set's
+    `placeholder` ("xxxxx") stands between the two, where its questions hold it."""
     j, k = span
-    return (*paragraph[max(0, j - window):j], *paragraph[k + 1:k + 1 + window])
+    return (*paragraph[max(0, j - window):j], *((placeholder,) if placeholder else ()),
+            *paragraph[k + 1:k + 1 + window])
 
 
 def _pad(seqs: Sequence[Sequence[int]], width: int | None = None) -> tuple[Tensor, Tensor]:

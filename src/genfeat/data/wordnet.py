@@ -129,6 +129,22 @@ def read_synsets(pos: str, root: str | Path | None = None) -> list[Synset]:
     return out
 
 
+def sense_counts(pos: str, root: str | Path | None = None) -> dict[str, int]:
+    """lemma (lower case, spaces for underscores) -> its number of synsets of part of speech `pos` (noun, verb, adj,
+    adv), from `index.<pos>` ("lemma pos synset_cnt ..." lines)."""
+    out: dict[str, int] = {}
+    path = wordnet_dir(root) / f"index.{pos}"
+    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.startswith("  "):  # the licence header
+            continue
+        fields = line.split()
+        try:
+            out[fields[0].replace("_", " ")] = int(fields[2])
+        except (IndexError, ValueError):
+            raise DataError(f"{path}:{n}: not a WordNet index line") from None
+    return out
+
+
 def exceptions(pos: str, root: str | Path | None = None) -> dict[str, set[str]]:
     """lemma -> its irregular inflected forms (`<pos>.exc`: "form lemma ..." lines)."""
     out: dict[str, set[str]] = {}

@@ -38,7 +38,7 @@ from torch import Tensor
 from genfeat.data.qa import trim_rows
 from genfeat.losses.reinforce import leave_one_out, reinforce_loss
 from genfeat.models.gdan import GDAN
-from genfeat.models.gdan.reader import span_log_likelihood
+from genfeat.models.gdan.reader import answer_log_likelihood
 from genfeat.tasks.word_span_qa import reader_inputs
 from genfeat.train.step import Step, Update
 
@@ -117,14 +117,14 @@ class GenerativeAdaptation(Step):
         lab = batch if m.pseudo == "none" else batch["labelled"]
         lab = trim_rows({k: v.to(device) for k, v in lab.items()})
         out_l = model.read(**reader_inputs(lab), tag="true")
-        nll_l = -span_log_likelihood(out_l["start_log_probs"], out_l["end_log_probs"], lab["start"], lab["end"]).mean()
+        nll_l = -answer_log_likelihood(out_l, lab).mean()
         if m.pseudo == "none":
             return nll_l, len(lab["start"])
         unl = trim_rows({k: v.to(device) for k, v in batch["unlabelled"].items()})
         if m.pseudo == "generated":
             unl = self.questions(model, unl)
         out_u = model.read(**reader_inputs(unl), tag="gen")
-        nll_u = -span_log_likelihood(out_u["start_log_probs"], out_u["end_log_probs"], unl["start"], unl["end"]).mean()
+        nll_u = -answer_log_likelihood(out_u, unl).mean()
         loss = nll_l + nll_u
         parts = {"labelled_nll": nll_l.item(), "generated_nll": nll_u.item()}
         if self.step + 1 > 0.8 * self.max_steps:  # the step's 1-based index in the last 20 %
@@ -148,7 +148,7 @@ class GenerativeAdaptation(Step):
             if self.method.reward == "domain":
                 r = F.logsigmoid(model.domain_logit(out["states"], rows["paragraph_mask"]))
             else:
-                r = span_log_likelihood(out["start_log_probs"], out["end_log_probs"], rows["start"], rows["end"])
+                r = answer_log_likelihood(out, rows)
         reader.train(was)
         return r
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ import numpy as np
 import torch
 
 from genfeat.config import atomic_write_text
+from genfeat.data import cbt_books as cbt
 from genfeat.data.answer_extraction import SUBSTITUTE_TYPES
 from genfeat.data.batches import StreamBatches, ZipBatches
 from genfeat.data.qa import (
@@ -76,7 +78,7 @@ from genfeat.data.qa import (
 from genfeat.data.qa_synthetic import SyntheticQAConfig, synthetic_qa
 from genfeat.errors import ConfigError
 from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
-from genfeat.models.gdan.reader import span_log_likelihood
+from genfeat.models.gdan.reader import answer_log_likelihood
 from genfeat.paradigms import fit_phase, fit_task
 from genfeat.paradigms.generative_adaptation import METHODS, GenerativeAdaptation
 from genfeat.tasks.question_generation import QuestionGeneration, question_health
@@ -89,10 +91,10 @@ from genfeat.train.seed import seed_everything
 
 @dataclass(frozen=True)
 class QADataConfig:
-    source: str = "synthetic"  # synthetic | squad
+    source: str = "synthetic"  # synthetic | squad | cbt_books
     synthetic: SyntheticQAConfig = field(default_factory=SyntheticQAConfig)
     root: str = ""  # squad: the directory holding the SQuAD train and dev JSON files
-    rate: float = 0.1  # squad: the labelling rate, a fraction of the original training questions (max 0.9)
+    rate: float = 0.1  # squad, cbt_books: the labelling rate, a fraction of the training questions (max 0.9)
     max_paragraph: int = 400  # squad: paragraphs cut to this many tokens around the answer
     heldout: int = 500  # unlabelled pairs held out of training (Q1's reward, the generator's health)
     context_window: int = 3  # W of the Context pseudo-questions (thesis 5; spec §5.1: 3 for short sentences)
@@ -100,8 +102,8 @@ class QADataConfig:
     batch_size: int = 32
 
     def __post_init__(self) -> None:
-        if self.source not in ("synthetic", "squad"):
-            raise ConfigError(f"data.source must be synthetic or squad, got {self.source!r}")
+        if self.source not in ("synthetic", "squad", "cbt_books"):
+            raise ConfigError(f"data.source must be synthetic, squad or cbt_books, got {self.source!r}")
         if not 0 < self.rate <= 0.9:
             raise ConfigError(f"data.rate must be in (0, 0.9], got {self.rate}")
         if min(self.heldout, self.context_window, self.batch_size) < 1 or self.out_vocab < 7:
@@ -176,7 +178,22 @@ def squad() -> GDANRunConfig:
         train=dataclasses.replace(GDANRunConfig().train, max_steps=20000, eval_every=1000))
 
 
-PRESETS = {"squad": squad, "synthetic": synthetic, "tiny": tiny}
+def cbt_books() -> GDANRunConfig:
+    """The CBT-style cloze set from the offline books and news (`data.cbt_books`) at labelling rate 0.1 (878 of
+    its 8,788 training questions): 20-sentence passages of about 600 tokens, so a CPU-sized D (embeddings 64,
+    BiGRU 32, K = 2), batches of 16 + 16, 500 D updates (GDAN: 100 rounds of 5 + 1); G's MLE 300 steps, its
+    output vocabulary the 5,000 first words (the rest copied), questions up to 40 tokens; Context W = 5 (the
+    thesis's)."""
+    return GDANRunConfig(
+        data=QADataConfig(source="cbt_books", rate=0.1, heldout=200, context_window=5, out_vocab=5000,
+                          batch_size=16),
+        model=GDANModelConfig(d_embed=64, reader_hidden=32, n_hops=2, generator_hidden=64, max_question=40),
+        generator_train=dataclasses.replace(GDANRunConfig().generator_train, max_steps=300, eval_every=100),
+        train=dataclasses.replace(GDANRunConfig().train, max_steps=500, eval_every=125))
+
+
+SOURCE_NAMES = {"synthetic": "the synthetic QA world", "squad": "SQuAD", "cbt_books": "the CBT-style books"}
+PRESETS = {"cbt_books": cbt_books, "squad": squad, "synthetic": synthetic, "tiny": tiny}
 
 
 def _squad_file(root: Path, split: str) -> Path:
@@ -208,10 +225,29 @@ def load_squad(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
             "heldout": cut[:dc.heldout], "dev": squad_word_examples(_squad_file(root, "dev")), "test": test}
 
 
+def load_cbt(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
+    """The CBT-style cloze set (`data.cbt_books`, its split seed 0: one question set for every run): L =
+    data.rate × its training questions, U = five typed words a passage (L's answer-type distribution) of the
+    training passages that have no labelled question, the valid split for model selection."""
+    dc = cfg.data
+    cloze = cbt.cbt_books()
+    train = cloze.splits["train"]
+    rng = np.random.default_rng([cfg.seed, 3])
+    labelled = labelled_pool(train, dc.rate, len(train), rng)
+    kinds = Counter(e.answer_type for e in labelled)
+    freq = {k: kinds[k] / len(labelled) for k in cbt.TYPES}
+    unl = cbt.unlabelled_answers(train, {e.paragraph for e in labelled}, 5, freq, rng)
+    unl = [unl[i] for i in rng.permutation(len(unl))]
+    return {"labelled": labelled, "unlabelled": unl[dc.heldout:], "heldout": unl[:dc.heldout],
+            "dev": cloze.splits["valid"], "test": cloze.splits["test"]}
+
+
 def load_world(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
     dc = cfg.data
     if dc.source == "squad":
         out = load_squad(cfg)
+    elif dc.source == "cbt_books":
+        out = load_cbt(cfg)
     else:
         sc = dataclasses.replace(dc.synthetic, seed=dc.synthetic.seed + 1000 * cfg.seed,
                                  n_unlabelled=dc.synthetic.n_unlabelled + dc.heldout)
@@ -253,7 +289,7 @@ def generated(model: GDAN, generator: QuestionGenerator, rows: dict, vocab: QAVo
         n_tok += int(s.target_mask.sum())
         q = {**r, "question": s.questions, "question_mask": s.question_mask}
         out = model.read(**reader_inputs(q), tag="true")
-        rewards.append(span_log_likelihood(out["start_log_probs"], out["end_log_probs"], r["start"], r["end"]))
+        rewards.append(answer_log_likelihood(out, r))
         for ids, mask, ext in zip(s.questions.tolist(), s.question_mask.tolist(), s.targets.tolist(), strict=True):
             n = sum(mask)
             questions.append(vocab.decode(ids[:n]))
@@ -272,8 +308,9 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
     method, ac, dc = METHODS[cfg.method], cfg.adapt, cfg.data
     data = load_world(cfg)
     if method.pseudo == "context":
-        data["unlabelled"] = [dataclasses.replace(e, question=context_question(e.paragraph, e.span, dc.context_window))
-                              for e in data["unlabelled"]]
+        hole = cbt.PLACEHOLDER if dc.source == "cbt_books" else None
+        data["unlabelled"] = [dataclasses.replace(e, question=context_question(e.paragraph, e.span, dc.context_window,
+                                                                               hole)) for e in data["unlabelled"]]
     vocab = QAVocab.build(data["labelled"] + data["unlabelled"], questions_first=True)
     model = build_model(cfg, vocab)
     run_dir = Path(run_dir)
@@ -324,10 +361,11 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
             "paragraph": " ".join(e.paragraph), "answer": e.answer, "mle": " ".join(a), "final": " ".join(b)}) + "\n"
             for e, a, b in zip(data["heldout"][:20], mle["questions"], last["questions"], strict=False)))
     n_params = sum(p.numel() for p in model.parameters())
-    return record_fit(run_dir, f"GDAN {cfg.method} on {'SQuAD' if dc.source == 'squad' else 'the synthetic QA world'} "
+    return record_fit(run_dir, f"GDAN {cfg.method} on {SOURCE_NAMES[dc.source]} "
                       f"(|L| = {len(data['labelled'])})",
                       scores, fit=res, started=t0, params=n_params, details=details,
-                      notes=["dev_* / test_*: SQuAD exact match and F1 (×100) of the best span under the d_true tag.",
+                      notes=["dev_* / test_*: SQuAD exact match and F1 (×100) of the best span under the d_true tag "
+                             "(the cloze format: accuracy over the candidates, ×100).",
                              "reward_mle / reward_final: mean log P_D,d_true(a | p, q) of one question sampled per "
                              "held-out pair by the MLE generator / the final one, under the selected D (Q1).",
                              "generated_nll_last20: D's NLL on generated questions (d_gen), mean over the last 20 % "

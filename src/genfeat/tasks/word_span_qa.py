@@ -6,7 +6,7 @@ format). The model is called as model(paragraph=, paragraph_mask=, question=, qu
 start_log_probs / end_log_probs (B, T) (`models.gdan.GatedAttentionReader`, or a module that applies one with the
 test-time domain tag).
 
-    loss      -mean_b [log P_s(j_b) + log P_e(k_b)]
+    loss      -mean_b [log P_s(j_b) + log P_e(k_b)]; cloze: -mean_b log Σ_{i: p_i = a_b} P_s(i) (attention-sum)
     predict   the best span with j <= k < j + max_span (`models.gdan.reader.best_spans`); in the cloze format the
               candidate with the largest attention-sum
     score     SQuAD exact match and F1 (`metrics.squad`, the official normalisation, ×100) of the span's text against
@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from genfeat.data.qa import QAExample, QAVocab, qa_rows, trim_rows
 from genfeat.metrics.squad import squad_scores
-from genfeat.models.gdan.reader import best_spans, candidate_log_probs, span_log_likelihood
+from genfeat.models.gdan.reader import answer_log_likelihood, best_spans, candidate_log_probs
 from genfeat.tasks.base import Task
 
 INPUTS = ("paragraph", "paragraph_mask", "question", "question_mask")
@@ -33,9 +33,9 @@ def reader_inputs(rows: Mapping[str, Tensor]) -> dict[str, Tensor]:
 
 
 def span_nll(model: nn.Module, rows: Mapping[str, Tensor], **kw) -> Tensor:
-    """-log P(a | p, q) per row (B,) under model(**inputs, **kw)."""
-    out = model(**reader_inputs(rows), **kw)
-    return -span_log_likelihood(out["start_log_probs"], out["end_log_probs"], rows["start"], rows["end"])
+    """-log P(a | p, q) per row (B,) under model(**inputs, **kw) (`models.gdan.reader.answer_log_likelihood`: the
+    span's, or the answer word's attention-sum in the cloze format)."""
+    return -answer_log_likelihood(model(**reader_inputs(rows), **kw), rows)
 
 
 class WordSpanQA(Task):

@@ -121,6 +121,16 @@ def best_spans(start_log_probs: Tensor, end_log_probs: Tensor, max_len: int = 15
     return torch.stack([flat // T, flat % T], 1)
 
 
+def answer_log_likelihood(out: dict[str, Tensor], rows: dict[str, Tensor]) -> Tensor:
+    """log P(a | p, q) per row (B,) of the reader's outputs `out`: the span's log P_s(j) + log P_e(k), or for cloze
+    rows (rows with "candidates") the attention-sum log Σ_{i: p_i = p_j} P_s(i) over the answer word's occurrences
+    (the GA reader's cloze objective)."""
+    if "candidates" in rows:
+        word = rows["paragraph"].gather(1, rows["start"][:, None])  # (B, 1) the answer's id
+        return candidate_log_probs(rows["paragraph"], out["start_log_probs"], word).squeeze(1)
+    return span_log_likelihood(out["start_log_probs"], out["end_log_probs"], rows["start"], rows["end"])
+
+
 def candidate_log_probs(paragraph: Tensor, start_log_probs: Tensor, candidates: Tensor) -> Tensor:
     """The cloze head: paragraph (B, T) ids, start_log_probs (B, T), candidates (B, C) word ids -> (B, C)
     log Σ_{i: p_i = c} P_s(i) (-inf for a candidate absent from the paragraph)."""
