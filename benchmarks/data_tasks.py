@@ -3,6 +3,7 @@ sha256 of the splits and of the source files they came from; records docs/result
 
     genfeat data fetch debian-packages wordnet        # after `apt-get update -o Acquire::Languages=en`
     python -m benchmarks.data_tasks [--split-seed 0]
+    python -m benchmarks.data_tasks --tasks cbt-books  # rebuild some: the others' recorded rows are kept
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import reading, render, result_args, write_results
+from benchmarks.common import load_result, reading, render, result_args, write_results
 from genfeat.data import sources as S
-from genfeat.data.built_tasks import BUILDERS, GRAPHS, SCHEMAS, build, build_task
+from genfeat.data.built_tasks import BUILDERS, CLOZES, GRAPHS, SCHEMAS, build, build_task
 
 NAME = "data_tasks"
 
@@ -42,17 +43,41 @@ def describe_graph(name: str, seed: int) -> dict[str, Any]:
                                "snapshot": manifest.get("fetched", "")}
 
 
+def source_digests(names: tuple[str, ...]) -> dict[str, str]:
+    """Each source's sha256 of its file manifest."""
+    out = {}
+    for src in names:
+        manifest = json.loads((S.source_dir(src) / S.MANIFEST).read_text())
+        out[src] = hashlib.sha256(json.dumps(manifest["files"], sort_keys=True).encode()).hexdigest()
+    return out
+
+
 SCHEMA_SOURCES = {"news-patterns": ("bbc-news", "gensim-testdata"), "debian-schema": ("debian-packages", "wordnet"),
                   "wordnet-schema": ("wordnet",)}
 
 
 def describe_schema(name: str, seed: int) -> dict[str, Any]:
-    matrix = build(name, seed)
-    files = {}
-    for src in SCHEMA_SOURCES[name]:
-        manifest = json.loads((S.source_dir(src) / S.MANIFEST).read_text())
-        files[src] = hashlib.sha256(json.dumps(manifest["files"], sort_keys=True).encode()).hexdigest()
-    return matrix.describe() | {"name": name, "sources": files}
+    return build(name, seed).describe() | {"name": name, "sources": source_digests(SCHEMA_SOURCES[name])}
+
+
+CLOZE_SOURCES = {"cbt-books": ("austen", "kjv", "bbc-news", "wordnet")}
+
+
+def describe_cloze(name: str, seed: int) -> dict[str, Any]:
+    return build(name, seed).describe() | {"split_seed": seed, "sources": source_digests(CLOZE_SOURCES[name])}
+
+
+def cloze_rows(record: dict[str, Any]) -> list[str]:
+    rows = []
+    for c in record["results"].get("clozes", []):
+        z = c["sizes"]
+        src = ", ".join(f"`{k}` {h[:12]}…" for k, h in c["sources"].items())
+        rows.append(f"| {c['task']} | {src} | {z['train']:,} ({z['train_NE']:,} / {z['train_CN']:,}) | "
+                    f"{z['valid']:,} ({z['valid_NE']:,} / {z['valid_CN']:,}) | {z['test']:,} ({z['test_NE']:,} / "
+                    f"{z['test_CN']:,}) | {z['train_units']:,} / {z['valid_units']:,} / {z['test_units']:,} | "
+                    f"{z['passage_tokens_mean']} ({z['passage_tokens_max']:,}) | {c['split_seed']} | "
+                    f"`{c['sha256'][:16]}…` |")
+    return rows
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -99,6 +124,14 @@ manifest:
 |---|---|---|---|---|---|---|---|
 {chr(10).join(schema_rows(record))}
 
+Cloze question sets (`genfeat data build cbt-books`; `--out DIR` writes {{train,valid,test}}.jsonl); questions
+as all (NE / CN); units are books, Bible books and articles, never in two splits; the sha256 covers every
+question's id, passage, question, span and candidates (`ClozeSet.checksum`); the seed draws answers and candidates:
+
+| set | sources | train | valid | test | units (train / valid / test) | passage tokens, mean (max) | seed | sha256 |
+|---|---|---|---|---|---|---|---|---|
+{chr(10).join(cloze_rows(record))}
+
 {reading(NAME)}
 """
 
@@ -133,16 +166,20 @@ def schema_rows(record: dict[str, Any]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split-seed", type=int, default=0)
-    ap.add_argument("--tasks", nargs="+", default=[*BUILDERS, *GRAPHS, *SCHEMAS])
+    ap.add_argument("--tasks", nargs="+", default=[*BUILDERS, *GRAPHS, *SCHEMAS, *CLOZES])
     result_args(ap, [])
     args = ap.parse_args()
     if args.render_only:
         print(render(NAME, markdown))
         return
-    tasks = [describe(name, args.split_seed) for name in args.tasks if name in BUILDERS]
-    graphs = [describe_graph(name, args.split_seed) for name in args.tasks if name in GRAPHS]
-    schemas = [describe_schema(name, args.split_seed) for name in args.tasks if name in SCHEMAS]
-    print(write_results(NAME, {"tasks": tasks, "graphs": graphs, "schemas": schemas}, markdown, device="cpu"))
+    built = {"tasks": [describe(name, args.split_seed) for name in args.tasks if name in BUILDERS],
+             "graphs": [describe_graph(name, args.split_seed) for name in args.tasks if name in GRAPHS],
+             "schemas": [describe_schema(name, args.split_seed) for name in args.tasks if name in SCHEMAS],
+             "clozes": [describe_cloze(name, args.split_seed) for name in args.tasks if name in CLOZES]}
+    kept = (load_result(NAME) or {}).get("results", {})
+    results = {k: [r for r in kept.get(k, []) if (r.get("name") or r["task"]) not in args.tasks] + v
+               for k, v in built.items()}
+    print(write_results(NAME, results, markdown, device="cpu"))
 
 
 if __name__ == "__main__":

@@ -400,10 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("names", nargs="+", help="dataset names, or `all`")
     f.add_argument("--force", action="store_true", help="fetch again even if present")
     b = dsub.add_parser("build", help="build a task from fetched sources (debian-sections, wordnet-lexnames, "
-                        "wordnet-wic, debian-citations, news-patterns, debian-schema, wordnet-schema): print its sizes "
-                        "and sha256, "
-                        "optionally write its splits (TSV; a graph: citations.npz + citations.json; a matrix: "
-                        "schema.npz + schema.json)")
+                        "wordnet-wic, debian-citations, news-patterns, debian-schema, wordnet-schema, cbt-books): "
+                        "print its sizes and sha256, optionally write its splits (TSV; a graph: citations.npz + "
+                        "citations.json; a matrix: schema.npz + schema.json; a cloze set: {train,valid,test}.jsonl)")
     b.add_argument("task")
     b.add_argument("--split-seed", type=int, default=0)
     b.add_argument("--out", help="write train.tsv / valid.tsv / test.tsv (text_a, text_b, label) here (a graph: "

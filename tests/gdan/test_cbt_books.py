@@ -3,6 +3,8 @@ checksum; the cloze objective; the recipe's cbt_books source end to end on a fix
 
 import dataclasses
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,6 +155,7 @@ def test_recipe_on_the_cbt_source(fixture_set, tmp_path, method):
     assert data["dev"] == fixture_set["valid"] and data["test"] == fixture_set["test"]
     summary = gdan.run(cfg, tmp_path)
     assert 0 <= summary["test_accuracy"] <= 100 and "test_f1" not in summary
+    assert summary["data_sha256"] == data["sha256"] == cbt.cbt_books().checksum
     if method == "gdan":
         assert summary["reward_mle"] <= 0 and (tmp_path / "questions.jsonl").is_file()
 
@@ -163,3 +166,43 @@ def test_a_cloze_context_question_holds_the_placeholder_where_the_answer_was():
     p = ("a", "b", "c", "d", "e")
     assert context_question(p, (2, 2), 1, cbt.PLACEHOLDER) == ("b", cbt.PLACEHOLDER, "d")
     assert context_question(p, (2, 2), 1) == ("b", "d")
+
+
+def test_sense_counts_and_the_noun_lexicon(tmp_path):
+    from genfeat.data.wordnet import sense_counts
+
+    (tmp_path / "index.noun").write_text("  1 licence header\nhouse n 12 4 @ ~ #p %p 12 2 a b\nlady n 3 1 @ 3 0 a\n")
+    (tmp_path / "index.verb").write_text("house v 2 1 @ 2 0 a\nwalk v 10 1 @ 10 0 a\n")
+    (tmp_path / "index.adj").write_text("")
+    (tmp_path / "index.adv").write_text("")
+    (tmp_path / "noun.exc").write_text("ladies lady\n")
+    (tmp_path / "verb.exc").write_text("")
+    assert sense_counts("noun", tmp_path) == {"house": 12, "lady": 3}
+    lex = cbt.NounLexicon.load(tmp_path)
+    assert lex.is_common_noun("house") and lex.is_common_noun("houses") and lex.is_common_noun("ladies")
+    assert not lex.is_common_noun("walk") and not lex.is_common_noun("walked")
+
+
+def test_the_registry_builds_the_cloze_set(monkeypatch):
+    from genfeat.data import built_tasks
+
+    monkeypatch.setitem(built_tasks.CLOZES, "cbt-books", lambda seed: ("cloze", seed))
+    assert built_tasks.build("cbt-books", 3) == ("cloze", 3)
+
+
+REAL = os.environ.get("GENFEAT_REAL_DATA")
+
+
+@pytest.mark.skipif(not REAL or not all((Path(REAL or ".") / s).is_dir() for s in (*cbt.SOURCES, "wordnet")),
+                    reason="GENFEAT_REAL_DATA with austen, kjv, bbc-news and wordnet")
+def test_the_real_set_is_the_recorded_one(monkeypatch):
+    """The recorded sizes and sha256 of docs/results/data_tasks.md, bit for bit."""
+    monkeypatch.setenv("GENFEAT_DATA", REAL)
+    c = cbt.cbt_books()
+    z = c.stats()
+    assert (z["train"], z["valid"], z["test"]) == (8788, 1147, 1281)
+    assert c.checksum == "461f70ecac284cc84a108052a4621b593eee93486e6506198842f593aad0fd44"
+    units = {e.article for s in cbt.SPLITS for e in c.splits[s]}
+    for a, b in ((a, b) for a in cbt.SPLITS for b in cbt.SPLITS if a < b):
+        assert not {e.article for e in c.splits[a]} & {e.article for e in c.splits[b]}  # book-disjoint
+    assert {u.split("/")[0] for u in units} == {"austen", "kjv", "bbc"}

@@ -20,6 +20,11 @@ heads of debian-schema and wordnet-schema):
     wordnet-schema     lemma pairs, WordNet's pointer types as KB rows, gloss and example patterns, held-out heads
                        (`data/wordnet_schema.py`)
 
+and cloze question sets (`CLOZES`, `data.cbt_books.ClozeSet`; the seed draws the answers and candidates, the
+book-disjoint splits are fixed):
+
+    cbt-books          Children's Book Test-style questions from Austen, the KJV and BBC News (`data/cbt_books.py`)
+
 `build_task(name, split_seed)` returns a `BuiltTask` (`data/built_task.py`): {"train", "valid", "test"} ->
 ((text_a, text_b | None) pairs, labels), the class names, and `checksum`, the sha256 of the splits (their order,
 texts and labels, as canonical JSON). The same source files and seed give the same checksum;
@@ -31,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from genfeat.data.built_task import BuiltTask
+from genfeat.data.cbt_books import ClozeSet, cbt_books
 from genfeat.data.citations import CitationData
 from genfeat.data.debian_citations import debian_citations
 from genfeat.data.debian_schema import debian_schema
@@ -53,6 +59,9 @@ SCHEMAS: dict[str, Callable[[int], SchemaMatrix]] = {"news-patterns": lambda see
                                                      "wordnet-schema": lambda seed: wordnet_schema(seed=seed)}
 
 
+CLOZES: dict[str, Callable[[int], ClozeSet]] = {"cbt-books": lambda seed: cbt_books(seed=seed)}
+
+
 def build_task(name: str, split_seed: int = 0) -> BuiltTask:
     if name not in BUILDERS:
         hint = f" ({name} is a graph: `genfeat data build {name}`)" if name in GRAPHS else ""
@@ -60,12 +69,15 @@ def build_task(name: str, split_seed: int = 0) -> BuiltTask:
     return BUILDERS[name](split_seed)
 
 
-def build(name: str, split_seed: int = 0) -> BuiltTask | CitationData | SchemaMatrix:
-    """A built task, graph or universal-schema matrix by name."""
+def build(name: str, split_seed: int = 0) -> BuiltTask | CitationData | SchemaMatrix | ClozeSet:
+    """A built task, graph, universal-schema matrix or cloze set by name."""
+    if name in CLOZES:
+        return CLOZES[name](split_seed)
     if name in GRAPHS:
         return GRAPHS[name](split_seed)
     if name in SCHEMAS:
         return SCHEMAS[name](split_seed)
     if name not in BUILDERS:
-        raise ConfigError(f"unknown built dataset {name!r}; built: {', '.join([*BUILDERS, *GRAPHS, *SCHEMAS])}")
+        known = ", ".join([*BUILDERS, *GRAPHS, *SCHEMAS, *CLOZES])
+        raise ConfigError(f"unknown built dataset {name!r}; built: {known}")
     return BUILDERS[name](split_seed)

@@ -228,7 +228,8 @@ def load_squad(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
 def load_cbt(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
     """The CBT-style cloze set (`data.cbt_books`, its split seed 0: one question set for every run): L =
     data.rate × its training questions, U = five typed words a passage (L's answer-type distribution) of the
-    training passages that have no labelled question, the valid split for model selection."""
+    training passages that have no labelled question, the valid split for model selection; "sha256": the set's
+    checksum (`ClozeSet.checksum`, as docs/results/data_tasks.md records it)."""
     dc = cfg.data
     cloze = cbt.cbt_books()
     train = cloze.splits["train"]
@@ -239,7 +240,7 @@ def load_cbt(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
     unl = cbt.unlabelled_answers(train, {e.paragraph for e in labelled}, 5, freq, rng)
     unl = [unl[i] for i in rng.permutation(len(unl))]
     return {"labelled": labelled, "unlabelled": unl[dc.heldout:], "heldout": unl[:dc.heldout],
-            "dev": cloze.splits["valid"], "test": cloze.splits["test"]}
+            "dev": cloze.splits["valid"], "test": cloze.splits["test"], "sha256": cloze.checksum}
 
 
 def load_world(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
@@ -307,6 +308,7 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
     seed_everything(cfg.seed)
     method, ac, dc = METHODS[cfg.method], cfg.adapt, cfg.data
     data = load_world(cfg)
+    data_sha256 = data.pop("sha256", None)
     if method.pseudo == "context":
         hole = cbt.PLACEHOLDER if dc.source == "cbt_books" else None
         data["unlabelled"] = [dataclasses.replace(e, question=context_question(e.paragraph, e.span, dc.context_window,
@@ -343,7 +345,7 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
                            desc=f"gdan {cfg.method}")
     details: dict[str, Any] = {
         "method": cfg.method, "labelled": len(data["labelled"]), "unlabelled": len(data["unlabelled"]),
-        "vocab": len(vocab), "d_updates": res.step * rounds,
+        "vocab": len(vocab), "d_updates": res.step * rounds, **({"data_sha256": data_sha256} if data_sha256 else {}),
         "d_paragraphs_per_s": res.count / max(res.train_time, 1e-9) if res.train_time else None}
     if method.uses_generator:
         held = qa_rows(data["heldout"], vocab)
