@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -153,14 +154,13 @@ def trim_rows(rows: dict[str, Tensor]) -> dict[str, Tensor]:
     return out
 
 
-def squad_word_examples(path) -> list[QAExample]:
-    """The answerable questions of a SQuAD JSON file as `QAExample`s (module docstring)."""
+def squad_word_examples(source) -> list[QAExample]:
+    """The answerable questions of a SQuAD JSON file (a path, or its `data.squad.load_squad_json` examples) as
+    `QAExample`s (module docstring)."""
     from genfeat.data.facets import TOKEN
-    from genfeat.data.squad import load_squad_json
 
     out, cache = [], {}
-    titles = _article_titles(path)
-    for ex in load_squad_json(path):
+    for ex in _squad_examples(source):
         if not ex.answers:
             continue
         if ex.context not in cache:
@@ -171,26 +171,19 @@ def squad_word_examples(path) -> list[QAExample]:
         if not hit:
             continue  # an answer of no word characters
         out.append(QAExample(tuple(t for t, _, _ in toks), tuple(TOKEN.findall(ex.question.lower())),
-                             (hit[0], hit[-1]), titles[ex.qid], qid=ex.qid))
+                             (hit[0], hit[-1]), ex.title, qid=ex.qid))
     return out
 
 
-def _article_titles(path) -> dict[str, str]:
-    import json
-    from pathlib import Path
+def _squad_examples(source):
+    from genfeat.data.squad import load_squad_json
 
-    data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
-    return {qa["id"]: art.get("title", str(i)) for i, art in enumerate(data) for p in art["paragraphs"]
-            for qa in p["qas"]}
+    return load_squad_json(source) if isinstance(source, (str, Path)) else source
 
 
-def squad_paragraphs(path) -> dict[str, str]:
-    """Each paragraph (context) of a SQuAD JSON file -> its article title."""
-    import json
-    from pathlib import Path
-
-    data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
-    return {p["context"]: art.get("title", str(i)) for i, art in enumerate(data) for p in art["paragraphs"]}
+def squad_paragraphs(source) -> dict[str, str]:
+    """Each paragraph (context) of a SQuAD JSON file (a path, or its examples) -> its article title."""
+    return {ex.context: ex.title for ex in _squad_examples(source)}
 
 
 def unlabelled_pairs(paragraphs: dict[str, str], type_freq: dict[str, float], per_paragraph: int,

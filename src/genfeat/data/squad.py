@@ -29,6 +29,7 @@ class SquadExample:
     context: str
     answers: list[tuple[str, int]]  # (text, character start in context); empty when unanswerable
     is_impossible: bool = False
+    title: str = ""  # the article's title (its index when the file has none)
 
 
 @dataclass
@@ -52,7 +53,8 @@ def load_squad_json(path: str | Path) -> list[SquadExample]:
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
         raise DataError(f"{path}: not a SQuAD JSON file ({e})") from None
     out = []
-    for article in data:
+    for i, article in enumerate(data):
+        title = str(article.get("title", i))
         for para in article["paragraphs"]:
             ctx = para["context"]
             for qa in para["qas"]:
@@ -61,7 +63,7 @@ def load_squad_json(path: str | Path) -> list[SquadExample]:
                 for text, start in answers:
                     if ctx[start: start + len(text)] != text:
                         raise DataError(f"{path}: question {qa['id']}: answer {text!r} is not at {start}")
-                out.append(SquadExample(qa["id"], qa["question"], ctx, answers, impossible))
+                out.append(SquadExample(qa["id"], qa["question"], ctx, answers, impossible, title))
     return out
 
 

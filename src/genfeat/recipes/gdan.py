@@ -76,6 +76,7 @@ from genfeat.data.qa import (
     unlabelled_pairs,
 )
 from genfeat.data.qa_synthetic import SyntheticQAConfig, synthetic_qa
+from genfeat.data.squad import load_squad_json
 from genfeat.errors import ConfigError
 from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
 from genfeat.models.gdan.reader import answer_log_likelihood
@@ -212,12 +213,13 @@ def load_squad(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
     root = Path(dc.root)
     train_file = _squad_file(root, "train")
     rng = np.random.default_rng([cfg.seed, 3])
-    examples = squad_word_examples(train_file)
+    parsed = load_squad_json(train_file)  # read once: the questions, the articles and the paragraphs
+    examples = squad_word_examples(parsed)
     pool, test = article_split(examples, 0.1, np.random.default_rng(0))  # one test split for every seed
     labelled = labelled_pool(pool, dc.rate, len(examples), rng)
     asked = {e.paragraph for e in labelled}
     test_articles = {e.article for e in test}
-    free = {p: a for p, a in squad_paragraphs(train_file).items() if a not in test_articles}
+    free = {p: a for p, a in squad_paragraphs(parsed).items() if a not in test_articles}
     unl = [e for e in unlabelled_pairs(free, SUBSTITUTE_TYPES, 5, rng) if e.paragraph not in asked]
     unl = [unl[i] for i in rng.permutation(len(unl))]
     cut = [truncate(e, dc.max_paragraph) for e in unl]
