@@ -8,6 +8,7 @@ the other table's records.
     python -m benchmarks.gdan --train-only --only gen_domain gdan
     python -m benchmarks.gdan --table cbt --rates 0.1 0.2 0.5 --train-only &   # twice: two workers share the list
     python -m benchmarks.gdan --table cbt --rates 0.1 0.2 0.5 --collect
+    python -m benchmarks.gdan --table speed [--repeats 7]     # nn.recurrent.BiRNN against a packed cell
 
 Rows at |L| = 50 (SL's dev F1 < 70 there, the smallest budget Q3 names): SL, Context, Gen + domain, GDAN (Gen +
 domain + adv), 1,500 D updates each (GDAN: 300 rounds of 5 D + 1 G), the generators' MLE 800 steps; one hypothesis
@@ -25,7 +26,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from benchmarks.common import load_result, mean_std, reading, result_args
+from benchmarks.common import interleaved_median_seconds, load_result, mean_std, reading, result_args, write_results
 from benchmarks.sweep import Job, sweep_page
 from genfeat.registry import RECIPES
 
@@ -183,8 +184,63 @@ Generator health on the held-out pairs (one sampled question each; copy rate = t
 produce):
 
 {chr(10).join(health)}
-{cbt_markdown(record)}
+{cbt_markdown(record)}{speed_markdown(record)}
 {reading(NAME)}
+"""
+
+
+def recurrent_speed(repeats: int) -> list[dict[str, Any]]:
+    """Forward + backward of `nn.recurrent.BiRNN` against a packed bidirectional `nn.GRU` (the same sizes) on
+    rows of random lengths in [T/2, T], one thread, interleaved (`common.interleaved_median_seconds`)."""
+    import torch
+
+    torch.set_num_threads(1)
+    return [_time_birnn(B, T, d_in, repeats) for B, T, d_in in ((16, 600, 64), (32, 600, 32), (32, 60, 32))]
+
+
+def _time_birnn(B: int, T: int, d_in: int, repeats: int) -> dict[str, Any]:
+    import torch
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from genfeat.nn.recurrent import BiRNN
+
+    torch.manual_seed(0)
+    ours, packed = BiRNN(d_in, 32), torch.nn.GRU(d_in, 32, batch_first=True, bidirectional=True)
+    x = torch.randn(B, T, d_in)
+    lengths = torch.randint(T // 2, T + 1, (B,))
+    lengths[0] = T
+    mask = torch.arange(T)[None, :] < lengths[:, None]
+
+    def run_ours() -> None:
+        ours(x, mask)[0].sum().backward()
+
+    def run_packed() -> None:
+        o, _ = packed(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+        pad_packed_sequence(o, batch_first=True, total_length=T)[0].sum().backward()
+
+    t = interleaved_median_seconds({"packed": run_packed, "ours": run_ours}, repeats)
+    return {"batch": B, "length": T, "d_in": d_in, "d_hidden": 32, "packed_ms": 1000 * t["packed"],
+            "ours_ms": 1000 * t["ours"], "speedup": t["packed"] / t["ours"], "repeats": repeats}
+
+
+def speed_markdown(record: dict[str, Any]) -> str:
+    rows = record["results"].get("recurrent_speed", [])
+    if not rows:
+        return ""
+    table = ["| batch × length, d_in → 32 a direction | packed nn.GRU (ms) | nn.recurrent.BiRNN (ms) | speed-up |",
+             "|---|---|---|---|"]
+    table += [f"| {r['batch']} × {r['length']}, {r['d_in']} | {r['packed_ms']:.0f} | {r['ours_ms']:.0f} | "
+              f"{r['speedup']:.2f}x |" for r in rows]
+    return f"""
+## The reader's recurrent block
+
+Command: `python -m benchmarks.gdan --table speed --repeats {rows[0]['repeats']}`. One training pass (forward +
+backward) of a bidirectional GRU over right-padded rows of random lengths in [T/2, T], one thread, the median of
+interleaved rounds: `pack_padded_sequence` through a bidirectional `nn.GRU` against `nn.recurrent.BiRNN` (two
+one-directional cells over the unpacked rows, the backward one over per-row flipped rows; equal outputs,
+tests/gdan/test_blocks.py). {record['results'].get('speed_note', '')}
+
+{chr(10).join(table)}
 """
 
 
@@ -199,18 +255,22 @@ def merged(kept: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     result_args(ap, [0, 1, 2], runs="runs/bench_gdan")
-    ap.add_argument("--table", choices=["synthetic", "cbt"], default="synthetic")
+    ap.add_argument("--table", choices=["synthetic", "cbt", "speed"], default="synthetic")
+    ap.add_argument("--repeats", type=int, default=7, help="--table speed: interleaved rounds")
+    ap.add_argument("--note", default="", help="--table speed: the machine's load while timing, for the page")
     ap.add_argument("--rates", type=float, nargs="+", default=[0.1, 0.2, 0.5], help="--table cbt: labelling rates")
     args = ap.parse_args()
     kept = (load_result(NAME) or {}).get("results", {})
-    if args.table == "cbt":
+    if args.table == "speed" and not args.render_only:
+        kept |= {"recurrent_speed": recurrent_speed(args.repeats), "speed_note": args.note}
+        print(write_results(NAME, kept, markdown, seeds=args.seeds, device="cpu"))
+    elif args.table == "cbt":
         jobs = [cbt_job(row, rate, s) for rate in args.rates for s in args.seeds for row in CBT_ROWS]
-        sweep_page(args, NAME, jobs, markdown, lambda runs: {"runs": kept.get("runs", []),
-                                                             "cbt_runs": merged(kept.get("cbt_runs", []), runs),
-                                                             "cbt_baselines": cbt_baselines()})
+        sweep_page(args, NAME, jobs, markdown, lambda runs: kept | {"cbt_runs": merged(kept.get("cbt_runs", []), runs),
+                                                                    "cbt_baselines": cbt_baselines()})
     else:
         sweep_page(args, NAME, [job(r, s) for r in ROWS for s in args.seeds], markdown,
-                   lambda runs: {k: v for k, v in kept.items() if k.startswith("cbt_")} | {"runs": runs})
+                   lambda runs: {k: v for k, v in kept.items() if k != "runs"} | {"runs": runs})
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ Rows must have at least one real position, and real positions must come first (r
 The two directions are two one-directional cells over unpacked tensors: the forward one reads the padded rows
 as they are (with right padding, position t has read only 0..t), the backward one reads each row's real part
 reversed (a per-row index flip, padding left in place) and its outputs are flipped back. The outputs equal a
-packed bidirectional cell's (tests/gdan/test_blocks.py); the backward pass is 3.8x faster on the CPU than
-through `pack_padded_sequence` at (32, 600, 32), which is what GDAN's 20-sentence cloze passages need
-(`benchmarks/gdan.py --speed`).
+packed bidirectional cell's (tests/gdan/test_blocks.py); a training pass (forward + backward) on the CPU is
+1.8-3.3x faster than through `pack_padded_sequence` (docs/results/gdan.md, `benchmarks.gdan --table speed`),
+which GDAN's 20-sentence cloze passages need. Padding is computed over, not skipped: the gain shrinks where
+lengths differ much within a batch.
 """
 
 from __future__ import annotations
