@@ -67,12 +67,15 @@ def describe_cloze(name: str, seed: int) -> dict[str, Any]:
     return build(name, seed).describe() | {"split_seed": seed, "sources": source_digests(CLOZE_SOURCES[name])}
 
 
+def sources_cell(entry: dict[str, Any]) -> str:
+    return ", ".join(f"`{k}` {h[:12]}…" for k, h in entry["sources"].items())
+
+
 def cloze_rows(record: dict[str, Any]) -> list[str]:
     rows = []
     for c in record["results"].get("clozes", []):
         z = c["sizes"]
-        src = ", ".join(f"`{k}` {h[:12]}…" for k, h in c["sources"].items())
-        rows.append(f"| {c['task']} | {src} | {z['train']:,} ({z['train_NE']:,} / {z['train_CN']:,}) | "
+        rows.append(f"| {c['task']} | {sources_cell(c)} | {z['train']:,} ({z['train_NE']:,} / {z['train_CN']:,}) | "
                     f"{z['valid']:,} ({z['valid_NE']:,} / {z['valid_CN']:,}) | {z['test']:,} ({z['test_NE']:,} / "
                     f"{z['test_CN']:,}) | {z['train_units']:,} / {z['valid_units']:,} / {z['test_units']:,} | "
                     f"{z['passage_tokens_mean']} ({z['passage_tokens_max']:,}) | {c['split_seed']} | "
@@ -157,8 +160,7 @@ def schema_rows(record: dict[str, Any]) -> list[str]:
     rows = []
     for m in record["results"].get("schemas", []):
         z = m["sizes"]
-        src = ", ".join(f"`{k}` {h[:12]}…" for k, h in m["sources"].items())
-        rows.append(f"| {m['name']} | {src} | {z['patterns']:,} | {z['relations']:,} | {z['pairs']:,} | "
+        rows.append(f"| {m['name']} | {sources_cell(m)} | {z['patterns']:,} | {z['relations']:,} | {z['pairs']:,} | "
                     f"{z['cells']:,} | {z['vocab']:,} | `{m['sha256'][:16]}…` |")
     return rows
 
