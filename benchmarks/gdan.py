@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 from benchmarks.common import interleaved_median_seconds, load_result, mean_std, reading, result_args, write_results
@@ -103,14 +105,40 @@ Command: `python -m benchmarks.gdan --table cbt --rates {' '.join(map(str, rates
 `genfeat data build cbt-books` (docs/results/data_tasks.md): {base['n_test']:,} test questions from held-out
 books (Austen's Persuasion, 6 KJV books, a fifth of the BBC articles), 10 candidates each. L = rate × the
 8,788 training questions; U = five typed words a passage of the training passages no labelled question uses
-(about 30,000 pairs). D: embeddings 64, BiGRU 32, K = 2, batches 16 + 16, 500 D updates, the best dev accuracy
+(30,145 pairs at rate 0.1). D: embeddings 64, BiGRU 32, K = 2, batches 16 + 16, 500 D updates, the best dev accuracy
 kept; G: GRU 64, output vocabulary 5,000 + copying, MLE 300 steps. Mean ± std over seeds (n < 3 marked). The
 thesis's column is SQuAD test F1 at the same rate, for the direction only. Without training: a random candidate
 {base['random']:.2f}, the candidate most frequent in the passage {base['most_frequent']:.2f}. D trains at
 {mean_std(speed, 0)} passages / s (SL, one thread); G samples {mean_std(g_speed, 0)} tokens / s.
 
 {chr(10).join(table)}
-"""
+{cbt_generator_markdown(record)}"""
+
+
+def cbt_generator_markdown(record: dict[str, Any]) -> str:
+    res = record["results"]
+    gdan_runs = [r for r in res.get("cbt_runs", []) if r["row"] == "gdan"]
+    if not gdan_runs:
+        return ""
+    health = ["| Generator | UNK rate | repeated-bigram rate | copy rate | mean length |", "|---|---|---|---|---|"]
+    for which, label in (("health_mle", "MLE"), ("health_final", "GDAN final (RL)")):
+        health.append(f"| {label} | " + " | ".join(mean_std([r[which][k] for r in gdan_runs], 3) for k in
+                                                   ("unk_rate", "repeat_rate", "copy_rate", "mean_length")) + " |")
+    q = res.get("cbt_questions")
+    shown = ""
+    if q:
+        lines = ["| passage around the answer | answer | MLE question | RL (GDAN) question |", "|---|---|---|---|"]
+        esc = lambda t: t.replace("|", "\\|")  # noqa: E731
+        lines += [f"| … {esc(r['context'])} … | {esc(r['answer'])} | {esc(r['mle'])} | {esc(r['final'])} |"
+                  for r in q["rows"]]
+        shown = (f"\nQuestions for 20 held-out unlabelled pairs of run `{q['run']}` (one sample each, the MLE "
+                 f"generator and the final one):\n\n" + "\n".join(lines) + "\n")
+    return f"""
+The generator on the books (GDAN runs, {len(gdan_runs)} of them; one sampled question for each of the 200
+held-out pairs; copy rate = the share of tokens only copying can produce):
+
+{chr(10).join(health)}
+{shown}"""
 
 
 def job(row: str, seed: int) -> Job:
@@ -244,6 +272,23 @@ tests/gdan/test_blocks.py). {record['results'].get('speed_note', '')}
 """
 
 
+def cbt_questions(root: Path, jobs: list[Job]) -> dict[str, Any]:
+    """{"cbt_questions": the 20 held-out pairs' MLE and final questions of the first finished GDAN run of the
+    list, with ±8 words around the answer's last occurrence}, or {} when none finished."""
+    for j in jobs:
+        path = root / j.name / "questions.jsonl"
+        if j.tags["row"] == "gdan" and path.is_file() and (root / j.name / "summary.json").is_file():
+            rows = []
+            for line in path.read_text().splitlines():
+                q = json.loads(line)
+                words = q["paragraph"].split()
+                at = len(words) - 1 - words[::-1].index(q["answer"])
+                rows.append({"context": " ".join(words[max(0, at - 8):at + 9]), "answer": q["answer"],
+                             "mle": q["mle"], "final": q["final"]})
+            return {"cbt_questions": {"run": j.name, "rows": rows}}
+    return {}
+
+
 def merged(kept: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The CBT cells accumulate over sweeps (its ~27 CPU-hours do not fit one sitting): a cell this sweep measured
     replaces its recorded one, the others stay."""
@@ -267,7 +312,8 @@ def main() -> None:
     elif args.table == "cbt":
         jobs = [cbt_job(row, rate, s) for rate in args.rates for s in args.seeds for row in CBT_ROWS]
         sweep_page(args, NAME, jobs, markdown, lambda runs: kept | {"cbt_runs": merged(kept.get("cbt_runs", []), runs),
-                                                                    "cbt_baselines": cbt_baselines()})
+                                                                    "cbt_baselines": cbt_baselines(),
+                                                                    **cbt_questions(Path(args.runs), jobs)})
     else:
         sweep_page(args, NAME, [job(r, s) for r in ROWS for s in args.seeds], markdown,
                    lambda runs: {k: v for k, v in kept.items() if k != "runs"} | {"runs": runs})
