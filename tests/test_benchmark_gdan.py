@@ -16,6 +16,7 @@ def cell(row, seed, acc, rate=0.1):
 def test_a_cell_measured_again_replaces_its_record_and_the_others_stay():
     kept = [cell("sl", 0, 20.0), cell("sl", 1, 21.0), cell("gdan", 0, 22.0)]
     out = B.merged(kept, [cell("sl", 0, 30.0), cell("context", 0, 25.0)])
+    assert len(out) == 4
     assert {(r["row"], r["seed"]): r["test_accuracy"] for r in out} == {
         ("sl", 0): 30.0, ("sl", 1): 21.0, ("gdan", 0): 22.0, ("context", 0): 25.0}
 
