@@ -206,3 +206,22 @@ def test_the_real_set_is_the_recorded_one(monkeypatch):
     for a, b in ((a, b) for a in cbt.SPLITS for b in cbt.SPLITS if a < b):
         assert not {e.article for e in c.splits[a]} & {e.article for e in c.splits[b]}  # book-disjoint
     assert {u.split("/")[0] for u in units} == {"austen", "kjv", "bbc"}
+
+
+def test_word_vectors_start_d_and_g_embeddings(tmp_path):
+    from genfeat.errors import ConfigError
+    from genfeat.recipes import gdan
+
+    qs = cbt.unit_questions(cbt.Unit("book/one", "train", sentences(30)), LEXICON, seed=0)
+    vocab = QAVocab.build(qs)
+    (tmp_path / "vec.txt").write_text("anna 1 2 3\nriver 4 5 6\nnot-in-vocab 7 8 9\n")
+    cfg = gdan.cbt_books()
+    cfg = dataclasses.replace(cfg, method="gdan", model=dataclasses.replace(
+        cfg.model, d_embed=3, reader_hidden=4, generator_hidden=4, word_vectors=str(tmp_path / "vec.txt")))
+    torch.manual_seed(0)
+    model = gdan.build_model(cfg, vocab)
+    for embed in (model.reader.embed, model.generator.embed):
+        assert embed.weight[vocab["anna"]].tolist() == [1, 2, 3] and embed.weight[vocab["river"]].tolist() == [4, 5, 6]
+        assert embed.weight[vocab["boris"]].abs().sum() > 0 and embed.weight[0].abs().sum() == 0  # random; padding
+    with pytest.raises(ConfigError, match="d_embed 3"):
+        gdan.build_model(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, d_embed=5)), vocab)

@@ -77,6 +77,7 @@ from genfeat.data.qa import (
 )
 from genfeat.data.qa_synthetic import SyntheticQAConfig, synthetic_qa
 from genfeat.data.squad import load_squad_json
+from genfeat.data.word_vectors import named_vectors, vocab_table
 from genfeat.errors import ConfigError
 from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
 from genfeat.models.gdan.reader import answer_log_likelihood
@@ -121,6 +122,7 @@ class GDANModelConfig:
     generator_hidden: int = 64
     max_question: int = 12  # T'
     max_span: int = 15
+    word_vectors: str = ""  # "glove-6b-50d" or a GloVe / word2vec text file: D's and G's embeddings start there
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,18 @@ def build_model(cfg: GDANRunConfig, vocab: QAVocab) -> GDAN:
         generator = QuestionGenerator(GeneratorConfig(len(vocab), min(cfg.data.out_vocab, len(vocab)), m.d_embed,
                                                       m.generator_hidden, max_len=m.max_question, never=never))
     tags = (vocab[D_TRUE], vocab[D_GEN]) if method.tags else None
-    return GDAN(reader, generator, tags, domain=method.reward == "domain")
+    model = GDAN(reader, generator, tags, domain=method.reward == "domain")
+    if m.word_vectors:
+        words, vectors = named_vectors(m.word_vectors, set(vocab.words))
+        if vectors.shape[1] != m.d_embed:
+            raise ConfigError(f"model.word_vectors {m.word_vectors!r} has {vectors.shape[1]} dimensions; set "
+                              f"--model.d_embed {vectors.shape[1]}")
+        table, found = vocab_table(list(vocab.words), words, vectors)
+        found[vocab[PAD]] = False
+        with torch.no_grad():  # words without a vector keep their random start
+            for embed in (reader.embed, *((generator.embed,) if generator else ())):
+                embed.weight[torch.from_numpy(found)] = torch.from_numpy(table[found])
+    return model
 
 
 @torch.no_grad()
