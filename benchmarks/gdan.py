@@ -139,7 +139,16 @@ def cbt_generator_markdown(record: dict[str, Any]) -> str:
                   for r in q["rows"]]
         shown = (f"\nQuestions for 20 held-out unlabelled pairs of run `{q['run']}` (one sample each, the MLE "
                  f"generator and the final one):\n\n" + "\n".join(lines) + "\n")
-    return f"""
+    curve = ""
+    if c := res.get("cbt_curve"):
+        pts = {k: {int(x): y for x, y in c[k]} for k in ("gen_domain", "gdan")}
+        xs = sorted(set(pts["gen_domain"]) & set(pts["gdan"]))
+        curve = (f"\nFigure 3.8's analogue at rate {c['rate']}, seed {c['seed']}: D's loss on generated questions "
+                 f"(the mean over each log window) against D updates:\n\n| D updates | "
+                 + " | ".join(map(str, xs)) + " |\n|---|" + "---|" * len(xs) + "\n"
+                 + "".join(f"| {label} | " + " | ".join(f"{pts[k][x]:.3f}" for x in xs) + " |\n"
+                           for k, label in (("gen_domain", "Gen + domain"), ("gdan", "GDAN"))))
+    return f"""{curve}
 The generator on the books (GDAN runs, {len(gdan_runs)} of them; one sampled question for each of the 200
 held-out pairs; copy rate = the share of tokens only copying can produce):
 
@@ -295,6 +304,25 @@ def cbt_questions(root: Path, jobs: list[Job]) -> dict[str, Any]:
     return {}
 
 
+def cbt_curve(root: Path, jobs: list[Job]) -> dict[str, Any]:
+    """{"cbt_curve": Figure 3.8's analogue, D's logged loss on generated questions (generated_nll, the mean over
+    each log window) against D updates, for Gen + domain and GDAN at the first (rate, seed) where both
+    finished}, or {}."""
+    done = {(j.tags["row"], j.tags["rate"], j.tags["seed"]): root / j.name for j in jobs
+            if (root / j.name / "summary.json").is_file()}
+    for (row, rate, seed), path in done.items():
+        if row != "gdan" or ("gen_domain", rate, seed) not in done:
+            continue
+        series = {}
+        for name, d in (("gen_domain", done["gen_domain", rate, seed]), ("gdan", path)):
+            per_step = json.loads((d / "summary.json").read_text())["d_updates"] / json.loads(
+                (d / "summary.json").read_text())["steps"]
+            series[name] = [[int(m["step"] * per_step), m["generated_nll"]] for m in map(
+                json.loads, (d / "metrics.jsonl").read_text().splitlines()) if "generated_nll" in m]
+        return {"cbt_curve": {"rate": rate, "seed": seed, **series}}
+    return {}
+
+
 def merged(kept: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The CBT cells accumulate over sweeps (its ~27 CPU-hours do not fit one sitting): a cell this sweep measured
     replaces its recorded one, the others stay."""
@@ -319,7 +347,8 @@ def main() -> None:
         jobs = [cbt_job(row, rate, s) for rate in args.rates for s in args.seeds for row in CBT_ROWS | CBT_HYPOTHESES]
         sweep_page(args, NAME, jobs, markdown, lambda runs: kept | {"cbt_runs": merged(kept.get("cbt_runs", []), runs),
                                                                     "cbt_baselines": cbt_baselines(),
-                                                                    **cbt_questions(Path(args.runs), jobs)})
+                                                                    **cbt_questions(Path(args.runs), jobs),
+                                                                    **cbt_curve(Path(args.runs), jobs)})
     else:
         sweep_page(args, NAME, [job(r, s) for r in ROWS for s in args.seeds], markdown,
                    lambda runs: {k: v for k, v in kept.items() if k != "runs"} | {"runs": runs})
