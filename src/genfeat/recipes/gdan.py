@@ -4,6 +4,7 @@ extractive QA with questions generated for unlabelled (paragraph, answer) pairs.
     genfeat run gdan --preset tiny --out runs/gdan-tiny                 # the spec §5 synthetic world, about a minute
     genfeat run gdan --preset tiny --method sl                          # a Table 3.4 row (`--method`, below)
     genfeat run gdan --preset squad --data.root DIR --data.rate 0.1     # SQuAD files you have (not fetchable offline)
+    genfeat run gdan --preset cbt_books --data.rate 0.2                 # the CBT-style books set (`data.cbt_books`)
 
     data        the synthetic QA world (`data.qa_synthetic`, spec §5.1): |L| = data.synthetic.n_labelled
                 human-template questions, |U| (paragraph, answer) pairs from the simulated NER, dev and test
@@ -38,7 +39,17 @@ distribution) from the training paragraphs outside the test articles that have n
 draws U from other Wikipedia articles, which are not offline); paragraphs cut to `data.max_paragraph` tokens
 around the answer for training.
 
-Deviations: the synthetic world stands in for SQuAD and Wikipedia on the CPU; Adam for D and G (the thesis: SGD).
+CBT-style books (`data.source cbt_books`, after `genfeat data fetch austen kjv bbc-news wordnet`): the cloze set
+of `genfeat data build cbt-books` (split seed 0), L = data.rate × its 8,788 training questions, U = five typed
+words a passage (L's NE / CN distribution, `data.cbt_books.unlabelled_answers`) of the training passages without a
+labelled question, the valid split for selection; D is trained and read by the attention-sum over the answer
+word's occurrences (`models.gdan.reader.answer_log_likelihood`), the task scores accuracy over the 10 candidates,
+G writes the 21st sentence with its `xxxxx`, and Context's pseudo-question holds `xxxxx` between its two windows.
+`model.word_vectors` ("glove-6b-50d" or a vector file, with model.d_embed its dimension) starts D's and G's
+embeddings from pretrained vectors.
+
+Deviations: the synthetic world stands in for SQuAD and Wikipedia on the CPU; Adam for D and G (the thesis: SGD);
+the books set is a CBT-protocol substitute (no children's books, taggers or NER offline: `data.cbt_books`).
 """
 
 from __future__ import annotations
