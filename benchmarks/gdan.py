@@ -87,6 +87,7 @@ def cbt_markdown(record: dict[str, Any]) -> str:
     if not runs:
         return ""
     rates = sorted({r["rate"] for r in runs})
+    seeds = " ".join(map(str, sorted({r["seed"] for r in runs})))
     base = record["results"]["cbt_baselines"]
     head = "| Method | " + " | ".join(f"test acc., rate {r} | thesis F1 (SQuAD) | dev acc." for r in rates) + " |"
     table = [head, "|---|" + "---|---|---|" * len(rates)]
@@ -104,9 +105,9 @@ def cbt_markdown(record: dict[str, Any]) -> str:
     return f"""
 ## Table 3.4 on the CBT-style books set
 
-Command: `python -m benchmarks.gdan --table cbt --rates {' '.join(map(str, rates))}` (each run `genfeat run gdan
---preset cbt_books --method M --data.rate R --seed S`; minutes a run: SL {mean_std(wall['sl'], 0)}, GDAN
-{mean_std(wall['gdan'], 0)}).
+Command: `python -m benchmarks.gdan --table cbt --rates {' '.join(map(str, rates))} --seeds {seeds}` (each run
+`genfeat run gdan --preset cbt_books --method M --data.rate R --seed S`; minutes a run: SL {mean_std(wall['sl'], 0)},
+GDAN {mean_std(wall['gdan'], 0)}).
 
 `genfeat data build cbt-books` (docs/results/data_tasks.md): {base['n_test']:,} test questions from held-out
 books (Austen's Persuasion, 6 KJV books, a fifth of the BBC articles), 10 candidates each. L = rate × the
@@ -204,7 +205,7 @@ def markdown(record: dict[str, Any]) -> str:
                                                    ("unk_rate", "repeat_rate", "copy_rate", "mean_length"))
                       + f" | {speed} |")
     wall = [r["wall_s"] for r in runs]
-    return f"""# GDAN: the synthetic-world claims
+    return f"""# GDAN: the synthetic-world claims and the books table
 
 {{header}}Command: `python -m benchmarks.gdan --seeds {' '.join(map(str, seeds))}` (each run `genfeat run gdan --preset
 synthetic --method M --seed S`; {mean_std(wall, 0)} s a run on the CPU).
