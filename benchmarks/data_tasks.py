@@ -9,13 +9,14 @@ sha256 of the splits and of the source files they came from; records docs/result
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import json
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import load_result, reading, render, result_args, write_results
+from benchmarks.common import command, load_result, reading, render, result_args, write_results
 from genfeat.data import sources as S
 from genfeat.data.built_tasks import BUILDERS, CLOZES, GRAPHS, SCHEMAS, build, build_task
 
@@ -67,6 +68,16 @@ def describe_cloze(name: str, seed: int) -> dict[str, Any]:
     return build(name, seed).describe() | {"split_seed": seed, "sources": source_digests(CLOZE_SOURCES[name])}
 
 
+def builds(record: dict[str, Any]) -> str:
+    """A line for each build that made rows of the page: its date, command and the rows."""
+    made: dict[tuple[str, str], list[str]] = {}
+    for rows in record["results"].values():
+        for r in rows:
+            b = r.get("built", {"command": record["command"], "date": record["date"]})
+            made.setdefault((b["date"], b["command"]), []).append(r.get("name") or r["task"])
+    return "\n".join(f"Rows {', '.join(names)}: `{cmd}` on {date}." for (date, cmd), names in sorted(made.items()))
+
+
 def sources_cell(entry: dict[str, Any]) -> str:
     return ", ".join(f"`{k}` {h[:12]}…" for k, h in entry["sources"].items())
 
@@ -99,7 +110,9 @@ def markdown(record: dict[str, Any]) -> str:
                        f"\"{a[:160]}{'…' if len(a) > 160 else ''}\"" + (f" / \"{b[:100]}\"" if b else ""))
     return f"""# Tasks built from offline sources
 
-{{header}}`genfeat data build TASK --split-seed S` prints the same numbers (and `--out DIR` writes the splits as
+{{header}}{builds(record)}
+
+`genfeat data build TASK --split-seed S` prints the same numbers (and `--out DIR` writes the splits as
 TSV). The sha256 covers the three splits' order, texts and labels (`data.built_task.splits_checksum`); a run of
 `multi_cls_classify --task TASK` records it as `data_sha256`.
 
@@ -179,8 +192,9 @@ def main() -> None:
              "schemas": [describe_schema(name, args.split_seed) for name in args.tasks if name in SCHEMAS],
              "clozes": [describe_cloze(name, args.split_seed) for name in args.tasks if name in CLOZES]}
     kept = (load_result(NAME) or {}).get("results", {})
-    results = {k: [r for r in kept.get(k, []) if (r.get("name") or r["task"]) not in args.tasks] + v
-               for k, v in built.items()}
+    stamp = {"command": command(), "date": datetime.date.today().isoformat()}  # which build made each row
+    results = {k: [r for r in kept.get(k, []) if (r.get("name") or r["task"]) not in args.tasks]
+               + [r | {"built": stamp} for r in v] for k, v in built.items()}
     print(write_results(NAME, results, markdown, device="cpu"))
 
 
