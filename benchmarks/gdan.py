@@ -30,6 +30,7 @@ from typing import Any
 
 from benchmarks.common import interleaved_median_seconds, load_result, mean_std, reading, result_args, write_results
 from benchmarks.sweep import Job, sweep_page
+from genfeat.data.cbt_books import last_occurrence
 from genfeat.registry import RECIPES
 
 NAME = "gdan"
@@ -298,7 +299,7 @@ def cbt_questions(root: Path, jobs: list[Job]) -> dict[str, Any]:
             for line in path.read_text().splitlines():
                 q = json.loads(line)
                 words = q["paragraph"].split()
-                at = len(words) - 1 - words[::-1].index(q["answer"])
+                at = last_occurrence(words, q["answer"])
                 rows.append({"context": " ".join(words[max(0, at - 8):at + 9]), "answer": q["answer"],
                              "mle": q["mle"], "final": q["final"]})
             return {"cbt_questions": {"run": j.name, "rows": rows}}

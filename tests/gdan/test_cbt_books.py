@@ -3,6 +3,7 @@ checksum; the cloze objective; the recipe's cbt_books source end to end on a fix
 
 import dataclasses
 import json
+import math
 import os
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def fixture_set(monkeypatch):
 
 
 @pytest.mark.parametrize("method", ["context", "gdan"])
-def test_recipe_on_the_cbt_source(fixture_set, tmp_path, method):
+def test_recipe_on_the_cbt_source(fixture_set, tmp_path, monkeypatch, method):
     from genfeat.recipes import gdan
 
     cfg = gdan.cbt_books()
@@ -153,11 +154,25 @@ def test_recipe_on_the_cbt_source(fixture_set, tmp_path, method):
     asked = {e.paragraph for e in data["labelled"]}
     assert all(u.paragraph in train_passages and u.paragraph not in asked for u in data["unlabelled"])
     assert data["dev"] == fixture_set["valid"] and data["test"] == fixture_set["test"]
+    holes = []
+    real_context_question = gdan.context_question
+
+    def context_question(*args):
+        holes.append(args[3])
+        return real_context_question(*args)
+
+    monkeypatch.setattr(gdan, "context_question", context_question)
     summary = gdan.run(cfg, tmp_path)
-    assert 0 <= summary["test_accuracy"] <= 100 and "test_f1" not in summary
+    n_test = len(fixture_set["test"])
+    correct = summary["test_accuracy"] * n_test / 100  # an accuracy over exactly the test questions
+    assert abs(correct - round(correct)) < 1e-6 and "test_f1" not in summary
     assert summary["data_sha256"] == data["sha256"] == cbt.cbt_books().checksum
+    if method == "context":  # every cloze pseudo-question holds the placeholder
+        assert holes and set(holes) == {cbt.PLACEHOLDER}
     if method == "gdan":
-        assert summary["reward_mle"] <= 0 and (tmp_path / "questions.jsonl").is_file()
+        assert math.isfinite(summary["reward_mle"]) and summary["reward_mle"] <= 0
+        rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
+        assert [r["answer"] for r in rows] == [e.answer for e in data["heldout"][:20]]
 
 
 def test_a_cloze_context_question_holds_the_placeholder_where_the_answer_was():

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -97,9 +96,14 @@ def bbc_units() -> list[Unit]:
 
 def _tokens(sentence: str) -> list[str]:
     """The sentence's `data.facets` tokens in their original case."""
-    from genfeat.data.facets import TOKEN
+    from genfeat.data.facets import WORD
 
-    return re.compile(TOKEN.pattern, re.IGNORECASE).findall(sentence)
+    return WORD.findall(sentence)
+
+
+def last_occurrence(passage: Sequence[str], word: str) -> int:
+    """The index of `word`'s last occurrence in `passage` (an answer's span)."""
+    return len(passage) - 1 - passage[::-1].index(word)
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,7 @@ def unit_questions(unit: Unit, lexicon: NounLexicon, seed: int, window: int = 20
             answer = asked[rng.integers(len(asked))]
             others = [w for w in pool if w != answer]
             cands = sorted([answer, *(others[i] for i in rng.choice(len(others), n_candidates - 1, replace=False))])
-            j = len(passage) - 1 - passage[::-1].index(answer)
+            j = last_occurrence(passage, answer)
             question = tuple(PLACEHOLDER if w == answer else w for w in query)
             out.append(QAExample(passage, question, (j, j), unit.name, kind, f"{unit.name}:{w0}:{kind}",
                                  tuple(cands)))
@@ -260,7 +264,7 @@ def unlabelled_answers(examples: Sequence[QAExample], asked: set[tuple[str, ...]
     out = []
     for passage, qs in by_passage.items():
         words = {w: q for q in qs for w in q.candidates}
-        spans = [((len(passage) - 1 - passage[::-1].index(w),) * 2, words[w].answer_type) for w in sorted(words)]
+        spans = [((last_occurrence(passage, w),) * 2, words[w].answer_type) for w in sorted(words)]
         for span, kind in subsample_answers(spans, type_freq, per_passage, rng):
             q = words[passage[span[0]]]
             out.append(QAExample(passage, None, span, q.article, kind, f"u-{len(out)}", q.candidates))

@@ -38,6 +38,7 @@ from genfeat.data.batches import rank_share
 from genfeat.data.stop_words import is_punctuation, is_stop, stop_list
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]")
+WORD = re.compile(TOKEN.pattern, re.IGNORECASE)  # TOKEN's tokens on the original text: case kept, offsets exact
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
 
 

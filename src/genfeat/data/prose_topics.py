@@ -21,7 +21,6 @@ Deviation: the thesis aligns spaCy words with GPT-2 tokens; a regex word pattern
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,12 +30,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from genfeat.data.facets import TOKEN
+from genfeat.data.facets import WORD
 from genfeat.data.future_words import next_content_words, token_starts
 from genfeat.data.stop_words import is_stop
 from genfeat.errors import DataError
-
-WORD = re.compile(TOKEN.pattern, re.IGNORECASE)  # case-insensitive on the original text: offsets stay exact
 
 
 @dataclass

@@ -240,7 +240,7 @@ def load_squad(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
             "heldout": cut[:dc.heldout], "dev": squad_word_examples(_squad_file(root, "dev")), "test": test}
 
 
-def load_cbt(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
+def load_cbt(cfg: GDANRunConfig) -> dict[str, Any]:
     """The CBT-style cloze set (`data.cbt_books`, its split seed 0: one question set for every run): L =
     data.rate × its training questions, U = five typed words a passage (L's answer-type distribution) of the
     training passages that have no labelled question, the valid split for model selection; "sha256": the set's
@@ -258,7 +258,8 @@ def load_cbt(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
             "dev": cloze.splits["valid"], "test": cloze.splits["test"], "sha256": cloze.checksum}
 
 
-def load_world(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
+def load_world(cfg: GDANRunConfig) -> dict[str, Any]:
+    """{"labelled", "unlabelled", "heldout", "dev", "test"}: lists of `QAExample`s; a built set adds "sha256"."""
     dc = cfg.data
     if dc.source == "squad":
         out = load_squad(cfg)
@@ -336,9 +337,9 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
     data = load_world(cfg)
     data_sha256 = data.pop("sha256", None)
     if method.pseudo == "context":
-        hole = cbt.PLACEHOLDER if dc.source == "cbt_books" else None
-        data["unlabelled"] = [dataclasses.replace(e, question=context_question(e.paragraph, e.span, dc.context_window,
-                                                                               hole)) for e in data["unlabelled"]]
+        data["unlabelled"] = [dataclasses.replace(e, question=context_question(  # a cloze pair's holds `xxxxx`
+            e.paragraph, e.span, dc.context_window, cbt.PLACEHOLDER if e.candidates else None))
+            for e in data["unlabelled"]]
     vocab = QAVocab.build(data["labelled"] + data["unlabelled"], questions_first=True)
     model = build_model(cfg, vocab)
     run_dir = Path(run_dir)
