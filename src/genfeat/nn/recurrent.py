@@ -13,7 +13,7 @@ The two directions are two one-directional cells over unpacked tensors: the forw
 as they are (with right padding, position t has read only 0..t), the backward one reads each row's real part
 reversed (a per-row index flip, padding left in place) and its outputs are flipped back. The outputs equal a
 packed bidirectional cell's (tests/gdan/test_blocks.py); a training pass (forward + backward) on the CPU is
-1.25-3.49x faster than through `pack_padded_sequence` (docs/results/gdan.md, `benchmarks.gdan --table speed`),
+1.22-3.64x faster than through `pack_padded_sequence` (docs/results/gdan.md, `benchmarks.gdan --table speed`),
 which GDAN's 20-sentence cloze passages need. Padding is computed over, not skipped: the gain shrinks where
 lengths differ much within a batch.
 """
