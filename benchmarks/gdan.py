@@ -345,7 +345,6 @@ def main() -> None:
     kept = (load_result(NAME) or {}).get("results", {})
     if args.table == "speed" and not args.render_only:
         load = os.getloadavg()[0]  # what else ran on the machine, recorded rather than described
-        kept = {k: v for k, v in kept.items() if k != "speed_note"}
         kept |= {"speed_load": load, "recurrent_speed": recurrent_speed(args.repeats)}
         print(write_results(NAME, kept, markdown, seeds=args.seeds, device="cpu"))
     elif args.table == "cbt":
