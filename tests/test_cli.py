@@ -138,20 +138,34 @@ def test_existing_output_dir_is_not_overwritten(capsys, trained):
 
 
 def test_corrupt_checkpoint_on_resume(capsys, trained, tmp_path):
+    """A damaged newest checkpoint (truncated, or one byte flipped with its size kept) is passed over with a line
+    saying why, and the run resumes from the one before; with every checkpoint damaged, one error line."""
     import shutil
 
-    run = tmp_path / "run"
+    steps = sorted(p.name for p in (trained / "checkpoints").iterdir())
+    assert len(steps) == 2, steps
+    for damage in ("truncate", "flip"):
+        run = tmp_path / damage
+        shutil.copytree(trained, run)
+        newest = run / "checkpoints" / steps[-1]
+        target = newest / ("trainer_state.pt" if damage == "truncate" else "model.safetensors")
+        data = bytearray(target.read_bytes())
+        if damage == "truncate":
+            data = data[:500]
+        else:
+            data[-7] ^= 0x10  # inside the last tensor's data: the header still parses
+        target.write_bytes(bytes(data))
+        code, out, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
+        assert code == 0, err
+        assert f"skipping {steps[-1]}: checkpoint file {target} does not match its sha256" in out
+        assert f"resuming from {run / 'checkpoints' / steps[0]} (passing over {steps[-1]})" in out
+    run = tmp_path / "all"
     shutil.copytree(trained, run)
-    state = run / "checkpoints/step_00000006/trainer_state.pt"
-    state.write_bytes(state.read_bytes()[:500])
+    for step in steps:
+        weights = run / "checkpoints" / step / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:100])
     code, _, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
-    assert code == 1 and err.count("\n") == 1
-    assert f"checkpoint file {state} is corrupt or truncated" in err
-    weights = run / "checkpoints/step_00000006/model.safetensors"
-    shutil.copy(trained / "checkpoints/step_00000006/trainer_state.pt", state)
-    weights.write_bytes(weights.read_bytes()[:100])
-    code, _, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
-    assert code == 1 and f"checkpoint file {weights} is corrupt or truncated" in err
+    assert code == 1 and err.count("\n") == 1 and "has no checkpoint that verifies to resume from" in err
     code, _, err = run_cli(capsys, "run", "--resume", tmp_path)
     assert code == 2 and "is not a genfeat run directory (no config.yaml)" in err
 

@@ -11,7 +11,7 @@ from benchmarks import common
 from benchmarks.common import mean_std
 from benchmarks.sweep import Job, Sweep
 
-from genfeat.train.checkpoint import STATE, WEIGHTS
+from genfeat.train.checkpoint import CHECKSUMS, STATE, WEIGHTS
 from tests.test_run_claims import _dead_pid
 
 
@@ -77,7 +77,7 @@ def test_collect_only_and_needs_select_the_workers_share(tmp_path, calls):
 def test_a_stopped_run_resumes_from_its_checkpoint(tmp_path, calls):
     ckpt = tmp_path / "a-seed0" / "checkpoints" / "step_00000004"
     ckpt.mkdir(parents=True)
-    for f in (WEIGHTS, STATE):
+    for f in (WEIGHTS, STATE, CHECKSUMS):
         (ckpt / f).write_bytes(b"")
     (tmp_path / "a-seed0" / ".owner").write_text(f"{socket.gethostname()} {_dead_pid()}\n")  # its worker is gone
     Sweep(tmp_path).results([_job("a-seed0", calls)])

@@ -86,14 +86,15 @@ def run_recipe(name: str | None, cfg: Any | None = None, run_dir: str | Path | N
         preset = recorded
         cfg = cfg if cfg is not None else from_dict(recipe.config_cls, saved["config"])
         cpu_threads = cpu_threads if cpu_threads is not None else saved.get("cpu_threads")
-        resume_from = C.latest_checkpoint(run_dir)
+        resume_from = C.resume_point(run_dir)
         if resume_from is None and in_earlier_phase(run_dir):
             print(f"resuming {run_dir} in an earlier phase (its own checkpoints: {run_dir}/phases)")
         elif resume_from is None:
-            raise C.CheckpointError(f"{run_dir} has no checkpoint to resume from (looked in {run_dir}/checkpoints)")
+            what = "no checkpoint that verifies" if C.latest_checkpoint(run_dir) else "no checkpoint"
+            raise C.CheckpointError(f"{run_dir} has {what} to resume from (looked in {run_dir}/checkpoints)")
         else:
             skipped = [d.name for d in C.checkpoint_dirs(run_dir) if d.name > resume_from.name]
-            print(f"resuming from {resume_from}" + (f" (skipping incomplete {', '.join(skipped)})" if skipped else ""))
+            print(f"resuming from {resume_from}" + (f" (passing over {', '.join(skipped)})" if skipped else ""))
     else:
         if not name:
             raise ConfigError("give a recipe (see `genfeat ls`), --config FILE or --resume RUN_DIR")

@@ -1,5 +1,9 @@
 """A tiny LM task for loop tests: GPT on synthetic tokens."""
 
+import hashlib
+import json
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -26,4 +30,11 @@ def evaluate(model):
     return {"valid_loss": loss.item()}
 
 
-__all__ = ["TOKENS", "evaluate", "lm_loss", "make"]
+def rehash(ckpt: Path) -> None:
+    """Record a checkpoint's files as they are now in its checksums.json (a test that edits a trainer state on
+    purpose)."""
+    sums = {f: hashlib.sha256((ckpt / f).read_bytes()).hexdigest() for f in ("model.safetensors", "trainer_state.pt")}
+    (ckpt / "checksums.json").write_text(json.dumps(sums))
+
+
+__all__ = ["TOKENS", "evaluate", "lm_loss", "make", "rehash"]

@@ -119,3 +119,30 @@ def test_a_partial_last_metrics_line_does_not_block_resume(tmp_path):
     (tmp_path / "metrics.jsonl").write_text(lines[0] + "\n{oops\n" + lines[1] + "\n")
     with pytest.raises(GenfeatError, match="metrics.jsonl, line 2"):
         read_metrics(tmp_path)
+
+
+def test_a_flipped_byte_that_keeps_the_size_is_caught(run, tmp_path):
+    """Each checkpoint records its files' sha256: a changed byte fails `restore_checkpoint` and `resume_point`
+    passes over it to the checkpoint before (reporting it), even when the file keeps its size and mtime."""
+    import os
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    newest, older = C.checkpoint_dirs(copy)[-1], C.checkpoint_dirs(copy)[-2]
+    assert C.resume_point(copy) == newest
+    target = newest / C.STATE
+    st = target.stat()
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 1
+    target.write_bytes(bytes(data))
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert target.stat().st_size == st.st_size
+    notes = []
+    assert C.resume_point(copy, report=notes.append) == older
+    assert len(notes) == 1 and f"{target} does not match its sha256" in notes[0]
+    lm, _ = make()
+    with pytest.raises(CheckpointError, match="does not match its sha256"):
+        C.restore_checkpoint(newest, lm, {"model": torch.optim.AdamW(lm.parameters())}, {})
+    (older / C.CHECKSUMS).unlink()  # no checksums: not a complete checkpoint
+    assert not C.is_complete(older) and C.resume_point(copy, report=notes.append) is None

@@ -8,7 +8,7 @@ import torch
 from genfeat.errors import CheckpointError
 from genfeat.train import checkpoint as C
 from genfeat.train.loop import TrainConfig, build_optimizer, fit
-from tests.train.helpers import evaluate, lm_loss, make
+from tests.train.helpers import evaluate, lm_loss, make, rehash
 
 
 @pytest.mark.parametrize("iterator", ["ordered", "shuffled"])
@@ -97,6 +97,7 @@ def test_throughput_covers_the_whole_run_across_a_resume(tmp_path):
     state = C.load_trainer_state(ckpt)
     assert state["train_time"] == first.train_time
     torch.save({**state, "train_time": 1000.0}, ckpt / C.STATE)  # as if the first part had taken 1,000 s
+    rehash(ckpt)
     lm, data = make()
     res = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate, resume_from=ckpt)
     assert res.count == 2 * first.count and 1000.0 < res.train_time < 1100.0

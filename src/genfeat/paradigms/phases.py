@@ -59,7 +59,7 @@ def fit_phase(name: str, model: nn.Module, task: Task, batches: Iterator, cfg: T
     if D.current().is_main:
         out.mkdir(parents=True, exist_ok=True)
     D.barrier()
-    resume = C.latest_checkpoint(out)
+    resume = C.resume_point(out)
     if resume is not None:
         print(f"phase {name}: resuming from {resume}")
     res, scores = fit_task(model, task, batches, cfg, out, method=method, resume_from=resume,

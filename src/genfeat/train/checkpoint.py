@@ -7,15 +7,18 @@ Layout of a run directory:
     checkpoints/step_00001000/trainer_state.pt   optimizers and schedulers (by name: "model", or a GAN's
                                                  "discriminator" and "generator"), RNG states (every rank),
                                                  data positions, step, early-stopping state
+    checkpoints/step_00001000/checksums.json     the sha256 of the two files above
 
 A checkpoint is written into a temporary directory, its files and the directory flushed to disk (fsync), and
 renamed into place, so neither a crash nor a power loss leaves a half-written checkpoint under a `step_*` name;
 leftovers of a killed writer (temporary or incomplete directories) are removed at the next save. Only the last
 `keep_last` are kept: an old one is first renamed out of the `step_*` namespace, then deleted, so a kill during
-rotation never leaves an incomplete `step_*`. `latest_checkpoint` returns the newest *complete* one (both files
-present). Weights that share storage (tied embeddings) are stored once, with the alias recorded in the
-safetensors metadata. Works for plain, DDP and FSDP2 models through `torch.distributed.checkpoint.state_dict`
-(full state dict on rank 0).
+rotation never leaves an incomplete `step_*`. `latest_checkpoint` returns the newest *complete* one (the three
+files present); `resume_point` the newest whose files still have their recorded sha256 (a flipped byte that keeps
+the file's size is caught: the resume falls back to the checkpoint before it and says so), and `restore_checkpoint`
+verifies the one it is given. Weights that share storage (tied embeddings) are stored once, with the alias
+recorded in the safetensors metadata. Works for plain, DDP and FSDP2 models through
+`torch.distributed.checkpoint.state_dict` (full state dict on rank 0).
 
 Any unreadable, truncated or mismatched file raises `CheckpointError` naming the file.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import json
 import os
 import random
@@ -43,7 +47,7 @@ from genfeat.config import default_mode
 from genfeat.errors import CheckpointError
 from genfeat.train import distributed as D
 
-WEIGHTS, STATE = "model.safetensors", "trainer_state.pt"
+WEIGHTS, STATE, CHECKSUMS = "model.safetensors", "trainer_state.pt", "checksums.json"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
 
 
@@ -199,7 +203,47 @@ def checkpoint_dirs(run_dir: str | os.PathLike) -> list[Path]:
 
 
 def is_complete(ckpt: Path) -> bool:
-    return (ckpt / WEIGHTS).is_file() and (ckpt / STATE).is_file()
+    return all((ckpt / f).is_file() for f in (WEIGHTS, STATE, CHECKSUMS))
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+# checkpoint dir -> its files' (size, mtime_ns, ctime_ns, inode) when they last hashed right in this process
+_VERIFIED: dict[Path, tuple] = {}
+
+
+def verify_checkpoint(ckpt: str | os.PathLike) -> None:
+    """CheckpointError unless the checkpoint's weights and trainer state have the sha256 recorded when they were
+    written (once per process for files left untouched since)."""
+    ckpt = Path(ckpt).absolute()
+    try:
+        want = json.loads((ckpt / CHECKSUMS).read_text())
+        stats = tuple((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                      for st in ((ckpt / f).stat() for f in (WEIGHTS, STATE)))
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"checkpoint {ckpt} is incomplete or its {CHECKSUMS} is unreadable ({e})") from None
+    if _VERIFIED.get(ckpt) == stats:
+        return
+    for name in (WEIGHTS, STATE):
+        if not isinstance(want, dict) or _sha256(ckpt / name) != want.get(name):
+            raise CheckpointError(f"checkpoint file {ckpt / name} does not match its sha256 in {CHECKSUMS} "
+                                  "(changed or damaged since it was written)")
+    _VERIFIED[ckpt] = stats
+
+
+def resume_point(run_dir: str | os.PathLike, report: Callable[[str], None] = print) -> Path | None:
+    """The newest checkpoint whose files verify (`verify_checkpoint`); each newer one that does not is reported
+    and passed over (None when none verifies)."""
+    for ckpt in reversed([d for d in checkpoint_dirs(run_dir) if is_complete(d)]):
+        try:
+            verify_checkpoint(ckpt)
+            return ckpt
+        except CheckpointError as e:
+            report(f"skipping {ckpt.name}: {e}")
+    return None
 
 
 def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
@@ -242,6 +286,9 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module,
                      "rng": rngs, **extra}
             torch.save(state, tmp / STATE)
             fsync(tmp / STATE)
+            sums = {name: _sha256(tmp / name) for name in (WEIGHTS, STATE)}
+            (tmp / CHECKSUMS).write_text(json.dumps(sums, indent=1) + "\n")
+            fsync(tmp / CHECKSUMS)
             fsync(tmp)
             if final.exists():
                 _remove(final)
@@ -290,6 +337,7 @@ def restore_checkpoint(ckpt: str | os.PathLike, model: nn.Module, optimizers: Ma
     """Load weights, optimizers, schedulers and this rank's RNG state; return the trainer state dict. Runs the
     `on_restored` callbacks once everything matched."""
     ckpt = Path(ckpt)
+    verify_checkpoint(ckpt)
     state = load_trainer_state(ckpt)
     sd = load_weights(ckpt / WEIGHTS)
     try:
