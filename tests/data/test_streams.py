@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -66,3 +68,28 @@ def test_memmap_round_trip_and_truncation(tmp_path):
         f.truncate(100)
     with pytest.raises(DataError, match="s.bin is missing or truncated"):
         read_stream(tmp_path / "s.bin")
+
+
+def test_a_changed_stream_is_caught_on_its_next_read(tmp_path):
+    """Low bytes flipped in a cached stream (its size and mtime kept), or an id past the vocabulary, are a
+    DataError at the next read in the process, not a run trained on them."""
+    import os
+
+    path = tmp_path / "s.bin"
+    write_stream(path, TOKENS, vocab_size=97)
+    read_stream(path)  # verified once
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    for i in range(0, len(data), 2):
+        data[i] ^= 1  # every id's low bit: all stay inside the vocabulary
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(DataError, match="does not match its checksum"):
+        read_stream(path)
+    assert read_stream(path, check=False).shape == (1003,)
+    bad = tmp_path / "v.bin"
+    write_stream(bad, np.array([3, 1, 2]), vocab_size=4)
+    meta = json.loads(bad.with_suffix(".json").read_text())
+    bad.with_suffix(".json").write_text(json.dumps({**meta, "vocab_size": 3}))  # a header of another vocabulary
+    with pytest.raises(DataError, match="holds id 3, outside its vocabulary of 3"):
+        read_stream(bad)

@@ -381,13 +381,14 @@ def _check_file(name: str, rel: str, want: str) -> None:
                             f"run `genfeat data fetch {name} --force`")
 
 
-STAT_CACHE = ".verified.json"  # {file: [size, mtime_ns]} of files whose hash matched the manifest
+STAT_CACHE = ".verified.json"  # {file: [size, mtime_ns, ctime_ns, inode]} of files whose hash matched the manifest
 
 
 def check_unchanged(name: str) -> None:
     """Before a dataset is used: every manifest file must still have its sha256. Cheap: a file whose size and
-    modification time equal those recorded when it last hashed correctly is not hashed again; any other file
-    is, and a mismatch is a ChecksumError (a flipped byte is never trained on silently)."""
+    modification time, inode change time and inode equal those recorded when it last hashed correctly is not hashed
+    again (a kept or restored mtime cannot fool it: any write moves the change time, which no user call sets
+    back); any other file is, and a mismatch is a ChecksumError (a flipped byte is never trained on silently)."""
     root = source_dir(name)
     files = _manifest_files(name)
     try:
@@ -399,7 +400,7 @@ def check_unchanged(name: str) -> None:
         if not (root / rel).is_file():
             _check_file(name, rel, want)  # raises: missing
         st = (root / rel).stat()
-        key = [st.st_size, st.st_mtime_ns]
+        key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
         if seen.get(rel) != key:
             _check_file(name, rel, want)
         fresh[rel] = key

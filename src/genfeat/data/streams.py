@@ -39,7 +39,14 @@ def write_stream(path: Path, ids: np.ndarray, vocab_size: int) -> np.memmap:
     return read_stream(path)
 
 
-def read_stream(path: Path, check: bool = False) -> np.memmap:
+# stream file -> its and its header's (size, mtime_ns, ctime_ns, inode) when they last matched in this process
+_CHECKED: dict[Path, tuple] = {}
+
+
+def read_stream(path: Path, check: bool = True) -> np.memmap:
+    """The stream as a read-only memmap. With `check` (the default), its first read in a process (and any read
+    after the file changed) compares it with its header: the sha256 recorded when it was written, and every id
+    below the header's vocabulary size; a mismatch is a DataError saying how to rebuild."""
     meta_path = path.with_suffix(".json")
     try:
         meta = json.loads(meta_path.read_text())
@@ -50,8 +57,16 @@ def read_stream(path: Path, check: bool = False) -> np.memmap:
     if not path.is_file() or path.stat().st_size != length * dtype.itemsize:
         raise DataError(f"token stream {path} is missing or truncated; delete {path.parent} to rebuild it")
     mm = np.memmap(path, dtype=dtype, mode="r", shape=(length,))
-    if check and hashlib.sha256(mm.tobytes()).hexdigest() != meta["sha256"]:
-        raise DataError(f"token stream {path} does not match its checksum; delete {path.parent} to rebuild it")
+    key, stats = path.absolute(), tuple((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                                        for st in (path.stat(), meta_path.stat()))
+    if check and _CHECKED.get(key) != stats:
+        if hashlib.sha256(mm.tobytes()).hexdigest() != meta.get("sha256"):
+            raise DataError(f"token stream {path} does not match its checksum; delete {path.parent} to rebuild it")
+        vocab = int(meta.get("vocab_size", 0))
+        if length and vocab and int(mm.max()) >= vocab:
+            raise DataError(f"token stream {path} holds id {int(mm.max())}, outside its vocabulary of {vocab}; "
+                            f"delete {path.parent} to rebuild it")
+        _CHECKED[key] = stats
     return mm
 
 
