@@ -146,6 +146,13 @@ def cmd_data(args: argparse.Namespace) -> int:
             mark = "fetched" if S.is_fetched(s.name) else "-"
             print(f"{s.name:16s} {mark:8s} {s.method:10s} {s.spec:32s} {s.description}")
         return 0
+    if args.data_cmd == "clean":
+        from genfeat.data.lm_data import clear_streams
+
+        removed = clear_streams()
+        print(f"removed {removed} token-stream cache(s) under {S.data_home() / 'streams'}; each is rebuilt by the next "
+              "run that reads its corpus")
+        return 0
     if args.data_cmd == "build":
         from genfeat.data.built_tasks import build
 
@@ -395,8 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     d = sub.add_parser("data", help="list, fetch and verify datasets")
     dsub = d.add_subparsers(dest="data_cmd", required=True)
-    dsub.add_parser("ls")
-    f = dsub.add_parser("fetch")
+    dsub.add_parser("ls", help="the known datasets, and which are fetched")
+    dsub.add_parser("clean", help="delete the token-stream caches of the language-model corpora (rebuilt on next use)")
+    f = dsub.add_parser("fetch", help="download datasets into the data home and check them against their manifests")
     f.add_argument("names", nargs="+", help="dataset names, or `all`")
     f.add_argument("--force", action="store_true", help="fetch again even if present")
     b = dsub.add_parser("build", help="build a task from fetched sources (debian-sections, wordnet-lexnames, "
@@ -407,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--split-seed", type=int, default=0)
     b.add_argument("--out", help="write train.tsv / valid.tsv / test.tsv (text_a, text_b, label) here (a graph: "
                    "citations.npz and citations.json)")
-    v = dsub.add_parser("verify")
+    v = dsub.add_parser("verify", help="re-hash fetched datasets against their manifests")
     v.add_argument("names", nargs="*", help="dataset names; none: every fetched dataset")
     g = sub.add_parser("generate", help="sample text from a trained language model run")
     g.add_argument("run_dir")

@@ -75,6 +75,9 @@ def test_local_dir_corpus_formats(ptb_dir, tmp_path):
     for split in ("train", "valid", "test"):
         (tmp_path / f"wiki.{split}.tokens").write_text(" = Title = \n\n text here \n")
     assert corpora.load_corpus(f"dir:{tmp_path}")["test"] == ["= Title =", "text here"]
+    with pytest.raises(DataError, match="does not exist"):
+        corpora.load_corpus(f"dir:{tmp_path / 'missing'}")
+    (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="must contain"):
         corpora.load_corpus(f"dir:{tmp_path / 'empty'}")
     with pytest.raises(ConfigError, match="unknown corpus"):

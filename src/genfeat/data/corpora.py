@@ -146,20 +146,52 @@ def _rst_tree(name: str, sub: str) -> Splits:
                              if ln.strip()])
 
 
-def local_dir(path: str) -> Splits:
-    root = Path(path).expanduser()
+def _dir_files(root: Path) -> dict[str, Path]:
     patterns = ("{}.txt", "ptb.{}.txt", "wiki.{}.tokens")
     for pat in patterns:
         files = {s: root / pat.format(s) for s in SPLITS}
         if all(f.is_file() for f in files.values()):
-            out = {s: [ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()]
-                   for s, f in files.items()}
-            empty = [str(files[s]) for s in SPLITS if not out[s]]
-            if empty:
-                raise DataError(f"corpus folder {root}: {', '.join(empty)} holds no text")
-            return out
+            return files
+    if not root.is_dir():
+        raise DataError(f"corpus folder {root} does not exist")
     want = " or ".join(pat.format("{train,valid,test}") for pat in patterns)
     raise DataError(f"corpus folder {root} must contain {want}")
+
+
+def local_dir(path: str) -> Splits:
+    root = Path(path).expanduser()
+    files = _dir_files(root)
+    out = {s: [ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()] for s, f in files.items()}
+    empty = [str(files[s]) for s in SPLITS if not out[s]]
+    if empty:
+        raise DataError(f"corpus folder {root}: {', '.join(empty)} holds no text")
+    return out
+
+
+def _lm1b_files(root: Path) -> tuple[list[Path], Path]:
+    train = sorted((root / "training-monolingual.tokenized.shuffled").glob("news.en-*-of-00100"))
+    held = root / "heldout-monolingual.tokenized.shuffled" / "news.en.heldout-00000-of-00050"
+    if not train or not held.is_file():
+        raise DataError(f"{root} is not the One Billion Word layout (training-monolingual.tokenized.shuffled/"
+                        "news.en-*-of-00100 and heldout-monolingual.tokenized.shuffled/news.en.heldout-00000-of-00050)")
+    return train, held
+
+
+def corpus_files(name: str) -> list[Path]:
+    """The files a file corpus (`dir:`, `enwik8:`, `text8:`, `lm1b:` PATH) is read from: what its token cache is
+    keyed by. DataError when they are not there."""
+    kind, _, path = name.partition(":")
+    if kind not in FILE_CORPORA or not path:
+        raise ValueError(f"{name!r} is not a file corpus")
+    p = Path(path).expanduser()
+    if kind == "dir":
+        return list(_dir_files(p).values())
+    if kind == "lm1b":
+        train, held = _lm1b_files(p)
+        return [*train, held]
+    if not p.is_file():
+        raise DataError(f"{kind} file {p} not found")
+    return [p]
 
 
 ENWIK8_SPLIT = (90_000_000, 5_000_000, 5_000_000)
@@ -204,12 +236,7 @@ def lm1b(path: str) -> Splits:
     """One Billion Word benchmark folder: training-monolingual.tokenized.shuffled/news.en-*-of-00100 for
     training; heldout-monolingual.tokenized.shuffled/news.en.heldout-00000-of-00050 as valid and test (the
     Transformer-XL reference uses that shard for both)."""
-    root = Path(path).expanduser()
-    train = sorted((root / "training-monolingual.tokenized.shuffled").glob("news.en-*-of-00100"))
-    held = root / "heldout-monolingual.tokenized.shuffled" / "news.en.heldout-00000-of-00050"
-    if not train or not held.is_file():
-        raise DataError(f"{root} is not the One Billion Word layout (training-monolingual.tokenized.shuffled/"
-                        "news.en-*-of-00100 and heldout-monolingual.tokenized.shuffled/news.en.heldout-00000-of-00050)")
+    train, held = _lm1b_files(Path(path).expanduser())
     read = lambda f: [ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()]  # noqa: E731
     heldout = read(held)
     return {"train": [ln for f in train for ln in read(f)], "valid": heldout, "test": heldout}
