@@ -62,7 +62,7 @@ def test_resume_continues_from_last_checkpoint(trained, tmp_path, capsys):
 
     run = tmp_path / "run"
     shutil.copytree(trained, run)
-    code, out, _ = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
+    code, out, _ = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9", "--train.reschedule", "true")
     assert code == 0
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == sorted(steps) and steps[-1] == 9 and steps.count(6) == 2  # train row + eval row at 6
@@ -155,7 +155,7 @@ def test_corrupt_checkpoint_on_resume(capsys, trained, tmp_path):
         else:
             data[-7] ^= 0x10  # inside the last tensor's data: the header still parses
         target.write_bytes(bytes(data))
-        code, out, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
+        code, out, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9", "--train.reschedule", "true")
         assert code == 0, err
         assert f"skipping {steps[-1]}: checkpoint file {target} does not match its sha256" in out
         assert f"resuming from {run / 'checkpoints' / steps[0]} (passing over {steps[-1]})" in out
@@ -164,7 +164,7 @@ def test_corrupt_checkpoint_on_resume(capsys, trained, tmp_path):
     for step in steps:
         weights = run / "checkpoints" / step / "model.safetensors"
         weights.write_bytes(weights.read_bytes()[:100])
-    code, _, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9")
+    code, _, err = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9", "--train.reschedule", "true")
     assert code == 1 and err.count("\n") == 1 and "has no checkpoint that verifies to resume from" in err
     code, _, err = run_cli(capsys, "run", "--resume", tmp_path)
     assert code == 2 and "is not a genfeat run directory (no config.yaml)" in err
@@ -214,10 +214,12 @@ def test_refused_resume_leaves_the_run_directory_untouched(capsys, trained, tmp_
     run = tmp_path / "run"
     shutil.copytree(trained, run)
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
-    code, _, err = run_cli(capsys, "run", "--resume", run, "--model.d_model", "64", "--train.max_steps", "9")
+    code, _, err = run_cli(capsys, "run", "--resume", run, "--model.d_model", "64", "--train.max_steps", "9",
+                           "--train.reschedule", "true")
     assert code == 1 and "does not match this model" in err
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
-    code, _, _ = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "8")  # still resumable
+    code, _, _ = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "8",  # still resumable
+                         "--train.reschedule", "true")
     assert code == 0
     assert yaml.safe_load((run / "config.yaml").read_text())["config"]["train"]["max_steps"] == 8
 
@@ -260,7 +262,7 @@ def test_sigterm_checkpoints_and_the_run_resumes(ptb_dir, tmp_path):
 
     step = int(latest_checkpoint(run).name[5:])
     assert step >= 3
-    assert main(["run", "--resume", str(run), "--train.max_steps", str(step + 2)]) == 0
+    assert main(["run", "--resume", str(run), "--train.max_steps", str(step + 2), "--train.reschedule", "true"]) == 0
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
@@ -374,7 +376,7 @@ def test_the_thread_count_is_recorded_and_reused(capsys, trained, tmp_path, monk
     monkeypatch.setattr(T, "default_threads", lambda: recorded + 1)  # the machine looks different now
     before = torch.get_num_threads()
     try:
-        assert run_cli(capsys, "run", "--resume", run, "--train.max_steps", "8")[0] == 0
+        assert run_cli(capsys, "run", "--resume", run, "--train.max_steps", "8", "--train.reschedule", "true")[0] == 0
         assert torch.get_num_threads() == recorded
     finally:
         torch.set_num_threads(before)

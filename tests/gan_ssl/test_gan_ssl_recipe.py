@@ -94,7 +94,7 @@ def test_gan_ssl_run_resumes_from_the_command_line(mnist_pickle, tmp_path):
 
     out = tmp_path / "gan"
     assert main(["run", "gan_ssl", "--preset", "tiny", "--out", str(out)]) == 0
-    assert main(["run", "--resume", str(out), "--train.epochs", "2"]) == 0
+    assert main(["run", "--resume", str(out), "--train.epochs", "2", "--train.reschedule", "true"]) == 0
     evals = [r["step"] for r in read_metrics(out) if "valid_errors" in r]
     assert evals == [6, 12] and sorted(d.name for d in (out / "checkpoints").iterdir()) == ["step_00000006",
                                                                                           "step_00000012"]

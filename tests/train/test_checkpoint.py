@@ -94,7 +94,7 @@ def test_stale_temporary_and_incomplete_checkpoints(tmp_path, capsys):
     (broken / C.STATE).write_bytes(b"")  # the weights file is missing
     assert C.latest_checkpoint(tmp_path).name == "step_00000002"
     lm, data = make()
-    fit(lm, lm_loss, data, TrainConfig(max_steps=4, eval_every=0, ckpt_every=2), tmp_path,
+    fit(lm, lm_loss, data, TrainConfig(max_steps=4, eval_every=0, ckpt_every=2, reschedule=True), tmp_path,
         resume_from=C.latest_checkpoint(tmp_path))
     assert sorted(p.name for p in root.iterdir()) == ["step_00000002", "step_00000004"]
 
@@ -111,7 +111,7 @@ def test_a_partial_last_metrics_line_does_not_block_resume(tmp_path):
     with open(tmp_path / "metrics.jsonl", "a") as f:
         f.write('{"step": 3, "lo')
     lm, data = make()
-    fit(lm, lm_loss, data, TrainConfig(max_steps=4, eval_every=0, ckpt_every=2, log_every=1), tmp_path,
+    fit(lm, lm_loss, data, TrainConfig(max_steps=4, eval_every=0, ckpt_every=2, reschedule=True, log_every=1), tmp_path,
         resume_from=C.latest_checkpoint(tmp_path))
     assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3, 4]
     lines = (tmp_path / "metrics.jsonl").read_text().splitlines()

@@ -7,6 +7,7 @@ import torch
 
 from genfeat.errors import CheckpointError
 from genfeat.train import checkpoint as C
+from genfeat.train.logging import read_metrics
 from genfeat.train.loop import TrainConfig, build_optimizer, fit
 from tests.train.helpers import evaluate, lm_loss, make, rehash
 
@@ -90,7 +91,7 @@ def test_resume_into_an_optimizer_over_other_parameters_is_refused(tmp_path, cha
 def test_throughput_covers_the_whole_run_across_a_resume(tmp_path):
     """tokens / s of a resumed run counts every token and every second in training steps since step 0, not only
     this call's (a run resumed at its last step would otherwise report its whole token count over seconds)."""
-    cfg = TrainConfig(max_steps=6, lr=3e-3, warmup_steps=1, eval_every=3, keep_last=10)
+    cfg = TrainConfig(max_steps=6, lr=3e-3, warmup_steps=1, eval_every=3, keep_last=10, reschedule=True)
     lm, data = make()
     first = fit(lm, lm_loss, data, TrainConfig(**{**cfg.__dict__, "max_steps": 3}), tmp_path, evaluate=evaluate)
     ckpt = tmp_path / "checkpoints/step_00000003"
@@ -102,3 +103,30 @@ def test_throughput_covers_the_whole_run_across_a_resume(tmp_path):
     res = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate, resume_from=ckpt)
     assert res.count == 2 * first.count and 1000.0 < res.train_time < 1100.0
     assert res.count_per_s == res.count / res.train_time
+
+
+def test_extending_a_run_never_jumps_its_learning_rate_silently(tmp_path, capsys):
+    """A 20-step cosine run resumed with a 40-step budget would move the rate at step 20 (the decay recomputed over
+    40 steps): refused with the two rates named, unless train.reschedule; a constant schedule extends as it is."""
+    from genfeat.config import ConfigError
+
+    cfg = TrainConfig(max_steps=20, lr=1e-3, warmup_steps=2, eval_every=10, log_every=1, schedule="cosine")
+    lm, data = make()
+    fit(lm, lm_loss, data, cfg, tmp_path / "cos", evaluate=evaluate)
+    ckpt = tmp_path / "cos/checkpoints/step_00000020"
+    longer = TrainConfig(**{**cfg.__dict__, "max_steps": 40})
+    lm, data = make()
+    with pytest.raises(ConfigError, match=r"at step 20 goes from 0\.0001 to 0\.0005.*--train\.reschedule true"):
+        fit(lm, lm_loss, data, longer, tmp_path / "cos", evaluate=evaluate, resume_from=ckpt)
+    lm, data = make()
+    fit(lm, lm_loss, data, TrainConfig(**{**longer.__dict__, "reschedule": True}), tmp_path / "cos",
+        evaluate=evaluate, resume_from=ckpt)
+    assert "train.reschedule: the learning rate at step 20 goes from 0.0001 to 0.0005" in capsys.readouterr().out
+    flat = TrainConfig(**{**cfg.__dict__, "schedule": "constant"})
+    lm, data = make()
+    fit(lm, lm_loss, data, flat, tmp_path / "flat", evaluate=evaluate)
+    lm, data = make()
+    fit(lm, lm_loss, data, TrainConfig(**{**flat.__dict__, "max_steps": 40}), tmp_path / "flat", evaluate=evaluate,
+        resume_from=tmp_path / "flat/checkpoints/step_00000020")
+    lrs = [r["lr"] for r in read_metrics(tmp_path / "flat") if "lr" in r]
+    assert len(lrs) == 40 and lrs[19] == lrs[20] == 1e-3

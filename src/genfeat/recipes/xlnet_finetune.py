@@ -69,6 +69,7 @@ class FinetuneConfig:
     dropout: float = 0.1  # dropout and attention dropout (the reference's fine-tuning values)
     eval_every: int = 50
     device: str = "auto"  # under torchrun: one rank per device, each with its share of every batch (DDP)
+    reschedule: bool = False  # a resume with another max_steps: accept the decay recomputed over it (TrainConfig's)
 
     def __post_init__(self) -> None:
         if min(self.max_steps, self.batch_size, self.eval_every) < 1 or self.lr <= 0:
@@ -237,7 +238,7 @@ def finetune(model: nn.Module, task: Task, ft: FinetuneConfig, seed: int, run_di
     method = OneLoss(task.loss, opt, lambda s: min(
         (s + 1) / max(1, warmup), max(0.0, (ft.max_steps - s) / max(1, ft.max_steps - warmup))))
     loop = TrainConfig(max_steps=ft.max_steps, clip_norm=1.0, precision="fp32", log_every=10, eval_every=ft.eval_every,
-                       ckpt_every=ft.eval_every)
+                       ckpt_every=ft.eval_every, reschedule=ft.reschedule)
     batches = StreamBatches(task.train_rows, ft.batch_size, np.random.default_rng(seed), info.rank, info.world_size)
     return fit_task(D.wrap(model, info), task, batches, loop, run_dir, method=method, resume_from=resume_from,
                     desc=desc, select=select, final_splits=final_splits)

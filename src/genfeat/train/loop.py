@@ -75,6 +75,8 @@ class TrainConfig:
     plateau_factor: float = 1.0  # every evaluation without improvement multiplies every optimizer's learning rate
     #                              by this, on top of its schedule (the reference code of thesis C §3.2-3.3: 0.25,
     #                              "lr ÷ 4 when validation stops improving"); 1: off
+    reschedule: bool = False  # a resume with another max_steps: accept a schedule recomputed over the new budget
+    #                           even where it moves the learning rate at the resumed step (`fit`: else refused)
 
     def __post_init__(self):
         for name in ("max_steps", "grad_accum", "log_every", "keep_last"):
@@ -236,6 +238,7 @@ class _Plateau:
         for sch in schedulers.values():
             for group, base, f in zip(sch.optimizer.param_groups, sch.base_lrs, sch.lr_lambdas, strict=True):
                 group["lr"] = base * f(sch.last_epoch)
+            sch._last_lr = [group["lr"] for group in sch.optimizer.param_groups]  # get_last_lr: the rate in use
 
 
 class _StopFlag:
@@ -263,6 +266,32 @@ class _StopFlag:
     def __exit__(self, *exc):
         for sig, old in self._old.items():
             signal.signal(sig, old)
+
+
+def _check_schedule(ckpt: str | Path, schedulers: Mapping[str, torch.optim.lr_scheduler.LambdaLR], plateau: _Plateau,
+                    reschedule: bool) -> None:
+    """Extending (or shortening) a run: the schedules are recomputed over the new budget. Where that moves a
+    learning rate at the step the run resumes from (a cosine or linear decay over another total), the resume is
+    refused unless `reschedule`; then the rates continue on the recomputed schedules, from the values printed."""
+    state = C.load_trainer_state(ckpt)
+    plateau.scale = state.get("lr_scale", 1.0)
+    moved = []
+    for name, sch in schedulers.items():
+        saved = state["schedulers"].get(name, {})
+        step, old = saved.get("last_epoch"), saved.get("_last_lr")
+        if step is None or old is None:
+            continue
+        new = [base * f(step) for base, f in zip(sch.base_lrs, sch.lr_lambdas, strict=True)]
+        moved += [(name, step, a, b) for a, b in zip(old, new, strict=True) if not math.isclose(a, b, rel_tol=1e-9)]
+    if not moved:
+        return
+    name, step, a, b = moved[0]
+    what = f"the learning rate{'' if name == 'model' else f' of {name!r}'} at step {step} goes from {a:.4g} to {b:.4g}"
+    if not reschedule:
+        raise ConfigError(f"resuming {ckpt} with another step budget recomputes its learning-rate schedule over the "
+                          f"new budget: {what}. Resume with the run's own budget, or accept the new schedule with "
+                          "--train.reschedule true")
+    print(f"train.reschedule: {what}, then follows the schedule over the new budget")
 
 
 def fit(
@@ -320,6 +349,7 @@ def fit(
         if done > cfg.max_steps or (done == cfg.max_steps and finished):
             raise ConfigError(f"{resume_from} is at step {done} and the run's budget is {cfg.max_steps} steps: "
                               "nothing to train; give a larger budget (train.max_steps, or the recipe's epochs)")
+        _check_schedule(resume_from, schedulers, plateau, cfg.reschedule)
         state = C.restore_checkpoint(resume_from, model, optimizers, schedulers)
         step, count, best, best_step, bad_evals, best_eval, train_time, plateau.scale = (
             state["step"], state["count"], state["best"], state["best_step"], state["bad_evals"], state["best_eval"],

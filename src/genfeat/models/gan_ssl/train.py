@@ -92,6 +92,7 @@ class GanSSLConfig:
     init_samples: int = 500  # images for the weight-norm data-dependent init
     seed: int = 0  # the labeled subset, initialisation and data order
     device: str = "auto"  # under torchrun: one rank per device, each with its part of every batch
+    reschedule: bool = False  # a resume with another budget: accept the decay recomputed over it (TrainConfig's)
 
     def __post_init__(self) -> None:
         if self.method not in ("gan", "supervised"):
@@ -349,7 +350,7 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
 
     budget = cfg.max_steps if cfg.max_steps is not None else cfg.epochs * iters
     loop = TrainConfig(max_steps=budget, clip_norm=0.0, precision="fp32", log_every=iters, eval_every=iters,
-                       keep_last=2, early_stop_metric="valid_errors", early_stop_mode="min")
+                       keep_last=2, early_stop_metric="valid_errors", early_stop_mode="min", reschedule=cfg.reschedule)
     res = fit(nets, method, batches, loop, run_dir, evaluate=evaluate, resume_from=resume_from,
               desc=f"gan_ssl {cfg.method}", unit="images")  # the unlabeled images of each step
     C.load_model_weights(nets, Path(run_dir) / C.WEIGHTS)  # the best-validation networks
