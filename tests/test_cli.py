@@ -248,13 +248,16 @@ def _wait_for_lines(path: Path, n: int, proc, timeout: float = 120.0) -> None:
     raise AssertionError(f"{path} did not reach {n} lines")
 
 
-def test_sigterm_checkpoints_and_the_run_resumes(ptb_dir, tmp_path):
+def test_sigterm_checkpoints_and_the_run_resumes(ptb_dir, tmp_path, capsys):
+    """... and while it trains, a second process resuming its directory is refused (one line, exit 2)."""
     import signal
 
     run = tmp_path / "run"
     proc = _cli_process(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--train.max_steps",
                          "100000", "--train.log_every", "1", "--train.eval_every", "0", "--out", run], tmp_path)
     _wait_for_lines(run / "metrics.jsonl", 3, proc)
+    code, _, err = run_cli(capsys, "run", "--resume", run)
+    assert code == 2 and err.count("\n") == 1 and f"{run} is in use by process {proc.pid} " in err, err
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "checkpoint written" in err and f"--resume {run}" in err

@@ -65,11 +65,20 @@ def run_recipe(name: str | None, cfg: Any | None = None, run_dir: str | Path | N
                  must be the recorded ones; `cfg` may differ from the recorded one where the checkpoint allows,
                  say a longer `train.max_steps`).
     cpu_threads  the thread count a recorded config ran with (a resume reads it from `run_dir`).
+
+    One process trains into a run directory at a time (`train/run_lock.py`): another live one's run is refused.
     """
+    with contextlib.ExitStack() as lock:
+        return _run_recipe(name, cfg, run_dir, preset, resume, cpu_threads, lock)
+
+
+def _run_recipe(name: str | None, cfg: Any | None, run_dir: str | Path | None, preset: str | None, resume: bool,
+                cpu_threads: int | None, lock: contextlib.ExitStack) -> dict[str, Any]:
     from genfeat.paradigms.phases import in_earlier_phase
     from genfeat.registry import get_preset, get_recipe
     from genfeat.train import checkpoint as C
     from genfeat.train import distributed as D
+    from genfeat.train.run_lock import run_lock
     from genfeat.train.threads import configure_threads
 
     resume_from = None
@@ -78,6 +87,8 @@ def run_recipe(name: str | None, cfg: Any | None = None, run_dir: str | Path | N
             raise ConfigError("resume needs the run directory to continue")
         run_dir = Path(run_dir)
         saved = saved_run(run_dir)
+        if int(os.environ.get("RANK", "0")) == 0:
+            lock.enter_context(run_lock(run_dir))
         recipe, _ = get_recipe(saved["recipe"])
         recorded = saved.get("preset", "?")
         if name and get_recipe(name)[0].name != recipe.name or preset and preset != recorded:
@@ -126,6 +137,9 @@ def run_recipe(name: str | None, cfg: Any | None = None, run_dir: str | Path | N
             except OSError as e:
                 raise ConfigError(f"cannot write to the run directory {run_dir} ({e.strerror}); choose another "
                                   "--out") from None
+            if not resume:
+                lock.enter_context(run_lock(run_dir))
+                new_run_dir(run_dir, recipe.name, preset)  # still free now that it is ours
         if resume_from is None:
             write_config()
         D.barrier()
