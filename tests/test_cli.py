@@ -62,8 +62,15 @@ def test_resume_continues_from_last_checkpoint(trained, tmp_path, capsys):
 
     run = tmp_path / "run"
     shutil.copytree(trained, run)
+    # what writers killed mid-write leave (weights, an atomic text file) goes; a hidden file that is not a temporary
+    # (a sweep worker's claim) stays
+    stale = [run / ".model.safetensors.4242.tmp", run / "hf/.model.safetensors.4242.tmp", run / ".config.yaml.x1.tmp"]
+    for path in [*stale, run / ".owner"]:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"half")
     code, out, _ = run_cli(capsys, "run", "--resume", run, "--train.max_steps", "9", "--train.reschedule", "true")
     assert code == 0
+    assert not any(p.exists() for p in stale) and (run / ".owner").exists()
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == sorted(steps) and steps[-1] == 9 and steps.count(6) == 2  # train row + eval row at 6
     assert json.loads((run / "summary.json").read_text())["steps"] == 9

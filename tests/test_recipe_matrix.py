@@ -16,6 +16,7 @@ the registry without one fails `test_every_recipe_has_a_case`.
 from __future__ import annotations
 
 import json
+import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -188,10 +189,14 @@ def test_resume_is_bitwise(name, request, tmp_path):
     (tmp_path / "b" / "summary.json").unlink()  # killed after training, in the finishing work
     assert main(["run", "--resume", str(tmp_path / "b")]) == 0  # which a resume does alone
     assert_same(summary_numbers(tmp_path / "a"), summary_numbers(tmp_path / "b"), "summary of the finishing resume")
+    random.seed(987654)  # a process whose Python stream is elsewhere: the recipe seeds it
     assert main(["run", *args, "--out", str(tmp_path / "fresh")]) == 0
     assert_same(load_weights(tmp_path / "a" / "model.safetensors"),
                 load_weights(tmp_path / "fresh" / "model.safetensors"), "fresh run's weights")
     assert_same(summary_numbers(tmp_path / "a"), summary_numbers(tmp_path / "fresh"), "fresh run's summary")
+    sa, sf = (load_trainer_state(latest_checkpoint(tmp_path / d)) for d in ("a", "fresh"))
+    sa.pop("train_time"), sf.pop("train_time")
+    assert_same(sa, sf, "fresh run's trainer state")  # Python's random stream too: seeded, not the process's
 
 
 def _losses(run: Path) -> list[float]:
@@ -249,8 +254,9 @@ def matrix_section() -> str:
             "checkpoint resumes from the one before; the last checkpoints' weights and trainer state (optimizers, "
             "schedules, random streams, data positions, a stateful loss's memory) and the summaries' numbers are "
             "compared bit for bit; a copy killed after training (no summary.json) resumes into the finishing work "
-            "alone (reload the best weights, evaluate, record) to the same summary; and a fresh run of the config "
-            "repeats the first. *2 gloo ranks*: `torchrun` "
+            "alone (reload the best weights, evaluate, record) to the same summary; and a fresh run of the config, "
+            "started with Python's random stream elsewhere, repeats the first's weights, trainer state and summary. "
+            "*2 gloo ranks*: `torchrun` "
             "against one process with the same global batch, weights within rtol 1e-4 / atol 1e-5 and the logged "
             "losses within 1e-4 (a bias that shifts every logit of a softmax alike has true gradient 0, so Adam "
             "turns float noise into steps: compared by the losses alone).", "",

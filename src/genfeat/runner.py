@@ -89,6 +89,7 @@ def _run_recipe(name: str | None, cfg: Any | None, run_dir: str | Path | None, p
         saved = saved_run(run_dir)
         if int(os.environ.get("RANK", "0")) == 0:
             lock.enter_context(run_lock(run_dir))
+            C.remove_stale_temporaries(run_dir)
         recipe, _ = get_recipe(saved["recipe"])
         recorded = saved.get("preset", "?")
         if name and get_recipe(name)[0].name != recipe.name or preset and preset != recorded:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from torch import nn
 
 from genfeat.data import parallelogram as P
@@ -35,6 +34,7 @@ from genfeat.tasks.token_sets import NextTokenSet
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 from genfeat.train.record import record_fit
+from genfeat.train.seed import seed_everything
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def run(cfg: HeadsSyntheticConfig, run_dir: Path, resume_from: Path | None = Non
     t0 = time.perf_counter()
     W, table = P.vocabulary(cfg.seed, cfg.layout)  # (V, D) frozen output embeddings
     task = NextTokenSet(P.contexts(table), group="diagonal")
-    torch.manual_seed(cfg.seed)
+    seed_everything(cfg.seed)
     frozen = nn.Embedding(P.V, P.D)
     frozen.weight.data.copy_(W)
     frozen.weight.requires_grad_(False)

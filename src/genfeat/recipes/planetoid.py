@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from genfeat.data.planetoid import (
@@ -57,6 +56,7 @@ from genfeat.tasks.node_classification import NodeClassification
 from genfeat.train import distributed as D
 from genfeat.train.loop import fit
 from genfeat.train.record import write_record
+from genfeat.train.seed import seed_everything
 
 METHODS = ("planetoid_t", "planetoid_i", "planetoid_g", "graphemb", "feat_lr", "feat_mlp", "lp", "gcn", "manireg_t",
            "manireg_i", "semiemb_t", "semiemb_i", "tsvm_t", "tsvm_i")
@@ -209,8 +209,7 @@ def run_method(cfg: PlanetoidRunConfig, data: GraphData, run_dir: str | Path | N
         with tempfile.TemporaryDirectory() as tmp:
             return run_method(cfg, data, tmp)
     run_dir = Path(run_dir)
-    torch.manual_seed(cfg.seed)
-    np.random.seed(cfg.seed)
+    seed_everything(cfg.seed)
     m = cfg.method
     if resume_from is not None and not (m.startswith("planetoid_") or m == "graphemb"):
         raise ConfigError(f"method {m} trains in seconds and does not resume; start a new run")

@@ -252,6 +252,16 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
     return dirs[-1] if dirs else None
 
 
+def remove_stale_temporaries(run_dir: str | os.PathLike) -> list[Path]:
+    """Delete the half-written files (`.NAME.*.tmp`, from `save_weights` and `atomic_write_text`) that killed
+    writers left anywhere in a run directory (`save_checkpoint` clears its own `.tmp-step_*`). Only for a process
+    that holds the run's lock (`train/run_lock.py`): then no writer is alive."""
+    stale = [p for p in Path(run_dir).rglob(".*.tmp") if p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 def _remove(path: Path) -> None:
     """Delete a checkpoint directory: renamed out of the step_* namespace first (atomic), then removed."""
     trash = path.with_name(f".trash-{path.name}-{os.getpid()}")

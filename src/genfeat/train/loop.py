@@ -341,6 +341,7 @@ def fit(
                   for k, f in plateau.lambdas(optimizers, method.lr_lambdas).items()}
     data = dict(train_data) if isinstance(train_data, Mapping) else {"train": train_data}
     step, count, best, best_step, bad_evals, best_eval, train_time = 0, 0, None, None, 0, {}, 0.0
+    sums: dict[str, list] = {}  # logged name -> [sum over the log window, count]
     if resume_from is not None:
         done = int(Path(resume_from).name[len("step_"):])
         # checked before the restore, so a refused resume changes nothing. A run whose training is done but whose
@@ -358,6 +359,8 @@ def fit(
             if hasattr(it, "load_state_dict"):
                 it.load_state_dict(state["data"][name][info.rank])
         method.load_state_dict(state["method"][info.rank])  # the method's own streams (e.g. memory, schedules)
+        sums = {k: [v.to(device) if isinstance(v, torch.Tensor) else v, n]  # the log window the run was in
+                for k, (v, n) in state["log_window"][info.rank].items()}
         if info.is_main:  # forget what the interrupted run logged after this checkpoint
             rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
             atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
@@ -369,6 +372,8 @@ def fit(
         extra = {"count": count, "train_time": result.train_time, "best": best, "best_step": best_step,
                  "best_eval": best_eval, "bad_evals": bad_evals,
                  "lr_scale": plateau.scale,
+                 "log_window": D.gather_objects({k: [v.cpu() if isinstance(v, torch.Tensor) else v, n]
+                                                 for k, (v, n) in sums.items()}),
                  "data": {k: D.gather_objects(it.state_dict()) for k, it in data.items() if hasattr(it, "state_dict")},
                  "method": D.gather_objects(method.state_dict())}
         return C.save_checkpoint(run_dir, step, model, optimizers, schedulers, extra, cfg.keep_last)
@@ -415,7 +420,6 @@ def fit(
                mininterval=1.0)
     model.train()
     t_start = t_log = time.perf_counter()
-    sums: dict[str, list] = {}  # logged name -> [sum over the log window, count]
     losses: dict[str, None] = {}  # the updates' names, shown on the progress bar
     count_log = 0
     last_eval = last_ckpt = step
