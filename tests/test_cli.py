@@ -392,6 +392,42 @@ def test_the_thread_count_is_recorded_and_reused(capsys, trained, tmp_path, monk
         torch.set_num_threads(before)
 
 
+@pytest.mark.parametrize("command", ["generate", "recl", "facet-words", "api"])
+def test_every_command_and_the_api_follow_the_thread_policy(capsys, trained, monkeypatch, command):
+    """generate, recl, facet-words (and facets, affinity, eval, serve) and genfeat.load set torch's thread count
+    as `run` does: GENFEAT_THREADS wins over torch's one-per-core default (facet-words here refuses an LM run,
+    after choosing its threads)."""
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.setenv("GENFEAT_THREADS", "1")
+    torch.set_num_threads(2)
+    try:
+        if command == "api":
+            import genfeat
+
+            genfeat.load(trained)
+        elif command == "facet-words":
+            run_cli(capsys, command, trained, "--sentence", "the board")
+        else:
+            args = ["-n", "1", "--max-new-tokens", "2"] if command == "generate" else ["--positions", "8",
+                                                                                     "--stop", "16"]
+            assert run_cli(capsys, command, trained, *args)[0] == 0
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5"])
+def test_a_thread_count_that_is_not_one_is_one_line(capsys, trained, tmp_path, monkeypatch, value):
+    monkeypatch.setenv("GENFEAT_THREADS", value)
+    code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--out", tmp_path / "x")
+    assert code == 2 and err.count("\n") == 1 and f"GENFEAT_THREADS={value!r}: give a whole number" in err
+    assert not (tmp_path / "x").exists()
+    code, _, err = run_cli(capsys, "generate", trained, "-n", "1")
+    assert code == 2 and "GENFEAT_THREADS" in err
+
+
 def test_generate_one_sample_streams_the_text_generate_text_draws(capsys, trained):
     """`-n 1` prints token by token through `models.sampling.stream`, the same text `generate_text` draws."""
     from genfeat.cli import _load_lm_run
@@ -411,3 +447,44 @@ def test_text_deltas_hold_back_a_split_character():
     tok = ByteTokenizer()
     pieces = list(text_deltas(tok, list("aé€b".encode())))
     assert pieces == ["a", "é", "€", "b"]
+
+
+def test_a_yaml_alias_bomb_and_a_huge_value_are_refused_in_one_short_line(tmp_path, capsys):
+    """A 1 KB "billion laughs" --config would expand to 10^9 values: refused from its node count; a wrong value
+    is echoed cut short."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join([*lines, "recipe: lm", "config: {train: {lr: *a8}}"]) + "\n")
+    assert bomb.stat().st_size < 1024
+    code, _, err = run_cli(capsys, "run", "--config", bomb)
+    assert code == 2 and err.count("\n") == 1 and "expands to more than 100,000 values through its YAML aliases" in err
+    small = tmp_path / "anchors.yaml"  # anchors within reason are YAML a person may write
+    small.write_text("recipe: lm\npreset: tiny\nlr: &lr 0.001\nconfig: {train: {lr: *lr, max_steps: 1}}\n")
+    code, _, err = run_cli(capsys, "run", "--config", small, "--print-config")
+    assert "expands" not in err
+    code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--train.lr", "x" * 100_000)
+    assert code == 2 and err.count("\n") == 1 and len(err) < 300 and "train.lr: expected a number" in err
+
+
+def test_the_environment_and_the_disk_fail_in_one_line(trained, tmp_path, capsys, monkeypatch):
+    """GENFEAT_DATA naming a file; a disk that fills at the first checkpoint (the path named; the half-made run
+    directory removed)."""
+    from genfeat.train import checkpoint as C
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("GENFEAT_DATA", str(tmp_path / "a-file"))
+    for args in (["data", "ls"], ["data", "fetch", "ptb"], ["run", "lm", "--preset", "tiny", "--out", tmp_path / "r"]):
+        code, _, err = run_cli(capsys, *args)
+        assert code == 2 and err.count("\n") == 1 and f"the data home {tmp_path / 'a-file'} is a file" in err, err
+    monkeypatch.undo()
+
+    def full(*_, **__):
+        raise Exception("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(C, "save_file", full)
+    out = tmp_path / "full"
+    code, _, err = run_cli(capsys, "run", "--config", trained / "config.yaml", "--out", out)
+    last = err.strip().splitlines()[-1]  # after the progress bars
+    assert code == 1 and last.startswith("genfeat: error: the disk is full: no space left writing ")
+    assert "model.safetensors" in last and "Traceback" not in err and not out.exists()

@@ -50,10 +50,15 @@ def load(run_dir: str | Path, device: str = "cpu") -> tuple[CausalLM, Any]:
 
 
 def load_with_config(run_dir: str | Path, device: str = "cpu") -> tuple[CausalLM, Any, Any]:
-    """`load`, and the run's config (the recipe's config dataclass)."""
+    """`load`, and the run's config (the recipe's config dataclass). Sets torch's CPU thread count as every
+    genfeat command does (`train/threads.py`: GENFEAT_THREADS or OMP_NUM_THREADS, else the CPUs nothing else
+    keeps busy)."""
     from genfeat.config import from_dict, load_yaml
     from genfeat.registry import get_recipe
     from genfeat.train import distributed as D
+    from genfeat.train.threads import configure_threads
+
+    configure_threads()
 
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").is_file():

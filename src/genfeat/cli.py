@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import signal
 import sys
@@ -517,6 +518,10 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
                 preset = argv[argv.index("--preset") + 1] if "--preset" in argv[:-1] else None
                 return recipe_help(named[0], preset)
         args = parser.parse_args(argv)
+        if args.cmd not in ("ls", "run", "data"):  # `run` sets them from its recorded config (runner.run_recipe)
+            from genfeat.train.threads import configure_threads
+
+            configure_threads()
         if args.cmd == "ls":
             return cmd_ls(args)
         if args.cmd == "run":
@@ -548,6 +553,14 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("genfeat: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:  # the machine, not genfeat: one line with the path (exit 1)
+        where = f" {e.filename}" if e.filename else ""
+        if e.errno == errno.ENOSPC:
+            print(f"genfeat: error: the disk is full: no space left writing{where}; free space and run the command "
+                  "again (a run continues from its last checkpoint with --resume RUN_DIR)", file=sys.stderr)
+        else:
+            print(f"genfeat: error: {e.strerror or e}{':' + where if where else ''}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

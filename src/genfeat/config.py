@@ -41,6 +41,12 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
+def shown(value: Any, limit: int = 80) -> str:
+    """`repr(value)` cut to `limit` characters, for messages that echo what a user gave."""
+    r = repr(value)
+    return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
 def coerce(value: Any, tp: Any, name: str) -> Any:
     """Convert `value` (a CLI string or a YAML scalar/list) to type `tp`, or raise ConfigError."""
     origin = get_origin(tp)
@@ -56,18 +62,18 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
                 errors.append(str(e))
         if len(errors) == 1:  # an optional value (X | None): X's own message, plus the way to unset it
             raise ConfigError(errors[0] + (" (or none)" if type(None) in args else ""))
-        raise ConfigError(f"{name}: cannot read {value!r} as {_type_name(tp)}")
+        raise ConfigError(f"{name}: cannot read {shown(value)} as {_type_name(tp)}")
     if origin is Literal:
         choices = get_args(tp)
         for c in choices:
             if value == c or (isinstance(value, str) and str(c) == value):
                 return c
-        raise ConfigError(f"{name}: {value!r} is not one of {list(choices)}")
+        raise ConfigError(f"{name}: {shown(value)} is not one of {list(choices)}")
     if origin in (tuple, list):
         if isinstance(value, str):
             value = [v for v in (s.strip() for s in value.strip("()[]").split(",")) if v]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{name}: expected a list, got {value!r}")
+            raise ConfigError(f"{name}: expected a list, got {shown(value)}")
         args = get_args(tp)
         if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
             items = [coerce(v, args[0], f"{name}[{i}]") for i, v in enumerate(value)]
@@ -86,10 +92,10 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
             return value
         if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
             return value.lower() in _TRUE
-        raise ConfigError(f"{name}: expected true/false, got {value!r}")
+        raise ConfigError(f"{name}: expected true/false, got {shown(value)}")
     if tp is int:
         if isinstance(value, bool):
-            raise ConfigError(f"{name}: expected an integer, got {value!r}")
+            raise ConfigError(f"{name}: expected an integer, got {shown(value)}")
         if isinstance(value, int):
             return value
         if isinstance(value, float) and value.is_integer():
@@ -104,7 +110,7 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
                     f = None
                 if f is not None and f.is_integer():
                     return int(f)
-        raise ConfigError(f"{name}: expected an integer, got {value!r}")
+        raise ConfigError(f"{name}: expected an integer, got {shown(value)}")
     if tp is float:  # no setting means anything by nan or inf: they are refused here, for every field
         f = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -113,12 +119,15 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
             with contextlib.suppress(ValueError):
                 f = float(value)
         if f is None or not math.isfinite(f):
-            raise ConfigError(f"{name}: expected a {'finite ' if f is not None else ''}number, got {value!r}")
+            raise ConfigError(f"{name}: expected a {'finite ' if f is not None else ''}number, got {shown(value)}")
+        leaf = name.rsplit(".", 1)[-1]
+        if (leaf.endswith("dropout") or leaf == "dropatt") and not 0.0 <= f < 1.0:  # every recipe's dropouts
+            raise ConfigError(f"{name}: a dropout probability is in [0, 1), got {shown(value)}")
         return f
     if tp is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
-        raise ConfigError(f"{name}: expected a string, got {value!r}")
+        raise ConfigError(f"{name}: expected a string, got {shown(value)}")
     if dataclasses.is_dataclass(tp):
         if isinstance(value, tp):
             return value
@@ -129,7 +138,7 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
                 return tp.from_name(value)
             except ConfigError as e:
                 raise ConfigError(f"{name}: {e}") from None
-        raise ConfigError(f"{name}: expected a mapping of fields, got {value!r}")
+        raise ConfigError(f"{name}: expected a mapping of fields, got {shown(value)}")
     raise ConfigError(f"{name}: unsupported field type {_type_name(tp)}")
 
 
@@ -140,7 +149,7 @@ def _hints(cls: type) -> dict[str, Any]:
 def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
     """Build dataclass `cls` from a plain dict, checking names and types."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: expected a mapping, got {data!r}")
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: expected a mapping, got {shown(data)}")
     hints = _hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
@@ -235,6 +244,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())  # on disk before the rename makes it visible
         os.replace(tmp, path)
+    except OSError as e:  # a failed write() names no file: name the one it was for
+        Path(tmp).unlink(missing_ok=True)
+        if e.filename is None:
+            raise OSError(e.errno, e.strerror, str(path)) from e
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -242,6 +256,23 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 def dump_yaml(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+
+
+MAX_YAML_VALUES = 100_000  # the nodes of a config with its aliases expanded (`load_yaml`)
+
+
+def _expanded_size(root: yaml.Node | None) -> int:
+    """The node count with every alias expanded (an alias shares its anchor's node), counted up to just past
+    `MAX_YAML_VALUES`: nested aliases grow exponentially (a 1 KB "billion laughs" file)."""
+    n, todo = 0, [root] if root is not None else []
+    while todo and n <= MAX_YAML_VALUES:
+        node = todo.pop()
+        n += 1
+        if isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            todo.extend(x for pair in node.value for x in pair)
+    return n
 
 
 def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
@@ -253,7 +284,11 @@ def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if _expanded_size(yaml.compose(text, Loader=yaml.SafeLoader)) > MAX_YAML_VALUES:
+            raise ConfigError(f"config file {path} expands to more than {MAX_YAML_VALUES:,} values through its YAML "
+                              "aliases (a config is a few hundred)")
+        data = yaml.safe_load(text)
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not a text (UTF-8 YAML) file") from None
     except yaml.YAMLError as e:
@@ -261,6 +296,20 @@ def load_yaml(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping, got {type(data).__name__}")
     return data
+
+
+def recorded_run(run_dir: str | os.PathLike, recipe: str, files: tuple[str, ...] = (), hint: str = "") -> dict:
+    """The config.yaml of a finished `recipe` run that holds `files` (ConfigError naming the missing file, or the
+    recipe the directory holds instead; `hint`, say how to make one, ends either message)."""
+    run = Path(run_dir)
+    end, a = f"; {hint}" if hint else "", "an" if recipe[0] in "aeiou" else "a"
+    for f in ("config.yaml", *files):
+        if not (run / f).is_file():
+            raise ConfigError(f"{run}: not a finished {recipe} run directory (no {f}){end}")
+    saved = load_yaml(run / "config.yaml")
+    if saved.get("recipe") != recipe:
+        raise ConfigError(f"{run} is a {saved.get('recipe')!r} run, not {a} {recipe} run{end}")
+    return saved
 
 
 _FIELD_LINE = re.compile(r"^\s+(\w+)\s*:[^=]*(?:=.*?)?(?:\s+#\s?(.*))?$")

@@ -37,6 +37,17 @@ def test_supervised_baseline_and_missing_density(mnist_pickle, tmp_path):
     assert main(["run", "gan_ssl", "--preset", "tiny", "--train.lambda_ld", "1e-4", "--out", str(tmp_path / "x")]) != 0
 
 
+def test_a_density_run_of_another_recipe_is_one_line(mnist_pickle, tmp_path, capsys):
+    lm_run = tmp_path / "lm-run"  # what `genfeat run lm` leaves that the density loader looks at
+    lm_run.mkdir()
+    (lm_run / "config.yaml").write_text("recipe: lm\npreset: tiny\nconfig: {model: {d_model: 32}}\n")
+    (lm_run / "model.safetensors").write_bytes(b"")
+    assert main(["run", "gan_ssl", "--preset", "tiny", "--density.run", str(lm_run), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"genfeat: error: {lm_run} is a 'lm' run, not a pixelcnn run; train one with `genfeat run "
+                       "pixelcnn --preset mnist --out DIR`") and not (tmp_path / "x").exists()
+
+
 def _svhn_files(root, n_train=5300, n_test=100):
     from scipy.io import savemat
 

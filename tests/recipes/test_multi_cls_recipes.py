@@ -246,3 +246,42 @@ def test_recipe_help_lists_the_fields(capsys):
     out = capsys.readouterr().out
     assert "presets: bbc (default), tiny" in out and "--task str = 'bbc'" in out and "dir:PATH" in out
     assert "--max_len int = 32" in out and "--train.lr float" in out  # the preset's values, sections flattened
+
+
+def test_bad_inputs_of_classification_are_one_line(bert_dir, tmp_path, capsys):
+    """A split file that is not UTF-8 (GLUE TSV, SuperGLUE JSONL, your own CSV) names its line; a max_len past the
+    encoder's positions, a dropout outside [0, 1) and an LM run as --pretrained are wrong commands (exit 2)."""
+    base = ["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(bert_dir)]
+    latin1 = "caf\xe9 news".encode("latin-1")
+    glue, sg, own = tmp_path / "sst2", tmp_path / "cb", tmp_path / "own"
+    for d in (glue, sg, own):
+        d.mkdir()
+    for split in ("train", "dev"):
+        (glue / f"{split}.tsv").write_bytes(b"sentence\tlabel\nsport news\t1\n" + latin1 + b"\t0\n")
+    (sg / "train.jsonl").write_bytes(b'{"premise": "a", "hypothesis": "b", "label": "neutral"}\n' + latin1 + b"\n")
+    (sg / "val.jsonl").write_bytes((sg / "train.jsonl").read_bytes())
+    good = tmp_path / "good"
+    good.mkdir()
+    for split in ("train", "test"):
+        (own / f"{split}.csv").write_bytes(b"text,label\n" + latin1 + b",x\n")
+        (good / f"{split}.csv").write_text("text,label\n" + "".join(f"sport news {i},{i % 2}\n" for i in range(20)))
+    cases = [
+        ([*base, "--task", "SST-2", "--data_dir", str(glue)], 1, f"{glue / 'train.tsv'}:3: not UTF-8 text (byte 0xe9)"),
+        ([*base, "--task", "CB", "--data_dir", str(sg)], 1, f"{sg / 'train.jsonl'}:2: not UTF-8 text (byte 0xe9)"),
+        ([*base, "--task", f"dir:{own}"], 1, f"{own / 'train.csv'}:2: not UTF-8 text (byte 0xe9)"),
+        ([*base, "--task", f"dir:{good}", "--max_len", "100000"], 2,
+         "max_len 100000 is longer than the pretrained encoder's 64 positions"),
+        ([*base, "--dropout", "1.5"], 2, "dropout: a dropout probability is in [0, 1), got '1.5'"),
+    ]
+    lm_run = tmp_path / "lm-run"  # what a `genfeat run lm` directory holds that the classifier would look at
+    lm_run.mkdir()
+    (lm_run / "config.yaml").write_text("recipe: lm\npreset: tiny\nconfig: {sample: {prompt: the}}\n")
+    (lm_run / "model.safetensors").write_bytes(b"")
+    cases.append((["run", "multi_cls_classify", "--preset", "tiny", "--pretrained", str(lm_run), "--task",
+                   f"dir:{good}"], 2,
+                  f"pretrained: {lm_run} is a 'lm' run; give a multi_cls_pretrain run or a BERT directory"))
+    for i, (args, code, message) in enumerate(cases):
+        assert main([*args, "--out", str(tmp_path / f"out{i}")]) == code, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, (args, err)
+        assert not (tmp_path / f"out{i}").exists()

@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,48 @@ def test_a_flipped_byte_that_keeps_the_size_is_caught(run, tmp_path):
         C.restore_checkpoint(newest, lm, {"model": torch.optim.AdamW(lm.parameters())}, {})
     (older / C.CHECKSUMS).unlink()  # no checksums: not a complete checkpoint
     assert not C.is_complete(older) and C.resume_point(copy, report=notes.append) is None
+
+
+def _statvfs_free(monkeypatch, free_bytes: int):
+    real = os.statvfs
+
+    class Fs:
+        def __init__(self, path):
+            s = real(path)
+            self.f_frsize, self.f_bavail = s.f_frsize, free_bytes // s.f_frsize
+
+    monkeypatch.setattr(C.os, "statvfs", Fs)
+
+
+def test_a_full_disk_is_named_for_every_writer_of_a_checkpoint(tmp_path, monkeypatch):
+    """safetensors says "os error 28" in its own error; torch.save's zip writer a RuntimeError about positions:
+    both become OSError(ENOSPC) with the file's path, which the CLI prints as a full disk. A RuntimeError with room
+    on the disk stays what it is."""
+    import errno
+
+    lm, _ = make()
+
+    def full(*_, **__):
+        raise Exception("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    with monkeypatch.context() as m:
+        m.setattr(C, "save_file", full)
+        with pytest.raises(OSError) as e:
+            C.save_weights(lm.state_dict(), tmp_path / "w.safetensors")
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(tmp_path / "w.safetensors")
+
+    def zip_writer_failed(*_, **__):
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
+
+    opt = torch.optim.SGD(lm.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    with monkeypatch.context() as m:
+        m.setattr(C.torch, "save", zip_writer_failed)
+        _statvfs_free(m, 4096)
+        with pytest.raises(OSError) as e:
+            C.save_checkpoint(tmp_path / "run", 3, lm, {"model": opt}, {"model": sched}, {})
+        assert e.value.errno == errno.ENOSPC and e.value.filename.endswith("step_00000003/trainer_state.pt")
+        _statvfs_free(m, 10 << 30)
+        with pytest.raises(RuntimeError, match="unexpected pos"):
+            C.save_checkpoint(tmp_path / "run", 3, lm, {"model": opt}, {"model": sched}, {})
+    assert C.checkpoint_dirs(tmp_path / "run") == []  # nothing half-written left

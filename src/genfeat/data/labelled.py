@@ -26,6 +26,7 @@ is regression (STS-B only), the class names (None for GLUE / SuperGLUE and regre
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from genfeat.data.text_classification import (
     load_pair_task,
     stratified_split,
 )
+from genfeat.data.text_files import read_utf8
 from genfeat.errors import ConfigError, DataError
 
 EXTENSIONS = (".tsv", ".csv", ".jsonl")
@@ -99,19 +101,18 @@ def read_rows(path: Path, columns: tuple[str, str, str]) -> list[tuple[str, str 
     text, text_b, label = columns
     if path.suffix == ".jsonl":
         records = []
-        with path.open(encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        obj = json.loads(line)
-                    except json.JSONDecodeError as e:
-                        raise DataError(f"{path}:{n}: not a JSON object ({e.msg})") from None
-                    if not isinstance(obj, dict):
-                        raise DataError(f"{path}:{n}: not a JSON object")
-                    records.append((n, {k: None if v is None else str(v) for k, v in obj.items()}))
+        for n, line in enumerate(read_utf8(path).split("\n"), 1):  # not splitlines: JSON may hold U+2028
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(f"{path}:{n}: not a JSON object ({e.msg})") from None
+                if not isinstance(obj, dict):
+                    raise DataError(f"{path}:{n}: not a JSON object")
+                records.append((n, {k: None if v is None else str(v) for k, v in obj.items()}))
         header = set().union(*(r.keys() for _, r in records)) if records else set()
     else:
-        with path.open(encoding="utf-8", newline="") as f:
+        with io.StringIO(read_utf8(path), newline="") as f:
             reader = csv.DictReader(f, delimiter="\t" if path.suffix == ".tsv" else ",")
             header = set(reader.fieldnames or [])
             records = [(reader.line_num, row) for row in reader]
@@ -166,6 +167,9 @@ def read_labelled_dir(folder: str | Path, columns: tuple[str, str, str] = COLUMN
         idx = stratified_split(y, split_seed, valid=0.1, test=0.0)
         out["valid"] = ([pairs[i] for i in idx["valid"]], y[idx["valid"]])
         out["train"] = ([pairs[i] for i in idx["train"]], y[idx["train"]])
+        if not len(out["valid"][1]):
+            raise DataError(f"{d}: {len(y)} training rows leave none for the validation tenth carved from them; "
+                            "give more rows, or a valid file")
     if len({b is None for k in out for _, b in out[k][0][:1]}) > 1:
         raise DataError(f"{d}: the splits disagree on whether examples have {columns[1]!r}")
     return {k: out[k] for k in ("train", "valid", "test")}, classes

@@ -161,7 +161,13 @@ MANIFEST = "MANIFEST.json"
 
 
 def data_home() -> Path:
-    return Path(os.environ.get("GENFEAT_DATA") or Path.home() / ".cache" / "genfeat")
+    """$GENFEAT_DATA, else ~/.cache/genfeat (ConfigError where it names something that is not a folder)."""
+    home = Path(os.environ.get("GENFEAT_DATA") or Path.home() / ".cache" / "genfeat")
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"the data home {home} is a file, not a folder"
+                          + (" (GENFEAT_DATA): point GENFEAT_DATA at a folder" if os.environ.get("GENFEAT_DATA")
+                             else ": move the file, or set GENFEAT_DATA to a folder"))
+    return home
 
 
 def get_source(name: str) -> Source:

@@ -10,12 +10,14 @@ TSV format (for users with the GLUE data; tested on fixtures written in that for
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from genfeat.data.sources import require
+from genfeat.data.text_files import read_utf8
 from genfeat.errors import DataError
 
 
@@ -76,8 +78,9 @@ def load_glue_tsv(path: str | Path, task: str) -> list[tuple[str, str | None, st
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such GLUE file")
-    with path.open(encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = list(csv.reader(io.StringIO(read_utf8(path), newline=""), delimiter="\t", quoting=csv.QUOTE_NONE))
+    if not rows:
+        raise DataError(f"{path}: an empty file")
     if isinstance(a, str):
         header, rows = rows[0], rows[1:]
         try:
@@ -114,7 +117,7 @@ def load_superglue_jsonl(path: str | Path, task: str) -> list[tuple[str, str | N
     if not path.is_file():
         raise DataError(f"{path}: no such SuperGLUE file")
     out = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for i, line in enumerate(read_utf8(path).split("\n"), 1):  # not splitlines: JSON may hold U+2028
         if not line.strip():
             continue
         try:

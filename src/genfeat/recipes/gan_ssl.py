@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.config import load_yaml
+from genfeat.config import recorded_run
 from genfeat.data.batches import EpochBatches
 from genfeat.data.images import load_cifar10, load_fashion_mnist, load_mnist, load_svhn_mat
 from genfeat.errors import ConfigError
@@ -248,10 +248,8 @@ def build_networks(cfg: GanSSLRunConfig) -> tuple[torch.nn.Module, torch.nn.Modu
 def load_density(run: str | Path) -> PixelCNN:
     """A frozen PixelCNN from a `genfeat run pixelcnn` directory (eval mode, no parameter gradients)."""
     run = Path(run)
-    if not (run / "model.safetensors").is_file():
-        raise ConfigError(f"{run}: not a pixelcnn run directory (no model.safetensors); train one with "
-                          "`genfeat run pixelcnn --preset mnist --out DIR`")
-    cfg = load_yaml(run / "config.yaml")["config"]
+    cfg = recorded_run(run, "pixelcnn", ("model.safetensors",),
+                       "train one with `genfeat run pixelcnn --preset mnist --out DIR`")["config"]
     model = PixelCNN(1, cfg["filters"], cfg["n_blocks"], cfg["n_mix"])
     load_model_weights(model, run / "model.safetensors")
     return model.eval().requires_grad_(False)

@@ -157,6 +157,12 @@ def build_pretrainer(cfg: MultiCLSPretrainConfig, bert: BertModel) -> MultiCLSPr
     return MultiCLSPretrainer(MultiCLSEncoder(bert, cfg.model), cfg.data.hard_negatives, cfg.data.batch_groups)
 
 
+def check_max_len(name: str, max_len: int, positions: int) -> None:
+    if max_len > positions:
+        raise ConfigError(f"{name} {max_len} is longer than the pretrained encoder's {positions} positions "
+                          f"(max_position_embeddings): give at most {positions}")
+
+
 def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     check_early_stop_metric(cfg.train, PRETRAIN_METRICS)
     info = D.setup(cfg.train.device)
@@ -164,6 +170,7 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     seed_everything(cfg.seed)
     src = bert_dir(cfg.init)
     bert, bcfg = from_pretrained(src)
+    check_max_len("data.max_len", cfg.data.max_len, bcfg.max_len)
     tok = load_wordpiece(src)
     k = 0 if cfg.objective == "mtl" else cfg.model.k  # facet tokens in the input
     if k:
@@ -285,7 +292,11 @@ def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Modu
         if cfg.k:
             raise ConfigError(f"k: {run} is a pretraining run, which sets its own facets; k applies to a BERT "
                               "directory")
-        pc = from_dict(MultiCLSPretrainConfig, load_yaml(run / "config.yaml")["config"])
+        saved = load_yaml(run / "config.yaml")
+        if saved.get("recipe") != "multi_cls_pretrain":
+            raise ConfigError(f"pretrained: {run} is a {saved.get('recipe')!r} run; give a multi_cls_pretrain run or "
+                              "a BERT directory (an HF folder with config.json, or minilm-l6)")
+        pc = from_dict(MultiCLSPretrainConfig, saved["config"])
         src = bert_dir(pc.init)
         bert = BertModel(config_from_hf(json.loads((src / "config.json").read_text())))  # weights: the run's
         pre = build_pretrainer(pc, bert)
@@ -380,6 +391,7 @@ def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path |
     seed_everything(cfg.seed)
     n_labels = 1 if regression else int(max(int(y.max()) for _, y in data.values())) + 1
     model, tok, k = load_classifier(cfg, n_labels)
+    check_max_len("max_len", cfg.max_len, next(m for m in model.modules() if isinstance(m, BertModel)).cfg.max_len)
     model.to(info.device)
     sub = labeled_subset(len(data["train"][1]), cfg.labels, cfg.seed)
     rows = {name: encode_rows(tok, pairs, y, sub if name == "train" else np.arange(len(y)), cfg.max_len - k)

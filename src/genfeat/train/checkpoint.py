@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import hashlib
 import json
 import os
@@ -60,6 +61,21 @@ def _dcp(**options: bool):
 
 
 # ---------------------------------------------------------------- weights
+@contextlib.contextmanager
+def disk_full_named(path: Path):
+    """A failed write on a full disk becomes OSError(ENOSPC, path): safetensors says "os error 28" in its own
+    error type, and torch.save's zip writer only "unexpected pos" in a RuntimeError (then the free space decides)."""
+    try:
+        yield
+    except OSError:
+        raise
+    except Exception as e:
+        fs = os.statvfs(next(p for p in path.parents if p.exists()))
+        if "os error 28" in str(e) or fs.f_bavail * fs.f_frsize < 1 << 20:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from e
+        raise
+
+
 def save_weights(state_dict: dict[str, torch.Tensor], path: str | os.PathLike) -> None:
     """safetensors file; tensors sharing storage are written once (aliases in metadata). Atomic."""
     path = Path(path)
@@ -75,7 +91,8 @@ def save_weights(state_dict: dict[str, torch.Tensor], path: str | os.PathLike) -
             kept[name] = t.detach().contiguous().cpu()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        save_file(kept, str(tmp), metadata={"genfeat_aliases": json.dumps(aliases)})
+        with disk_full_named(path):
+            save_file(kept, str(tmp), metadata={"genfeat_aliases": json.dumps(aliases)})
         tmp.chmod(default_mode())  # safetensors creates its files 0600
         fsync(tmp)
         os.replace(tmp, path)
@@ -294,7 +311,8 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, model: nn.Module,
             save_weights(msd, tmp / WEIGHTS)
             state = {"step": step, "optimizers": osds, "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
                      "rng": rngs, **extra}
-            torch.save(state, tmp / STATE)
+            with disk_full_named(final / STATE):
+                torch.save(state, tmp / STATE)
             fsync(tmp / STATE)
             sums = {name: _sha256(tmp / name) for name in (WEIGHTS, STATE)}
             (tmp / CHECKSUMS).write_text(json.dumps(sums, indent=1) + "\n")

@@ -50,6 +50,20 @@ def default_threads() -> int:
     return max(1, available_cpus() - other_runnable())
 
 
+def chosen_threads() -> int:
+    """GENFEAT_THREADS as a count (ConfigError unless a whole number >= 1)."""
+    from genfeat.errors import ConfigError
+
+    value = os.environ["GENFEAT_THREADS"]
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ConfigError(f"GENFEAT_THREADS={value[:40]!r}: give a whole number of threads >= 1 (or unset it)")
+    return n
+
+
 def configure_threads(recorded: int | None = None) -> int:
     """Set torch's intra-op thread count for this run and return it. The user's choice (GENFEAT_THREADS, or
     OMP_NUM_THREADS, which torch already follows) wins; then `recorded`, the count a resumed or re-run config was
@@ -58,7 +72,7 @@ def configure_threads(recorded: int | None = None) -> int:
     import torch
 
     if "GENFEAT_THREADS" in os.environ:
-        torch.set_num_threads(max(1, int(os.environ["GENFEAT_THREADS"])))
+        torch.set_num_threads(chosen_threads())
     elif "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(max(1, int(recorded)) if recorded else default_threads())
     return torch.get_num_threads()

@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from genfeat.config import from_dict, load_yaml
+from genfeat.config import from_dict, recorded_run
 from genfeat.data.facet_targets import FacetDataConfig, load_targets
 from genfeat.data.facets import EOS, tokenize
-from genfeat.errors import ConfigError
 from genfeat.models.facets.config import FacetConfig
 from genfeat.models.facets.model import FacetModel
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
@@ -24,10 +23,7 @@ from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 def load_run(run_dir: str | Path) -> tuple[FacetModel, list[str], list[str], torch.Tensor]:
     """(model in eval mode, input vocabulary, target words, their unit vectors) of a `genfeat run facets` run."""
     run = Path(run_dir)
-    for f in ("config.yaml", WEIGHTS, "vocab.txt", "target_words.txt"):
-        if not (run / f).is_file():
-            raise ConfigError(f"{run}: not a facets run directory (no {f})")
-    saved = load_yaml(run / "config.yaml")["config"]
+    saved = recorded_run(run, "facets", (WEIGHTS, "vocab.txt", "target_words.txt"))["config"]
     mcfg, dcfg = from_dict(FacetConfig, saved["model"], "model."), from_dict(FacetDataConfig, saved["data"], "data.")
     vocab = (run / "vocab.txt").read_text().splitlines()
     words = (run / "target_words.txt").read_text().splitlines()

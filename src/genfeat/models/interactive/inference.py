@@ -20,9 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from genfeat.config import from_dict, load_yaml
+from genfeat.config import from_dict, recorded_run
 from genfeat.data.tokenizers import GENFEAT_FILE, Tokenizer, load_tokenizer
-from genfeat.errors import ConfigError
 from genfeat.models.facets import FacetConfig, FacetModel
 from genfeat.models.gpt import GPTConfig, GPTDecoder, build_gpt_lm
 from genfeat.models.gpt.insertion import Insertions
@@ -75,12 +74,7 @@ class InteractiveGenerator:
 def load_run(run_dir: str | Path) -> InteractiveGenerator:
     """The generators of a finished interactive run, in eval mode on the CPU."""
     run = Path(run_dir)
-    for f in ("config.yaml", WEIGHTS, WORDS, VECTORS, f"{GENERATOR}/{WEIGHTS}"):
-        if not (run / f).is_file():
-            raise ConfigError(f"{run}: not a finished interactive run directory (no {f})")
-    saved = load_yaml(run / "config.yaml")
-    if saved.get("recipe") != "interactive":
-        raise ConfigError(f"{run} is a {saved.get('recipe')!r} run, not an interactive run")
+    saved = recorded_run(run, "interactive", (WEIGHTS, WORDS, VECTORS, f"{GENERATOR}/{WEIGHTS}"))
     cfg = saved["config"]
     meta = json.loads((run / WORDS).read_text())
     table = torch.from_numpy(np.load(run / VECTORS)).float()

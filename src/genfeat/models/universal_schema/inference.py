@@ -10,8 +10,7 @@ from pathlib import Path
 
 from torch import nn
 
-from genfeat.config import from_dict, load_yaml
-from genfeat.errors import ConfigError
+from genfeat.config import from_dict, recorded_run
 from genfeat.models.universal_schema.config import UniversalSchemaConfig
 from genfeat.models.universal_schema.model import build_model
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
@@ -22,12 +21,7 @@ VOCAB = "schema_vocab.json"  # the run's tokens, written when it starts
 def load_run(run_dir: str | Path) -> tuple[nn.Module, list[str], UniversalSchemaConfig]:
     """(model in eval mode on the CPU, its token vocabulary, its config) of a universal_schema run."""
     run = Path(run_dir)
-    for f in ("config.yaml", WEIGHTS, VOCAB):
-        if not (run / f).is_file():
-            raise ConfigError(f"{run}: not a finished universal_schema run directory (no {f})")
-    saved = load_yaml(run / "config.yaml")
-    if saved.get("recipe") != "universal_schema":
-        raise ConfigError(f"{run} is a {saved.get('recipe')!r} run, not a universal_schema run")
+    saved = recorded_run(run, "universal_schema", (WEIGHTS, VOCAB))
     cfg = from_dict(UniversalSchemaConfig, saved["config"]["model"], "model.")
     vocab = json.loads((run / VOCAB).read_text())["vocab"]
     weights = load_weights(run / WEIGHTS)
