@@ -488,3 +488,23 @@ def test_the_environment_and_the_disk_fail_in_one_line(trained, tmp_path, capsys
     last = err.strip().splitlines()[-1]  # after the progress bars
     assert code == 1 and last.startswith("genfeat: error: the disk is full: no space left writing ")
     assert "model.safetensors" in last and "Traceback" not in err and not out.exists()
+
+
+def test_an_interrupt_in_the_finishing_work_says_how_to_finish(ptb_dir, tmp_path, capsys, monkeypatch):
+    """Ctrl-C / SIGTERM after the last checkpoint (the final evaluation, the record, the exports): exit 130 with the
+    resume line; the resume at the budget does the finishing work alone."""
+    from genfeat.train import record
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        m.setattr(record, "write_record", interrupted)
+        code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}",
+                               "--out", out)
+    last = err.strip().splitlines()[-1]
+    assert code == 130 and last.startswith("genfeat: interrupted after step_") and f"--resume {out}`" in last
+    assert not (out / "summary.json").exists()
+    code, _, _ = run_cli(capsys, "run", "--resume", out)
+    assert code == 0 and (out / "summary.json").is_file()

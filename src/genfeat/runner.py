@@ -23,7 +23,7 @@ from typing import Any
 
 from genfeat import __version__
 from genfeat.config import atomic_write_text, dump_yaml, from_dict, load_yaml, to_dict
-from genfeat.errors import ConfigError
+from genfeat.errors import ConfigError, Interrupted
 
 
 def new_run_dir(out: str | Path | None, recipe: str, preset: str) -> Path:
@@ -159,6 +159,10 @@ def _run_recipe(name: str | None, cfg: Any | None, run_dir: str | Path | None, p
             for parent in new_parents:  # innermost first; only if still empty
                 with contextlib.suppress(OSError):
                     parent.rmdir()
+        last = C.latest_checkpoint(run_dir) if run_dir.exists() else None
+        if isinstance(e, KeyboardInterrupt) and last is not None:  # outside training: its finishing work, say
+            raise Interrupted(f"interrupted after {last.name} (checkpoint kept); finish the run with "
+                              f"`genfeat run --resume {run_dir}`") from None
         raise
     finally:
         D.teardown(wait_for_peers=finished)  # a failed rank must not wait for peers that may never get there
