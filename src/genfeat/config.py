@@ -122,7 +122,7 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
             raise ConfigError(f"{name}: expected a {'finite ' if f is not None else ''}number, got {shown(value)}")
         leaf = name.rsplit(".", 1)[-1]
         if (leaf.endswith("dropout") or leaf == "dropatt") and not 0.0 <= f < 1.0:  # every recipe's dropouts
-            raise ConfigError(f"{name}: a dropout probability is in [0, 1), got {shown(value)}")
+            raise ConfigError(f"{name} must be in [0, 1) (a dropout probability), got {shown(value)}")
         return f
     if tp is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):

@@ -271,7 +271,7 @@ def test_bad_inputs_of_classification_are_one_line(bert_dir, tmp_path, capsys):
         ([*base, "--task", f"dir:{own}"], 1, f"{own / 'train.csv'}:2: not UTF-8 text (byte 0xe9)"),
         ([*base, "--task", f"dir:{good}", "--max_len", "100000"], 2,
          "max_len 100000 is longer than the pretrained encoder's 64 positions"),
-        ([*base, "--dropout", "1.5"], 2, "dropout: a dropout probability is in [0, 1), got '1.5'"),
+        ([*base, "--dropout", "1.5"], 2, "dropout must be in [0, 1) (a dropout probability), got '1.5'"),
     ]
     lm_run = tmp_path / "lm-run"  # what a `genfeat run lm` directory holds that the classifier would look at
     lm_run.mkdir()
