@@ -136,3 +136,14 @@ def test_torchrun_gan_ssl_runs_data_parallel(mnist_pickle, tmp_path):
     torchrun_genfeat(["run", "gan_ssl", "--preset", "tiny", "--out", str(out)])
     s = json.loads((out / "summary.json").read_text())
     assert s["world_size"] == 2 and 0 <= s["test_errors"] and s["steps"] == 6
+
+
+def test_a_data_root_that_mnist_would_ignore_is_refused():
+    from genfeat.errors import ConfigError
+    from genfeat.recipes.gan_ssl import ImageDataConfig
+
+    for dataset in ("mnist", "fashion_mnist"):
+        with pytest.raises(ConfigError, match=f"data.root is for svhn and cifar10; {dataset} is read from the data "
+                                              f"home ..genfeat data fetch {dataset.replace('_', '-')}"):
+            ImageDataConfig(dataset=dataset, root="/some/dir")
+    assert ImageDataConfig(dataset="svhn", root="/some/dir").root == "/some/dir"

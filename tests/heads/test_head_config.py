@@ -55,6 +55,9 @@ def test_head_config_errors():
         build_head(HeadConfig(kind="multi_facet", reranker_sizes=(100,)), 8, 10, None)
     with pytest.raises(ValueError, match="plain"):
         TXLConfig(cutoffs=(10,), head=HeadConfig())
+    with pytest.raises(ConfigError, match="head.input_dim 1000 is wider than the backbone's 32"):
+        build_head(HeadConfig(input_dim=1000), 32, 10, None)  # the rank would stay 32: not the width asked for
+    assert build_head(HeadConfig(input_dim=32), 32, 10, None).proj.weight.shape == (32, 32)  # the sweep's top point
 
 
 def test_lm_recipe_trains_a_multi_facet_head(ptb_dir, tmp_path):

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from genfeat.cli import main
+from genfeat.errors import ConfigError
 from genfeat.models.bert import BertConfig, BertModel, save_pretrained
 from genfeat.recipes.multi_cls import PRETRAIN_METRICS
 from tests.recipe_data import COMMON, TOPICS
@@ -87,7 +88,9 @@ def test_each_seed_draws_its_own_subset():
     a, b = labeled_subset(1000, 100, 0), labeled_subset(1000, 100, 1)
     assert len(a) == len(set(a.tolist())) == 100 and not np.array_equal(a, b)
     assert np.array_equal(a, labeled_subset(1000, 100, 0))
-    assert np.array_equal(labeled_subset(50, 100, 0), np.arange(50)) and len(labeled_subset(50, 0, 3)) == 50
+    assert np.array_equal(labeled_subset(50, 50, 0), np.arange(50)) and len(labeled_subset(50, 0, 3)) == 50
+    with pytest.raises(ConfigError, match="labels 1,000,000,000 is more than the 50 training examples"):
+        labeled_subset(50, 10**9, 0)  # not quietly all 50
 
 
 def test_classify_on_glue_and_superglue_files(bert_dir, tmp_path):

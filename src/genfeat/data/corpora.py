@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from genfeat.data.sources import require
+from genfeat.data.text_files import read_corpus
 from genfeat.errors import ConfigError, DataError
 
 Splits = dict[str, list[str]]
@@ -161,7 +162,7 @@ def _dir_files(root: Path) -> dict[str, Path]:
 def local_dir(path: str) -> Splits:
     root = Path(path).expanduser()
     files = _dir_files(root)
-    out = {s: [ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()] for s, f in files.items()}
+    out = {s: [ln.strip() for ln in read_corpus(f).splitlines() if ln.strip()] for s, f in files.items()}
     empty = [str(files[s]) for s in SPLITS if not out[s]]
     if empty:
         raise DataError(f"corpus folder {root}: {', '.join(empty)} holds no text")
@@ -237,7 +238,7 @@ def lm1b(path: str) -> Splits:
     training; heldout-monolingual.tokenized.shuffled/news.en.heldout-00000-of-00050 as valid and test (the
     Transformer-XL reference uses that shard for both)."""
     train, held = _lm1b_files(Path(path).expanduser())
-    read = lambda f: [ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()]  # noqa: E731
+    read = lambda f: [ln.strip() for ln in read_corpus(f).splitlines() if ln.strip()]  # noqa: E731
     heldout = read(held)
     return {"train": [ln for f in train for ln in read(f)], "valid": heldout, "test": heldout}
 

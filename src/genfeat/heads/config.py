@@ -137,6 +137,10 @@ def build_head(cfg: HeadConfig, d_model: int, vocab_size: int, tied: nn.Embeddin
     if cfg.input_dim:
         from genfeat.heads.bottleneck import HeadInputBottleneck
 
+        if cfg.input_dim > d_model:  # a wider map keeps the rank at d_model: the width asked for is not what reads
+            raise ConfigError(f"head.input_dim {cfg.input_dim} is wider than the backbone's {d_model}: it narrows "
+                              f"the head's input (at most {d_model}; 0: the backbone's width)")
+
         inner = build_head(dataclasses.replace(cfg, input_dim=0), cfg.input_dim, vocab_size, None, pad_id)
         return HeadInputBottleneck(inner, d_model, cfg.input_dim)
     from genfeat.heads.doc import DOCHead

@@ -69,6 +69,9 @@ class ImageDataConfig:
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
             raise ConfigError(f"data.dataset must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
+        if self.root and self.dataset not in COLOUR32:
+            raise ConfigError(f"data.root is for svhn and cifar10; {self.dataset} is read from the data home "
+                              f"(`genfeat data fetch {self.dataset.replace('_', '-')}`)")
 
 
 @dataclass(frozen=True)

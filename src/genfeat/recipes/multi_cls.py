@@ -276,9 +276,12 @@ CLASSIFY_PRESETS = {"bbc": classify_bbc, "tiny": classify_tiny}
 
 
 def labeled_subset(n_train: int, labels: int, seed: int) -> np.ndarray:
-    """The fine-tuning seed's own `labels` training indices (all of them when labels is 0 or too many), sorted;
-    every model sees the same subset for the same seed."""
-    if labels == 0 or labels >= n_train:
+    """The fine-tuning seed's own `labels` training indices (all of them when labels is 0), sorted; every model
+    sees the same subset for the same seed. More labels than training examples is a ConfigError."""
+    if labels > n_train:
+        raise ConfigError(f"labels {labels:,} is more than the {n_train:,} training examples: give at most "
+                          f"{n_train:,} (0: all of them)")
+    if labels == 0 or labels == n_train:
         return np.arange(n_train)
     return np.sort(np.random.default_rng([seed, 1_000_003]).choice(n_train, labels, replace=False))
 
