@@ -68,7 +68,7 @@ def test_run_directory_tokenizer_reads_in_hugging_face_tokenizers(tmp_path, kind
 
     from genfeat.data.tokenizers import save_tokenizer
 
-    lines = ["the cat sat on the mat", "héllo wörld — ünïcode 😀", "a\tb  c"]
+    lines = ["the cat 's on the mat , is n't it", "héllo wörld — ünïcode 😀", "a\tb  c"]  # PTB's split words
     tok = {"word": lambda: WordTokenizer.build(lines), "char": lambda: CharTokenizer.build(lines[:2]),
            "byte": ByteTokenizer, "bpe": lambda: HFTokenizer.train(lines * 20, "bpe", 300),
            "unigram": lambda: HFTokenizer.train(lines * 50, "unigram", 60)}[kind]()
@@ -77,6 +77,16 @@ def test_run_directory_tokenizer_reads_in_hugging_face_tokenizers(tmp_path, kind
     for text in [*lines, "unseen wörds zzz", "x\ny"]:
         assert hf.encode(text).ids == tok.encode(text), text
     assert load_tokenizer(tmp_path).encode(lines[0]) == tok.encode(lines[0])  # genfeat reads its own file
+    from transformers import AutoTokenizer  # and transformers' Auto class, with the special tokens declared
+
+    auto = AutoTokenizer.from_pretrained(tmp_path)  # without tokenizer_config.json: the model type's own class
+    # transformers < 5 defaults to cleaning up "cat 's" into "cat's" in decode: the file turns that off
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text())["clean_up_tokenization_spaces"] is False
+    for text in [*lines, "unseen wörds zzz"]:
+        assert auto(text)["input_ids"] == tok.encode(text), text
+    if kind == "word":
+        assert auto.eos_token == "<eos>" == auto.bos_token == auto.pad_token and auto.unk_token == "<unk>"
+        assert auto.eos_token_id == tok.eos_id and auto.decode(tok.encode(lines[0])) == lines[0]
 
 
 def test_a_run_directory_from_before_the_rename_says_what_to_do(tmp_path):

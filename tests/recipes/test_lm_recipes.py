@@ -95,6 +95,33 @@ def test_transformer_xl_recipe_end_to_end(ptb_dir, tmp_path, capsys):
     assert code == 2 and "must equal model.tgt_len" in capsys.readouterr().err
 
 
+def test_the_hf_export_loads_with_transformers_auto_classes(pretrained):
+    """AutoModelForCausalLM and AutoTokenizer on run/hf: the same ids, decoding and greedy continuation as genfeat,
+    and bos / eos / pad ids inside the vocabulary (GPT-2's 50256 would never stop HF generate)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import genfeat
+
+    lm, tok = genfeat.load(pretrained)
+    hf_tok = AutoTokenizer.from_pretrained(pretrained / "hf")
+    hf_lm = AutoModelForCausalLM.from_pretrained(pretrained / "hf").eval()
+    prompt = " ".join(tok.itos[2:9]) + " zzz-not-a-word"
+    ids = hf_tok(prompt)["input_ids"]
+    assert ids == tok.encode(prompt) and ids[-1] == tok.unk_id
+    assert hf_tok.decode(ids) == tok.decode(ids) == " ".join(tok.itos[2:9]) + " <unk>"
+    c = hf_lm.config
+    assert c.bos_token_id == c.eos_token_id == c.pad_token_id == tok.eos_id == hf_tok.eos_token_id
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        out = hf_lm.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=8)[0, len(ids):]
+        ours, step = [], x
+        for _ in range(len(out)):
+            nxt = int(lm(step)[0].log_probs()[0, -1].argmax())
+            ours.append(nxt)
+            step = torch.cat([step, torch.tensor([[nxt]])], 1)
+    assert out.tolist() == ours and (tok.eos_id not in ours[:-1])  # HF stops at the first <eos>, if any
+
+
 @pytest.fixture(scope="module")
 def pretrained(ptb_dir, tmp_path_factory):
     """A tiny softmax GPT run on the PTB-format corpus (with its hf/ directory)."""

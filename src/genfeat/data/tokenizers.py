@@ -7,7 +7,9 @@ trainable BPE / unigram (HF `tokenizers`), and trainable SentencePiece with XLNe
 In a run directory (`save_tokenizer` / `load_tokenizer(run_dir)`): `genfeat_tokenizer.json`, genfeat's own file
 (what genfeat reads back), and the same tokenizer in Hugging Face's format, so the usual tools read it:
 `tokenizer.json` for `tokenizers.Tokenizer.from_file` (word, character, byte, BPE, unigram and GPT-2 tokenizers:
-the same ids as `encode`), `spiece.model` for SentencePiece (XLNet's `XLNetTokenizer` / `AutoTokenizer`).
+the same ids as `encode`) with `tokenizer_config.json` beside it, so `transformers.AutoTokenizer.from_pretrained`
+reads it as a `PreTrainedTokenizerFast` with the special tokens (<eos> as bos / eos / pad of a word vocabulary),
+and `spiece.model` for SentencePiece (XLNet's `XLNetTokenizer` / `AutoTokenizer`).
 
 Line convention: the word tokenizer appends `<eos>` after every line (Mikolov PTB); the others
 encode the text with its newlines.
@@ -53,6 +55,16 @@ class Tokenizer:
     def hf(self):
         """The same tokenizer as a HF `tokenizers.Tokenizer` (encode gives the same ids), or None."""
         return None
+
+    def special_tokens(self) -> dict[str, str]:
+        """transformers' names of this vocabulary's special tokens (`eos_token`, `unk_token`, ...): what
+        tokenizer_config.json declares. A language model starts and pads at its end-of-sequence token."""
+        eos = self.decode_token(self.eos_id) if self.eos_id is not None else None
+        return {"bos_token": eos, "eos_token": eos, "pad_token": eos} if eos else {}
+
+    def decode_token(self, i: int) -> str:
+        """The vocabulary entry of id `i` (as the HF tokenizer writes it)."""
+        return self.hf().id_to_token(i)
 
 
 class WordTokenizer(Tokenizer):
@@ -104,6 +116,12 @@ class WordTokenizer(Tokenizer):
         tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
         return tk
 
+    def special_tokens(self) -> dict[str, str]:
+        return {**super().special_tokens(), "unk_token": self.unk}
+
+    def decode_token(self, i: int) -> str:
+        return self.itos[i]
+
 
 class CharTokenizer(Tokenizer):
     """Characters seen in the training text (plus `<unk>` = id 0)."""
@@ -147,6 +165,9 @@ class CharTokenizer(Tokenizer):
         tk.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every character a token
         tk.decoder = decoders.Fuse()
         return tk
+
+    def special_tokens(self) -> dict[str, str]:
+        return {"unk_token": "<unk>"}
 
 
 class ByteTokenizer(Tokenizer):
@@ -306,6 +327,7 @@ class SentencePieceTokenizer(Tokenizer):
 
 
 GENFEAT_FILE, HF_FILE, SPM_FILE = "genfeat_tokenizer.json", "tokenizer.json", "spiece.model"
+HF_CONFIG_FILE = "tokenizer_config.json"  # which transformers class reads tokenizer.json, and its special tokens
 
 
 def _bytes_to_unicode() -> list[str]:
@@ -337,7 +359,16 @@ def save_tokenizer(tok: Tokenizer, directory: str | Path) -> None:
     tok.save(directory / GENFEAT_FILE)
     hf = tok.hf()
     if hf is not None:
+        from tokenizers import AddedToken
+
+        special = tok.special_tokens()
+        hf.add_special_tokens([AddedToken(t, special=True) for t in dict.fromkeys(special.values())])  # same ids
         atomic_write_text(directory / HF_FILE, hf.to_str())
+        # AutoTokenizer.from_pretrained(directory) then loads this tokenizer (not the model type's default one);
+        # spaces stay as genfeat decodes them (PTB's "it 's" is two words)
+        atomic_write_text(directory / HF_CONFIG_FILE, json.dumps(
+            {"tokenizer_class": "PreTrainedTokenizerFast", **special, "clean_up_tokenization_spaces": False},
+            indent=1) + "\n")
     if isinstance(tok, SentencePieceTokenizer):
         atomic_write_bytes(directory / SPM_FILE, tok.proto)
 

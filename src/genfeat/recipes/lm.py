@@ -241,7 +241,7 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     if info.is_main and arch is GPT and exports_to_hf(cfg.model):
         # the same weights as a Hugging Face directory: GPT2LMHeadModel / AutoTokenizer.from_pretrained(hf/),
         # or `init=RUN/hf` to fine-tune them with another head
-        save_pretrained(lm, run_dir / "hf")
+        save_pretrained(lm, run_dir / "hf", eos_id=tok.eos_id)
         save_tokenizer(tok, run_dir / "hf")
     details = {"arch": arch.name, "vocab_size": tok.vocab_size, "train_tokens": result.count,
                "train_tokens_per_s": round(result.count_per_s, 1), "train_wall_s": round(result.wall_time, 1),

@@ -130,9 +130,12 @@ def exports_to_hf(cfg: GPTConfig) -> bool:
     return cfg.head == HeadConfig() and cfg.tie_embeddings and cfg.bias
 
 
-def save_pretrained(lm: CausalLM, directory: str | Path) -> None:
-    """config.json + model.safetensors that transformers' `GPT2LMHeadModel.from_pretrained` loads (softmax head)."""
+def save_pretrained(lm: CausalLM, directory: str | Path, eos_id: int | None = None) -> None:
+    """config.json + model.safetensors that transformers' `GPT2LMHeadModel.from_pretrained` loads (softmax head).
+    `eos_id`: the vocabulary's end-of-sequence id, written as bos / eos / pad token id (GPT-2's own convention),
+    so HF `generate` starts, stops and pads inside this vocabulary (else it takes GPT-2's 50256)."""
     cfg: GPTConfig = lm.backbone.cfg
     if not exports_to_hf(cfg):
         raise ValueError("only a GPT with biases and a tied softmax head exports as GPT2LMHeadModel")
-    write_hf_dir(directory, config_to_hf(cfg), to_hf_state_dict(lm.state_dict()))
+    ids = {} if eos_id is None else {"bos_token_id": eos_id, "eos_token_id": eos_id, "pad_token_id": eos_id}
+    write_hf_dir(directory, config_to_hf(cfg) | ids, to_hf_state_dict(lm.state_dict()))
