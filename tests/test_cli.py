@@ -315,9 +315,10 @@ def test_generate_streams_in_bounded_chunks(capsys, trained, monkeypatch):
 
     sizes, real = [], lm.generate_text
     monkeypatch.setattr(lm, "generate_text", lambda *a, n, **k: sizes.append(n) or real(*a, n=n, **k))
-    monkeypatch.setattr(cli, "GENERATE_CHUNK", 2)
-    code, out, _ = run_cli(capsys, "generate", trained, "-n", "5")
-    assert code == 0 and out.count("---\n") == 5 and sizes == [2, 2, 1]  # never more than a chunk at once
+    monkeypatch.setattr(cli, "GENERATE_CHUNK", 4)
+    code, out, _ = run_cli(capsys, "generate", trained, "-n", "12")
+    # the first sample at once, then doubling batches, never more than a chunk at once
+    assert code == 0 and out.count("---\n") == 12 and sizes == [1, 2, 4, 4, 1]
 
 
 def test_corpus_folder_with_an_empty_split(capsys, tmp_path):

@@ -219,13 +219,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
             print(piece, end="", flush=True)
         print("\n---", flush=True)
         return 0
-    for start in range(0, args.n, GENERATE_CHUNK):  # printed as they come, chunk by chunk
+    start, size = 0, 1
+    while start < args.n:  # printed as they come: chunks of 1, 2, 4, ... GENERATE_CHUNK (the first one at once)
+        n = min(size, GENERATE_CHUNK, args.n - start)
         with torch.no_grad():
-            texts = generate_text(lm_model, tok, sc, n=min(GENERATE_CHUNK, args.n - start),
-                                  seed=args.seed + start, prompt_option=option)
+            texts = generate_text(lm_model, tok, sc, n=n, seed=args.seed + start, prompt_option=option)
         for text in texts:
             print(text)
             print("---", flush=True)
+        start, size = start + n, 2 * size
     return 0
 
 
@@ -421,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="sample text from a trained language model run")
     g.add_argument("run_dir")
     g.add_argument("--prompt")
-    g.add_argument("-n", type=int, default=3)
+    g.add_argument("-n", type=int, default=3, help="samples, printed as they are drawn (in batches of 1, 2, 4, ... "
+                   "64; a batch starting at sample i draws with seed + i)")
     g.add_argument("--max-new-tokens", dest="max_new_tokens", type=int)
     g.add_argument("--top-k", dest="top_k", type=int)
     g.add_argument("--temperature", type=float)
