@@ -386,7 +386,7 @@ def cmd_facets(args: argparse.Namespace) -> int:
     width = max(len(name) for name, _ in rows)
     print(f"context: {args.context}")
     for name, items in rows:
-        words = ", ".join(f"{tok.decode([i]).strip() or repr(tok.decode([i]))} {p:.3f}" for i, p in items)
+        words = ", ".join(f"{tok.decode([i]).strip() or repr(tok.decode([i]))} {p:.3g}" for i, p in items)
         print(f"{name:<{width}}  {words}")
     return 0
 

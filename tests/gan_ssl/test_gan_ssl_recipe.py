@@ -11,7 +11,7 @@ import pytest
 from genfeat.cli import main
 
 
-def test_pixelcnn_then_gan_ssl_with_ld(mnist_pickle, tmp_path):
+def test_pixelcnn_then_gan_ssl_with_ld(mnist_pickle, tmp_path, capsys):
     dens = tmp_path / "dens"
     assert main(["run", "pixelcnn", "--preset", "tiny", "--out", str(dens)]) == 0
     s = json.loads((dens / "summary.json").read_text())
@@ -27,6 +27,12 @@ def test_pixelcnn_then_gan_ssl_with_ld(mnist_pickle, tmp_path):
 
     names = {k.split(".")[0] for k in load_weights(out / "model.safetensors")}
     assert names == {"discriminator", "generator"}  # every trained network, by name
+    capsys.readouterr()
+    late = tmp_path / "late"  # LD would start after the run's last step: its density pass is skipped, and said
+    assert main(["run", "gan_ssl", "--preset", "tiny", "--out", str(late), "--density.run", str(dens),
+                 "--train.lambda_ld", "1e-4", "--train.ld_start", "1000"]) == 0
+    assert "end before train.ld_start 1,000: the low-density term never applies" in capsys.readouterr().err
+    assert "epsilon" not in json.loads((late / "summary.json").read_text())
 
 
 def test_supervised_baseline_and_missing_density(mnist_pickle, tmp_path):

@@ -86,6 +86,10 @@ def test_facet_inspection_command(ptb_dir, tmp_path, capsys):
     assert names[0] == "final" and sum(n.startswith("softmax ") for n in names) == 3
     assert "partition 0 facet" in names and "partition 1 facet" in names
     assert len(probs) == 3 and probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0 + 1e-6
+    _, probs = _facet_rows(["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{ptb_dir}", "--train.max_steps",
+                            "1", "--out", str(tmp_path / "softmax")], tmp_path / "softmax", capsys)
+    # a barely trained softmax: small probabilities printed with three significant digits, not as 0.00x
+    assert min(probs) > 0 and any(p < 0.1 and p != round(p, 3) for p in probs), probs
     names, _ = _facet_rows([*base, "--out", str(tmp_path / "clr"), "--model.head.context", "true",
                             "--model.head.reranker_sizes", "[5]"], tmp_path / "clr", capsys)
     assert names == ["final", "base facet f_1", "context facet f_C", "reranker facet R:5"]

@@ -46,7 +46,8 @@ def test_facets_recipe_trains(bbc_articles, vectors, tmp_path, capsys):  # its r
     assert s["k"] == 3 and s["target_words"] > 10
     assert s["valid_loss"] == pytest.approx(s["valid_er_pos"] - s["valid_er_neg"], abs=1e-4)  # Eq. 3.2, weight 1
     assert (tmp_path / "a" / "vocab.txt").read_text().startswith("<pad>\n<unk>\n<eos>\n")
-    capsys.readouterr()  # the runs' own output
+    closing = capsys.readouterr().out.strip().splitlines()[-1]  # the run's closing line names its directory
+    assert closing.startswith("valid_loss ") and closing.endswith(f"-> {out}")
     assert main(["facet-words", str(tmp_path / "a"), "--sentence", "The bank said profits rose.", "--top", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("sentence:") and len(out) == 1 + 3 and out[1].startswith("facet  1: ")

@@ -31,6 +31,16 @@ def test_every_method_runs_from_the_cli(method, tmp_path):  # the _i baselines: 
         assert all(0.0 <= v <= 1.0 for v in branches.values())
 
 
+def test_a_budget_inside_the_warm_up_is_warned_about(tmp_path, capsys):
+    """A step budget that ends in the context warm-up trains no classifier: said before training."""
+    assert main(["run", "planetoid", "--preset", "tiny", "--method", "planetoid_t", "--train.warmup_steps", "50",
+                 "--train.max_steps", "40", "--out", str(tmp_path / "w")]) == 0
+    assert "train.max_steps 40 ends within the 50-step context warm-up" in capsys.readouterr().err
+    assert main(["run", "planetoid", "--preset", "tiny", "--method", "planetoid_t", "--train.warmup_steps", "50",
+                 "--train.max_steps", "60", "--out", str(tmp_path / "ok")]) == 0
+    assert "warm-up" not in capsys.readouterr().err
+
+
 def test_unknown_method_is_a_config_error():
     with pytest.raises(ConfigError, match="method must be one of"):
         P.PlanetoidRunConfig(method="nope")

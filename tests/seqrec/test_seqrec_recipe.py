@@ -61,13 +61,15 @@ def test_seqrec_resumes_with_a_longer_epoch_budget(inter_file, tmp_path):
     assert main(["run", "--resume", str(out), "--epochs", "3"]) == 2  # nothing left to train: said, not ignored
 
 
-def test_seqrec_honours_train_max_steps(inter_file, tmp_path):
-    """train.max_steps, when given, is the step budget (the same spelling as every other recipe); without it the
-    budget is epochs x steps per epoch."""
+def test_seqrec_honours_train_max_steps(inter_file, tmp_path, capsys):
+    """train.max_steps, when given, is the step budget (the same spelling as every other recipe, and what the run
+    says it trains for); without it the budget is epochs x steps per epoch."""
     out = tmp_path / "run"
     assert main(["run", "seqrec", "--preset", "tiny", "--data.dataset", f"atomic:{inter_file}", "--out", str(out),
                  "--train.max_steps", "5", "--train.patience", "0"]) == 0
     assert json.loads((out / "summary.json").read_text())["steps"] == 5
+    said = capsys.readouterr().out
+    assert "5 steps (train.max_steps: " in said and "up to" not in said
 
 
 @pytest.mark.dist

@@ -20,6 +20,13 @@ def test_summary_has_the_fixed_keys_and_the_report_a_table(tmp_path):
     assert "weights of step 2" in report and report.rstrip().endswith("A note.")
 
 
+def test_small_metrics_keep_their_digits(tmp_path):
+    """5 decimals, but a value under 0.01 keeps 4 significant digits (facets' loss of -4.3e-05 was -4e-05)."""
+    s = write_record(tmp_path, "A run", {"valid_loss": -4.3217e-05, "valid_ppl": 123.4567891, "test_acc": 0.0},
+                     params=1, steps=1, best_step=1, wall_s=1.0, train_s=1.0)
+    assert s["valid_loss"] == -4.322e-05 and s["valid_ppl"] == 123.45679 and s["test_acc"] == 0.0
+
+
 @pytest.mark.parametrize("metrics, details", [({"accuracy": 1.0}, {}), ({"val_acc": 1.0}, {}),
                                               ({"test_acc": 1.0}, {"params": 3}), ({"test_acc": 1.0}, {"machine": 1})])
 def test_metric_names_and_fixed_keys_are_enforced(tmp_path, metrics, details):

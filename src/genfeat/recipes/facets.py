@@ -223,7 +223,7 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     if info.is_main:
         (run_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
         (run_dir / "target_words.txt").write_text("\n".join(target_words) + "\n")
-    return record_fit(run_dir, f"Multi-facet {dc.unit} embeddings (K={mcfg.k}, {cfg.loss.solver})", final,
+    summary = record_fit(run_dir, f"Multi-facet {dc.unit} embeddings (K={mcfg.k}, {cfg.loss.solver})", final,
                       fit=res, started=t0, params=n_params,
                       details={"k": mcfg.k, "solver": cfg.loss.solver, "lam": cfg.loss.lam, "vocab": len(vocab),
                                "target_words": len(target_words), "unit": dc.unit,
@@ -231,3 +231,7 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
                                "train_targets": target_composition(ex["train"], target_words)},
                       notes=["valid_loss: Er(positives) - Er(rotated negatives) per word with the exact E-step on "
                              f"{sum(len(b['input_ids']) for b in valid)} held-out sentences (best weights)."])
+    if info.is_main:
+        print(f"valid_loss {summary['valid_loss']:.4g} (Er+ {summary['valid_er_pos']:.4g}, Er- "
+              f"{summary['valid_er_neg']:.4g}; best step {res.best_step}) -> {run_dir}")
+    return summary

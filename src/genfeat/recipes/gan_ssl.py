@@ -313,7 +313,7 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
         details |= assumption_ratios(disc, xs, samples)
         notes.append(f"Assumption 1: r_real = {details['r_real']:.3f} (test images with max l > 0), r_gen = "
                      f"{details['r_gen']:.3f} (generated with max l < 0).")
-        if density is not None:
+        if density is not None and res.epsilon is not None:
             with torch.no_grad():
                 lp = torch.cat([log_density(samples[a: a + 250]) for a in range(0, 1000, 250)])
             details |= {"max_logp_generated": round(float(lp.max()), 1), "epsilon": round(res.epsilon, 1),

@@ -258,7 +258,8 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
     if info.is_main:
         metric = "bpc" if per_char else "ppl"
         print(f"valid {metric} {final['valid_' + metric]:.3f}   test {metric} {final['test_' + metric]:.3f}   "
-              f"({result.step} steps, {summary['train_wall_s']} s, {summary['train_tokens_per_s']:,.0f} tok/s)")
+              f"({result.step} steps: {summary['train_tokens_per_s']:,.0f} tok/s over {summary['train_step_s']} s "
+              f"in steps, {summary['train_wall_s']} s of training in all)")
         for s in summary["samples"]:
             print("  sample:", s.replace("\n", " | "))
         print(f"run directory: {run_dir}")

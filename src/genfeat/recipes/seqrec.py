@@ -219,8 +219,10 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
                  else f"{len(rows):,} examples")
     task = NextItemRanking(data.valid, data.test, cfg.eval.ks, cfg.eval.mask_history, cfg.eval.ties,
                            cfg.data.eval_batch_size)
-    print(f"genfeat seqrec {name}: {n_params / 1e6:.3f}M parameters, {rows_desc}, {spe} steps per epoch, up to "
-          f"{cfg.epochs} epochs, early stopping on valid_{task.metric} (patience {tc.patience})")
+    span = f"up to {cfg.epochs} epochs" if cfg.train.max_steps is None else \
+        f"{budget:,} steps (train.max_steps: {budget / spe:.3g} epochs)"
+    print(f"genfeat seqrec {name}: {n_params / 1e6:.3f}M parameters, {rows_desc}, {spe} steps per epoch, {span}, "
+          f"early stopping on valid_{task.metric} (patience {tc.patience})")
     result, final = fit_task(D.wrap(model, info), task, batches, tc, run_dir, resume_from=resume_from, desc=name)
     epochs = result.step / spe
     details = {"model": name, "dataset": data.stats() | {"name": data.name}, "stride": cfg.data.stride,

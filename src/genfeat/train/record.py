@@ -41,6 +41,12 @@ def versions() -> dict[str, str]:
     return {"genfeat": __version__, "torch": torch.__version__, "python": platform.python_version()}
 
 
+def _rounded(v: float) -> float:
+    """5 decimals; a value under 0.01 keeps 4 significant digits instead (a loss of -4.3e-05 is not -4e-05)."""
+    v = float(v)
+    return round(v, 5) if abs(v) >= 0.01 or v == 0 or v != v else float(f"{v:.4g}")
+
+
 def write_record(run_dir: str | Path, title: str, metrics: Mapping[str, float], *, params: int, steps: int,
                  best_step: int | None, wall_s: float, train_s: float, details: Mapping[str, Any] | None = None,
                  notes: Sequence[str] = ()) -> dict[str, Any]:
@@ -51,7 +57,7 @@ def write_record(run_dir: str | Path, title: str, metrics: Mapping[str, float], 
     if bad:
         raise ValueError(f"metric names must be {{split}}_{{metric}} with split in {SPLITS}: {bad}")
     info = D.current()
-    summary: dict[str, Any] = {k: (round(float(v), 5) if isinstance(v, float) else v) for k, v in metrics.items()}
+    summary: dict[str, Any] = {k: (_rounded(v) if isinstance(v, float) else v) for k, v in metrics.items()}
     summary |= {"params": int(params), "steps": int(steps), "best_step": best_step, "wall_s": round(wall_s, 1),
                 "train_s": round(train_s, 1), "world_size": info.world_size, "device": str(info.device),
                 "versions": versions()}

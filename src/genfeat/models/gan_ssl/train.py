@@ -30,6 +30,7 @@ objective. What stays per rank: the instance noise and dropout draws, and the ge
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -335,7 +336,11 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
             with torch.no_grad():  # what identifies the density model in a checkpoint
                 probe = log_density(x_train[:4].to(dev)).cpu().tolist()
             epsilon = _saved_epsilon(resume_from, cfg.ld_quantile, probe, info.rank)
-            if epsilon is None:
+            budget = cfg.max_steps if cfg.max_steps is not None else cfg.epochs * iters
+            if budget <= cfg.ld_start:  # ε would never be read: skip minutes of density over the training images
+                print(f"genfeat: warning: the run's {budget:,} steps end before train.ld_start {cfg.ld_start:,}: "
+                      "the low-density term never applies (ε is not computed)", file=sys.stderr)
+            elif epsilon is None:
                 with torch.no_grad():
                     lp = torch.cat([log_density(x_train[a: a + 500].to(dev)).cpu() for a in
                                     progress(range(0, min(n_unl, EPSILON_IMAGES), 500),

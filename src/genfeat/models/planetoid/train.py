@@ -198,6 +198,10 @@ def planetoid_method(model: Planetoid, data: GraphData, sampler: ContextSampler,
     batches = {"labeled": LabeledBatches(data.train_idx, data.labels, cfg.n1, gen),
                "triples": Triples(sampler, cfg.n2)}
     steps = warmup + (int(rounds * cfg.t2) if context_only else rounds)
+    if cfg.max_steps is not None and cfg.max_steps <= warmup and not context_only:
+        print(f"genfeat: warning: train.max_steps {cfg.max_steps:,} ends within the {warmup:,}-step context warm-up: "
+              "no classifier step and no evaluation will run (give more steps, or a shorter train.warmup_steps)",
+              file=sys.stderr)
     loop = TrainConfig(max_steps=steps if cfg.max_steps is None else cfg.max_steps, clip_norm=0.0, precision="fp32",
                        log_every=cfg.eval_every, eval_every=cfg.eval_every, eval_from=warmup,
                        ckpt_every=cfg.eval_every if context_only else 0, patience=cfg.patience)
