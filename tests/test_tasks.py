@@ -165,8 +165,12 @@ def test_fit_task_keeps_the_best_weights_and_evaluates_every_split(tmp_path):
     model = _BagClassifier()
     cfg = TrainConfig(max_steps=30, lr=0.05, warmup_steps=0, schedule="constant", log_every=5, eval_every=5,
                       patience=0, precision="fp32", clip_norm=0.0)
+    passes, evaluate = [], task.evaluate
+    task.evaluate = lambda m, split: passes.append(split) or evaluate(m, split)
     res, scores = fit_task(model, task, EpochBatches(task.train_rows, 16, np.random.default_rng(0)), cfg, tmp_path)
-    assert set(scores) >= {"valid_accuracy", "test_accuracy", "valid_macro_f1"}
+    assert passes == ["valid"] * 6 + ["test"]  # every 5 steps, then test alone: the kept weights' valid is known
+    assert set(scores) >= {"valid_accuracy", "test_accuracy", "valid_macro_f1"} and list(scores)[0] == "valid_accuracy"
+    assert {k: v for k, v in scores.items() if k.startswith("valid_")} == task.evaluate(model, "valid")  # the same
     best = max(reversed(res.evals), key=lambda e: e["valid_accuracy"])  # the last of the ties, as fit keeps it
     assert res.best_step == best["step"] and scores["valid_accuracy"] == pytest.approx(best["valid_accuracy"])
     assert scores["test_accuracy"] > 0.8  # the toy task is learnable

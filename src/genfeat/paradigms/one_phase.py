@@ -21,7 +21,7 @@ from torch import nn
 from genfeat.tasks.base import Task
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
-from genfeat.train.loop import FitResult, TrainConfig, fit
+from genfeat.train.loop import FitResult, TrainConfig, autocast_dtype, fit
 from genfeat.train.step import Step
 
 
@@ -51,4 +51,23 @@ def fit_task(model: nn.Module, task: Task, batches: Iterator, cfg: TrainConfig, 
               optimizer=optimizer, desc=desc, unit=task.unit)
     net = D.unwrap(model)
     load_model_weights(net, Path(run_dir) / WEIGHTS)  # the best weights by the selection metric (or the last)
-    return res, task.evaluate_all(net, final_splits)
+    return res, final_scores(task, net, res, cfg, final_splits, split if select else None)
+
+
+def final_scores(task: Task, net: nn.Module, res: FitResult, cfg: TrainConfig, splits: Iterable[str] | None,
+                 selected: str | None) -> dict[str, float]:
+    """The kept weights' {split}_{metric} on `splits` (default: every split). The selection split's were
+    measured when fit kept those weights (`res.best_eval`): reused, not evaluated again, where that evaluation
+    ran in full precision (no autocast), so it is the number a new pass would give."""
+    splits = list(task.splits if splits is None else splits)
+    device = next(net.parameters()).device
+    known = {k: v for k, v in res.best_eval.items() if k != "step" and k.startswith(f"{selected}_")} \
+        if selected in splits and autocast_dtype(cfg.precision, device) is None else {}
+    rest = [s for s in splits if not (known and s == selected)]
+    scores = task.evaluate_all(net, rest) if rest else {}
+    if not known:
+        return scores
+    out: dict[str, float] = {}
+    for s in splits:  # in the splits' order, as evaluate_all gives them
+        out |= known if s == selected else {k: v for k, v in scores.items() if k.startswith(f"{s}_")}
+    return out | scores

@@ -35,6 +35,7 @@ from genfeat.models.gpt import config as gpt_presets
 from genfeat.models.gpt.hf import exports_to_hf, load_pretrained_weights, pretrained_config, save_pretrained
 from genfeat.models.lm import CausalLM
 from genfeat.models.nll_passes import segment_nll
+from genfeat.paradigms import final_scores
 from genfeat.tasks.generation import SampleConfig, generate_text
 from genfeat.tasks.language_modeling import LanguageModeling, lm_loss, lm_scores
 from genfeat.train import distributed as D
@@ -237,7 +238,7 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
 
     load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
     model.eval()
-    final = task.evaluate_all(model)
+    final = final_scores(task, model, result, cfg.train, None, "valid")  # valid: measured when the weights were kept
     if info.is_main and arch is GPT and exports_to_hf(cfg.model):
         # the same weights as a Hugging Face directory: GPT2LMHeadModel / AutoTokenizer.from_pretrained(hf/),
         # or `init=RUN/hf` to fine-tune them with another head
