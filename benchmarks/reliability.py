@@ -1,6 +1,6 @@
 """Bad inputs and interruptions, as a new user meets them; records docs/results/reliability.{md,json}.
 
-    python -m benchmarks.reliability [--only bad-inputs|interruptions|faults]
+    python -m benchmarks.reliability [--only bad-inputs|interruptions|faults|finishing]
 
 Bad inputs: each row runs `genfeat ...` in a fresh process against a tiny trained LM run and a PTB-format corpus
 made here, and records the exit code, the last line of stderr, whether a Python traceback was printed, and what
@@ -223,6 +223,38 @@ def interruptions(work: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     return rows
 
 
+def finishing(work: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    """Each recipe's run sent SIGTERM as soon as its last checkpoint is on disk, in the finishing work (the final
+    evaluation, the record, the exports), then `--resume`d at its budget: the exit code and line of the interrupt,
+    and whether the resume wrote the summary of the uninterrupted run."""
+    from genfeat.train.checkpoint import latest_checkpoint
+
+    rows = []
+    for recipe, recipe_args in interruption_runs(work, env).items():
+        args = ["run", recipe, *recipe_args]
+        ref = work / recipe / "uninterrupted"
+        assert sh([*args, "--out", ref], work, env, timeout=900).returncode == 0
+        last = latest_checkpoint(ref).relative_to(ref)
+        out = work / recipe / "finishing"
+        proc = subprocess.Popen([*GENFEAT, *args, "--out", str(out)], cwd=work, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
+        while proc.poll() is None and not (out / last / "checksums.json").is_file():
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+        summary_after_kill = (out / "summary.json").is_file()
+        res = sh(["run", "--resume", out], work, env, timeout=900)
+        numbers = [{k: v for k, v in json.loads((d / "summary.json").read_text()).items() if isinstance(v, float)
+                    and not any(t in k for t in ("_s", "per_s", "seconds", "time", "wall"))}
+                   if (d / "summary.json").is_file() else None for d in (ref, out)]
+        rows.append({"recipe": recipe, "final_step": int(last.name[len("step_"):]), "exit_code": proc.returncode,
+                     "message": (err.strip().splitlines() or [""])[-1][:300], "summary_after_kill": summary_after_kill,
+                     "resume_exit_code": res.returncode,
+                     "summary_equals_uninterrupted": numbers[0] is not None and numbers[0] == numbers[1]})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def _outcome(p: subprocess.CompletedProcess) -> dict[str, Any]:
     """Exit code, traceback, and genfeat's last line on stderr (not a progress bar's)."""
     lines = [ln for ln in (p.stderr or "").strip().splitlines() if ln.startswith(("genfeat", "Traceback", "  File"))
@@ -422,6 +454,18 @@ def markdown(record: dict[str, Any]) -> str:
             msg = r["message"].replace("|", "\\|")[:220]
             lines.append(f"| {r['fault']} | {r['exit_code']} | {'**yes**' if r['traceback'] else 'no'} | {msg} | "
                          f"{r['outcome'].replace('|', '/')[:200]} |")
+    if res.get("finishing"):
+        lines += ["", "## An interrupt in the finishing work (after the last checkpoint)", "",
+                  f"Command: `{res.get('commands', {}).get('finishing', 'python -m benchmarks.reliability')}`. "
+                  "The runs of the interruption table below, sent SIGTERM as soon as their last checkpoint was "
+                  "written, then `--resume`d at their budget; *same summary*: the resumed run's summary numbers "
+                  "equal the uninterrupted run's (timings aside).", "",
+                  "| recipe | steps | exit code | last line of stderr | summary after the kill | resume exit code | "
+                  "same summary |", "|---|---|---|---|---|---|---|"]
+        for r in res["finishing"]:
+            lines.append(f"| {r['recipe']} | {r['final_step']} | {r['exit_code']} | "
+                         f"{r['message'].replace('|', '/')[:160]} | {'yes' if r['summary_after_kill'] else 'no'} | "
+                         f"{r['resume_exit_code']} | {'yes' if r['summary_equals_uninterrupted'] else '**no**'} |")
     if res.get("interruptions"):
         lines += ["", "## Interruptions (tiny presets, lengthened; arguments in the JSON)", "",
                   "| recipe | steps | signal | exit code | checkpoints after the kill | resume exit code | final "
@@ -436,7 +480,7 @@ def markdown(record: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["bad-inputs", "interruptions", "faults"])
+    ap.add_argument("--only", choices=["bad-inputs", "interruptions", "faults", "finishing"])
     args = ap.parse_args()
     from benchmarks.common import command, load_result
     from genfeat.data.sources import data_home
@@ -447,10 +491,14 @@ def main() -> None:
         old = load_result(NAME)  # the sections this run does not measure stay as recorded
         results: dict[str, Any] = dict(old["results"]) if old and args.only else {}
         results["commands"] = {**results.get("commands", {}), **{k: command() for k in (
-            ["bad_inputs", "interruptions", "faults"] if args.only is None else [args.only.replace("-", "_")])}}
+            ["bad_inputs", "interruptions", "faults", "finishing"] if args.only is None
+            else [args.only.replace("-", "_")])}}
         if args.only in (None, "faults"):
             (work / "faults").mkdir()
             results["faults"] = faults(work / "faults", env, str(data_home()))
+        if args.only in (None, "finishing"):
+            (work / "fin").mkdir()
+            results["finishing"] = finishing(work / "fin", {**env, "GENFEAT_DATA": str(data_home())})
         if args.only in (None, "bad-inputs"):
             (work / "bad").mkdir()
             results["bad_inputs"] = bad_inputs(work / "bad", env)

@@ -134,3 +134,19 @@ def test_extending_a_run_never_jumps_its_learning_rate_silently(tmp_path, capsys
         resume_from=tmp_path / "flat/checkpoints/step_00000020")
     lrs = [r["lr"] for r in read_metrics(tmp_path / "flat") if "lr" in r]
     assert len(lrs) == 40 and lrs[19] == lrs[20] == 1e-3
+
+
+def test_a_run_stopped_before_its_final_evaluation_evaluates_on_resume(tmp_path):
+    """A budget shorter than eval_every evaluates once, after the last checkpoint: a run stopped there (SIGTERM in
+    the finishing work) resumes at its budget into that evaluation, and keeps its weights (else no
+    model.safetensors: seqrec under 1 epoch)."""
+    cfg = TrainConfig(max_steps=4, lr=3e-3, warmup_steps=1, eval_every=10, ckpt_every=4, log_every=1)
+    lm, data = make()
+    first = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate)
+    assert [e["step"] for e in first.evals] == [4] and C.load_trainer_state(
+        tmp_path / "checkpoints/step_00000004")["last_eval"] == 0  # the checkpoint came before the evaluation
+    (tmp_path / C.WEIGHTS).unlink()  # as if stopped right after the checkpoint
+    lm, data = make()
+    again = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate, resume_from=tmp_path / "checkpoints/step_00000004")
+    assert [e["step"] for e in again.evals] == [4] and (tmp_path / C.WEIGHTS).is_file()
+    assert again.best_metric == first.best_metric

@@ -361,6 +361,7 @@ def fit(
         method.load_state_dict(state["method"][info.rank])  # the method's own streams (e.g. memory, schedules)
         sums = {k: [v.to(device) if isinstance(v, torch.Tensor) else v, n]  # the log window the run was in
                 for k, (v, n) in state["log_window"][info.rank].items()}
+        resumed_eval = state["last_eval"]  # a run stopped before its final evaluation still owes it
         if info.is_main:  # forget what the interrupted run logged after this checkpoint
             rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
             atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
@@ -371,7 +372,7 @@ def fit(
     def checkpoint() -> Path:
         extra = {"count": count, "train_time": result.train_time, "best": best, "best_step": best_step,
                  "best_eval": best_eval, "bad_evals": bad_evals,
-                 "lr_scale": plateau.scale,
+                 "lr_scale": plateau.scale, "last_eval": last_eval,
                  "log_window": D.gather_objects({k: [v.cpu() if isinstance(v, torch.Tensor) else v, n]
                                                  for k, (v, n) in sums.items()}),
                  "data": {k: D.gather_objects(it.state_dict()) for k, it in data.items() if hasattr(it, "state_dict")},
@@ -422,7 +423,8 @@ def fit(
     t_start = t_log = time.perf_counter()
     losses: dict[str, None] = {}  # the updates' names, shown on the progress bar
     count_log = 0
-    last_eval = last_ckpt = step
+    last_ckpt = step
+    last_eval = resumed_eval if resume_from is not None else step  # the step of the last evaluation
     try:
         with _StopFlag() as stop:
             while step < cfg.max_steps:
