@@ -430,6 +430,11 @@ def disk_full(work: Path, env: dict[str, str], data: Path) -> list[dict[str, Any
     return rows
 
 
+def _row(*cells: Any) -> str:
+    """A table row, the cells' own | escaped."""
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
 def markdown(record: dict[str, Any]) -> str:
     from benchmarks.common import header
 
@@ -440,10 +445,9 @@ def markdown(record: dict[str, Any]) -> str:
         lines += ["## Bad inputs", "", "| input | exit code | traceback | last line of stderr | new files |",
                   "|---|---|---|---|---|"]
         for r in res["bad_inputs"]:
-            msg = r["message"].replace("|", "\\|")[:160]
             new = r["n_new_files"] if not r["n_new_files"] else f"{r['n_new_files']} ({', '.join(r['new_files'])})"
-            lines.append(f"| {r['input']} | {r['exit_code']} | {'**yes**' if r['traceback'] else 'no'} | {msg} | "
-                         f"{new} |")
+            lines.append(_row(r["input"], r["exit_code"], "**yes**" if r["traceback"] else "no", r["message"][:160],
+                              new))
     if res.get("faults"):
         lines += ["", "## Silent corruption, ignored options, tracebacks and races (the fault trial's items)", "",
                   f"Command: `{res.get('commands', {}).get('faults', 'python -m benchmarks.reliability')}`. "
@@ -451,9 +455,8 @@ def markdown(record: dict[str, Any]) -> str:
                   "what it printed).", "",
                   "| fault | exit code | traceback | last line of stderr | what happens now |", "|---|---|---|---|---|"]
         for r in res["faults"]:
-            msg = r["message"].replace("|", "\\|")[:220]
-            lines.append(f"| {r['fault']} | {r['exit_code']} | {'**yes**' if r['traceback'] else 'no'} | {msg} | "
-                         f"{r['outcome'].replace('|', '/')[:200]} |")
+            lines.append(_row(r["fault"], r["exit_code"], "**yes**" if r["traceback"] else "no", r["message"][:220],
+                              r["outcome"][:200]))
     if res.get("finishing"):
         lines += ["", "## An interrupt in the finishing work (after the last checkpoint)", "",
                   f"Command: `{res.get('commands', {}).get('finishing', 'python -m benchmarks.reliability')}`. "
@@ -463,18 +466,17 @@ def markdown(record: dict[str, Any]) -> str:
                   "| recipe | steps | exit code | last line of stderr | summary after the kill | resume exit code | "
                   "same summary |", "|---|---|---|---|---|---|---|"]
         for r in res["finishing"]:
-            lines.append(f"| {r['recipe']} | {r['final_step']} | {r['exit_code']} | "
-                         f"{r['message'].replace('|', '/')[:160]} | {'yes' if r['summary_after_kill'] else 'no'} | "
-                         f"{r['resume_exit_code']} | {'yes' if r['summary_equals_uninterrupted'] else '**no**'} |")
+            lines.append(_row(r["recipe"], r["final_step"], r["exit_code"], r["message"][:160],
+                              "yes" if r["summary_after_kill"] else "no", r["resume_exit_code"],
+                              "yes" if r["summary_equals_uninterrupted"] else "**no**"))
     if res.get("interruptions"):
         lines += ["", "## Interruptions (tiny presets, lengthened; arguments in the JSON)", "",
                   "| recipe | steps | signal | exit code | checkpoints after the kill | resume exit code | final "
                   "weights = uninterrupted run |", "|---|---|---|---|---|---|---|"]
         for r in res["interruptions"]:
             same = "yes (bitwise)" if r["final_weights_equal_uninterrupted"] else "NO"
-            lines.append(f"| {r['recipe']} | {r['final_step']} | {r['signal']} | {r['exit_code']} | "
-                         f"{', '.join(r['checkpoints_after_kill'])} | "
-                         f"{r['resume_exit_code']} | {same} |")
+            lines.append(_row(r["recipe"], r["final_step"], r["signal"], r["exit_code"],
+                              ", ".join(r["checkpoints_after_kill"]), r["resume_exit_code"], same))
     return "\n".join(lines) + "\n"
 
 
