@@ -150,3 +150,12 @@ def test_a_run_stopped_before_its_final_evaluation_evaluates_on_resume(tmp_path)
     again = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate, resume_from=tmp_path / "checkpoints/step_00000004")
     assert [e["step"] for e in again.evals] == [4] and (tmp_path / C.WEIGHTS).is_file()
     assert again.best_metric == first.best_metric
+
+
+def test_a_run_evaluated_at_its_last_checkpoint_does_not_evaluate_again_on_resume(tmp_path):
+    cfg = TrainConfig(max_steps=4, lr=3e-3, warmup_steps=1, eval_every=4, log_every=1)
+    lm, data = make()
+    assert [e["step"] for e in fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate).evals] == [4]
+    lm, data = make()
+    again = fit(lm, lm_loss, data, cfg, tmp_path, evaluate=evaluate, resume_from=tmp_path / "checkpoints/step_00000004")
+    assert again.evals == []  # its evaluation at step 4 is in the checkpoint's state

@@ -342,6 +342,7 @@ def fit(
     data = dict(train_data) if isinstance(train_data, Mapping) else {"train": train_data}
     step, count, best, best_step, bad_evals, best_eval, train_time = 0, 0, None, None, 0, {}, 0.0
     sums: dict[str, list] = {}  # logged name -> [sum over the log window, count]
+    last_eval = 0  # the step of the last evaluation
     if resume_from is not None:
         done = int(Path(resume_from).name[len("step_"):])
         # checked before the restore, so a refused resume changes nothing. A run whose training is done but whose
@@ -361,7 +362,7 @@ def fit(
         method.load_state_dict(state["method"][info.rank])  # the method's own streams (e.g. memory, schedules)
         sums = {k: [v.to(device) if isinstance(v, torch.Tensor) else v, n]  # the log window the run was in
                 for k, (v, n) in state["log_window"][info.rank].items()}
-        resumed_eval = state["last_eval"]  # a run stopped before its final evaluation still owes it
+        last_eval = state["last_eval"]  # a run stopped before its final evaluation still owes it
         if info.is_main:  # forget what the interrupted run logged after this checkpoint
             rows = [r for r in read_metrics(run_dir) if r.get("step", 0) <= step]
             atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
@@ -424,7 +425,6 @@ def fit(
     losses: dict[str, None] = {}  # the updates' names, shown on the progress bar
     count_log = 0
     last_ckpt = step
-    last_eval = resumed_eval if resume_from is not None else step  # the step of the last evaluation
     try:
         with _StopFlag() as stop:
             while step < cfg.max_steps:
