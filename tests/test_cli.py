@@ -466,6 +466,10 @@ def test_a_yaml_alias_bomb_and_a_huge_value_are_refused_in_one_short_line(tmp_pa
     assert "expands" not in err
     code, _, err = run_cli(capsys, "run", "lm", "--preset", "tiny", "--train.lr", "x" * 100_000)
     assert code == 2 and err.count("\n") == 1 and len(err) < 300 and "train.lr: expected a number" in err
+    huge_key = tmp_path / "key.yaml"
+    huge_key.write_text(f"recipe: lm\nconfig: {{train: {{{'k' * 1000}: 1}}}}\n")  # YAML's longest plain key
+    code, _, err = run_cli(capsys, "run", "--config", huge_key)
+    assert code == 2 and err.count("\n") == 1 and len(err) < 900 and "unknown field train.kkk" in err
 
 
 def test_the_environment_and_the_disk_fail_in_one_line(trained, tmp_path, capsys, monkeypatch):

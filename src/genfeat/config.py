@@ -155,7 +155,7 @@ def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigError(
-            f"unknown field {prefix}{unknown[0]!s}; valid fields of {prefix.rstrip('.') or cls.__name__}: "
+            f"unknown field {prefix}{str(unknown[0])[:80]}; valid fields of {prefix.rstrip('.') or cls.__name__}: "
             f"{', '.join(sorted(names))}"
         )
     kwargs = {k: coerce(v, hints[k], prefix + k) for k, v in data.items()}
