@@ -17,20 +17,21 @@ import numpy as np
 import torch
 
 from benchmarks.common import interleaved_median_seconds, write_results
-from genfeat.recipes import multi_cls as R
+from genfeat.data.labelled import load_labelled
+from genfeat.models.multi_cls.inference import load_classifier
 from genfeat.tasks.base import predict_rows
+from genfeat.tasks.classification import encode_rows
 
 NAME = "eval_padding"
 CASES = (("wordnet-lexnames", 64), ("debian-sections", 128), ("bbc", 128))
 
 
 def measure(task: str, max_len: int, repeats: int) -> dict[str, Any]:
-    cfg = R.MultiCLSClassifyConfig(task=task, max_len=max_len)
-    data, _, _ = R.classification_splits(cfg)
+    data = load_labelled(task)[0]
     n_labels = int(max(int(y.max()) for _, y in data.values())) + 1
-    model, tok, _ = R.load_classifier(cfg, n_labels)
+    model, tok, _ = load_classifier("minilm-l6", n_labels)
     pairs, y = data["valid"]
-    rows = R.encode_rows(tok, pairs, y, np.arange(len(y)), max_len)
+    rows = encode_rows(tok, pairs, y, np.arange(len(y)), max_len)
     inputs = {k: v for k, v in rows.items() if k != "labels"}
     torch.manual_seed(0)
     model.eval()

@@ -150,10 +150,10 @@ def facets_args(ap: argparse.ArgumentParser, models: list[str], choices: list[st
 
 def facets_job(model: str, seed: int, steps: int) -> Job:
     from genfeat.config import override
-    from genfeat.recipes import facets as F
+    from genfeat.registry import RECIPES
 
     spec = (MODELS | PHRASE_MODELS)[model]
-    cfg = override(F.PRESETS[spec.preset](), spec.overrides | {
+    cfg = override(RECIPES["facets"].presets[spec.preset](), spec.overrides | {
         "train.max_steps": str(steps), "seed": str(seed), "train.eval_every": str(max(1, steps // 5))})
     return Job(f"{model}-seed{seed}-steps{steps}", {"model": model, "seed": seed}, "facets", cfg, group=model,
                preset=spec.preset)

@@ -61,9 +61,9 @@ def main() -> None:
         print(render(NAME, markdown))
         return
     from genfeat.models.facets.inference import sentence_facets
-    from genfeat.recipes import facets as R
+    from genfeat.registry import RECIPES
 
-    cfg = R.bbc_glove50()
+    cfg = RECIPES["facets"].presets["bbc_glove50"]()
     docs = documents("bbc-news", 0, dedupe=False)
     sentences = [s for d in docs["valid"] for s in d][: args.sentences]
     vocab = build_vocab(docs["train"], cfg.data.min_count)

@@ -46,9 +46,10 @@ ARCHS = {"transformer": {}, "bow": {"model.encoder": "bow", "model.decoder": "li
 
 def job(model: str, seed: int, arch: str = "transformer") -> Job:
     from genfeat.config import override
-    from genfeat.recipes import facets as F
+    from genfeat.registry import RECIPES
 
-    cfg = override(F.synthetic(), MODELS[model] | ARCHS[arch] | {"seed": str(seed), "data.split_seed": str(seed)})
+    cfg = override(RECIPES["facets"].presets["synthetic"](),
+                   MODELS[model] | ARCHS[arch] | {"seed": str(seed), "data.split_seed": str(seed)})
     tag = "" if arch == "transformer" else f"-{arch}"
     return Job(f"{model}{tag}-seed{seed}", {"model": model, "seed": seed}, "facets", cfg, group=f"{model}{tag}",
                preset="synthetic")

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from benchmarks.common import interleaved_median_seconds, ran_on, reading, render, timing_args, write_results
 from genfeat.models.bert import BertConfig, BertModel
-from genfeat.recipes import gan_ssl as G
+from genfeat.models.gan_ssl.networks import GanNetConfig, build_networks
 from genfeat.train.optim import adam
 
 NAME = "fused_adam"
@@ -53,8 +53,8 @@ def bert_workload(batch: int, seq: int, device: torch.device) -> tuple[torch.nn.
 
 
 def gan_workload(device: torch.device) -> tuple[torch.nn.Module, Callable]:
-    cfg = G.mnist_100()
-    disc, gen, _ = G.build_networks(cfg)
+    net = GanNetConfig()
+    disc, gen, _ = build_networks(net, "mnist")
     nets = torch.nn.ModuleDict({"discriminator": disc, "generator": gen}).to(device)
     g = torch.Generator().manual_seed(0)
     x_l, x_u = (torch.rand(100, 784, generator=g).to(device) * 2 - 1 for _ in range(2))
@@ -62,7 +62,7 @@ def gan_workload(device: torch.device) -> tuple[torch.nn.Module, Callable]:
 
     def loss(nets: torch.nn.ModuleDict) -> torch.Tensor:  # D's step and G's, summed: one backward, both optimizers
         d, gen = nets["discriminator"], nets["generator"]
-        fake = gen(torch.rand(100, cfg.model.d_z, device=device))
+        fake = gen(torch.rand(100, net.d_z, device=device))
         h_u, h_f = d.features(x_u), d.features(fake)
         lse_u, lse_f = d.head(h_u).logsumexp(-1), d.head(h_f).logsumexp(-1)
         d_loss = F.cross_entropy(d(x_l), y) + 0.5 * (F.softplus(-lse_u) + F.softplus(lse_f)).mean()

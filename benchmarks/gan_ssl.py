@@ -24,8 +24,9 @@ from typing import Any
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
+from genfeat.models.gan_ssl.inference import load_density
 from genfeat.models.gan_ssl.train import EPSILON_IMAGES
-from genfeat.recipes import gan_ssl as R
+from genfeat.registry import RECIPES
 from genfeat.runner import run_recipe
 from genfeat.train.checkpoint import latest_checkpoint
 
@@ -63,7 +64,7 @@ def density_run(root: Path, dataset: str, epochs: int, blocks: int) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the worker dies
         if not (out / "summary.json").exists():
             preset = "mnist" if dataset == "mnist" else "fashion_mnist"
-            cfg = R.PIXELCNN_PRESETS[preset]()
+            cfg = RECIPES["pixelcnn"].presets[preset]()
             cfg = dataclasses.replace(cfg, n_blocks=blocks, train=dataclasses.replace(cfg.train, epochs=epochs))
             resume = latest_checkpoint(out) is not None  # a killed worker's run continues
             run_recipe("pixelcnn", cfg, out, preset=None if resume else preset, resume=resume)
@@ -72,11 +73,11 @@ def density_run(root: Path, dataset: str, epochs: int, blocks: int) -> Path:
 
 def job(variant: str, seed: int, args) -> Job:
     preset, over = VARIANTS[variant]
-    cfg = R.PRESETS[preset]()
+    cfg = RECIPES["gan_ssl"].presets[preset]()
     cfg = dataclasses.replace(cfg, seed=seed, train=dataclasses.replace(cfg.train, epochs=args.epochs, **over))
 
-    def with_density() -> R.GanSSLRunConfig:  # the density model also gives the max log-p column of an MNIST GAN
-        return dataclasses.replace(cfg, density=R.DensityConfig(run=str(density_run(
+    def with_density() -> Any:  # the density model also gives the max log-p column of an MNIST GAN
+        return dataclasses.replace(cfg, density=dataclasses.replace(cfg.density, run=str(density_run(
             Path(args.runs), "mnist", args.pixelcnn_epochs, args.pixelcnn_blocks))))
 
     name = f"{variant}-seed{seed}" + ("" if args.epochs == EPOCHS else f"-epochs{args.epochs}")
@@ -113,7 +114,7 @@ def ld_direction_check(pixelcnn_run: Path, epsilon: float, steps: int = 40, n: i
     from genfeat.losses.gan_ssl import low_density
 
     torch.manual_seed(0)
-    dens = R.load_density(pixelcnn_run).eval().requires_grad_(False)
+    dens = load_density(pixelcnn_run).eval().requires_grad_(False)
     x0 = torch.as_tensor(load_mnist()["train"].x[:n]).float().view(n, 1, 28, 28)
     x = x0.clone().requires_grad_()
     opt = torch.optim.Adam([x], lr=1e-3)
@@ -218,8 +219,8 @@ def main() -> None:
     dens = Path(args.runs) / "pixelcnn-mnist" / "summary.json"
     pix = json.loads(dens.read_text()) if dens.exists() else {}
     pix_desc = (f"{pix['epochs']} epoch(s), {pix.get('n_blocks', '?')} gated blocks per stream, test "
-                f"{pix['test_bits_per_dim']} bits/dim, 10th percentile of the first {R.PERCENTILE_IMAGES:,} training "
-                f"images' log-p {pix['train_logp_percentiles']['10']}") if pix else "none trained"
+                f"{pix['test_bits_per_dim']} bits/dim, 10th percentile of the first {pix['percentile_images']:,} "
+                f"training images' log-p {pix['train_logp_percentiles']['10']}") if pix else "none trained"
     check = ld_direction_check(dens.parent, float(pix["train_logp_percentiles"]["10"])) if pix else None
     dirs = {f"{r['variant']}-seed{r['seed']}": Path(args.runs) / job(r["variant"], r["seed"], args).name
             for r in runs if not r["variant"].endswith("supervised")}  # a supervised run's loss_d is its NLL

@@ -33,9 +33,9 @@ BOTTLENECK_HEADS = ["softmax", "mos3", "mfs", "c+mi"]
 
 def config(head: str, dim: int, seed: int):
     """The quickstart LM config with the named head reading `dim` dimensions."""
-    from genfeat.recipes import lm as R
+    from genfeat.registry import RECIPES
 
-    cfg = R.quickstart()
+    cfg = RECIPES["lm"].presets["quickstart"]()
     return dataclasses.replace(cfg, seed=seed, model=dataclasses.replace(
         cfg.model, head=dataclasses.replace(HEADS[head], input_dim=dim)))
 

@@ -34,12 +34,12 @@ import torch
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
+from genfeat.api import load
 from genfeat.data.corpora import load_corpus
 from genfeat.data.lm_data import prepare_lm_data
 from genfeat.heads.config import HEADS, LABELS
 from genfeat.models.sampling import sample
-from genfeat.recipes import lm as R
-from genfeat.train.checkpoint import load_model_weights
+from genfeat.registry import RECIPES
 
 NAME = "heads_entity_copy"
 TOKEN = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|[0-9]+|[^\sA-Za-z0-9]")
@@ -79,8 +79,8 @@ def rouge1_f1(gen: list[str], ref: list[str]) -> float:
     return 2 * p * r / (p + r)
 
 
-def config(corpus: Path, head: str, seed: int, steps: int) -> R.LMRunConfig:
-    cfg = R.quickstart()
+def config(corpus: Path, head: str, seed: int, steps: int) -> Any:
+    cfg = RECIPES["lm"].presets["quickstart"]()
     return dataclasses.replace(
         cfg, seed=seed,
         data=dataclasses.replace(cfg.data, corpus=f"dir:{corpus}", seq_len=128, batch_size=4, vocab_size=10_000),
@@ -127,10 +127,9 @@ def evaluated(run_dir: Path, rec: dict[str, Any], corpus: Path, nouns: set[str],
     if not done.exists():
         cfg = config(corpus, rec["head"], rec["seed"], args.steps)
         tok, streams = prepare_lm_data(cfg.data)
-        lm = R.GPT.build(R.resolve(cfg, tok).model)
-        load_model_weights(lm, run_dir / "model.safetensors")
+        lm, _ = load(run_dir)
         with torch.no_grad():
-            rouge = evaluate(lm.eval(), tok, streams["test"], nouns, args.prompts, rec["seed"])
+            rouge = evaluate(lm, tok, streams["test"], nouns, args.prompts, rec["seed"])
         done.write_text(json.dumps(rouge, indent=1))
         print(rec["head"], rec["seed"], json.dumps({k: v for k, v in rouge.items() if k != "example"}), flush=True)
     return {"head": rec["head"], "seed": rec["seed"], "test_ppl": rec["test_ppl"], "params": rec["params"],

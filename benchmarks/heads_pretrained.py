@@ -52,32 +52,34 @@ TEMPLATE = ("I went to Paris and Germany before, and I love one of the places mo
 def pretrain_config(steps: int, eval_tokens: int = 0):
     from genfeat.data.lm_data import LMDataConfig
     from genfeat.models.gpt import GPTConfig
-    from genfeat.recipes import lm as R
+    from genfeat.registry import RECIPES
+    from genfeat.tasks.generation import SampleConfig
     from genfeat.train.loop import TrainConfig
 
-    return R.LMRunConfig(
+    return RECIPES["lm"].config_cls(
         data=LMDataConfig(corpus=PRETRAIN_CORPUS, tokenizer="gpt2", seq_len=256, batch_size=32, eval_batch_size=32,
                           iterator="shuffled", eval_tokens=eval_tokens),
         model=GPTConfig(n_layer=6, n_head=8, d_model=512, max_len=256, dropout=0.1, activation="gelu_tanh"),
         train=TrainConfig(max_steps=steps, lr=6e-4, warmup_steps=min(200, steps // 5), weight_decay=0.1,
                           betas=(0.9, 0.95), eval_every=max(1, steps // 4)),
-        sample=R.SampleConfig(n=3, max_new_tokens=40, prompt="The"))
+        sample=SampleConfig(n=3, max_new_tokens=40, prompt="The"))
 
 
 def finetune_config(head: str, seed: int, init: Path, steps: int, eval_tokens: int = 0):
     from genfeat.data.lm_data import LMDataConfig
     from genfeat.models.gpt import GPTConfig
-    from genfeat.recipes import lm as R
+    from genfeat.registry import RECIPES
+    from genfeat.tasks.generation import SampleConfig
     from genfeat.train.loop import TrainConfig
 
-    return R.LMRunConfig(
+    return RECIPES["lm"].config_cls(
         seed=seed, init=str(init),
         data=LMDataConfig(corpus=HELD_OUT, tokenizer="gpt2", seq_len=CHUNK, batch_size=16, eval_batch_size=32,
                           iterator="shuffled", eval_tokens=eval_tokens),
         model=GPTConfig(head=HEADS[head]),
         train=TrainConfig(max_steps=steps, lr=1e-4, schedule="constant", warmup_steps=1, weight_decay=1.2e-6,
                           clip_norm=0.25, eval_every=max(1, steps // 10)),
-        sample=R.SampleConfig(n=2, max_new_tokens=40, prompt="The"))
+        sample=SampleConfig(n=2, max_new_tokens=40, prompt="The"))
 
 
 def pretrain_job(steps: int, eval_tokens: int = 0) -> Job:
@@ -99,10 +101,11 @@ def device():
     return torch.device(ran_on())
 
 
-def load(run_dir: Path, cfg):
-    from genfeat.recipes import lm as R
+def load(run_dir: Path):
+    """(model in eval mode, tokenizer) of a finished run, on the device the benchmark runs on."""
+    from genfeat.api import load as load_run
 
-    return R.load_for_generation(run_dir, cfg, device())
+    return load_run(run_dir, str(device()))
 
 
 def chunk_target_log_probs(lm, tokens, n_chunks: int):
@@ -129,8 +132,8 @@ def inspection(runs: dict[str, Path], cfgs: dict[str, Any], n_chunks: int, n_con
     from genfeat.analysis.facets import inspect_facets
     from genfeat.data.lm_data import prepare_lm_data
 
-    soft, tok = load(runs["softmax"], cfgs["softmax"])
-    mfs, _ = load(runs["mfs"], cfgs["mfs"])
+    soft, tok = load(runs["softmax"])
+    mfs, _ = load(runs["mfs"])
     _, streams = prepare_lm_data(cfgs["mfs"].data)
     x, lp_soft = chunk_target_log_probs(soft, streams["test"], n_chunks)
     _, lp_mfs = chunk_target_log_probs(mfs, streams["test"], n_chunks)

@@ -33,14 +33,12 @@ TXL_HEADS = ["softmax", "clr20+mi"]
 
 
 def config(arch: str, head: str, seed: int, txl_steps: int):
+    from genfeat.registry import RECIPES
+
     if arch == "gpt":
-        from genfeat.recipes import lm as R
-
-        cfg = R.quickstart()
+        cfg = RECIPES["lm"].presets["quickstart"]()
     else:
-        from genfeat.recipes import transformer_xl as R
-
-        cfg = R.ptb()
+        cfg = RECIPES["transformer_xl"].presets["ptb"]()
         cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=txl_steps,
                                                                  eval_every=max(1, txl_steps // 3)))
     return dataclasses.replace(cfg, seed=seed, model=dataclasses.replace(cfg.model, head=HEADS[head]))

@@ -19,7 +19,7 @@ from typing import Any
 from benchmarks.common import mean_std, result_args
 from benchmarks.sweep import Job, sweep_page
 from genfeat.heads.config import HeadConfig
-from genfeat.recipes.heads_synthetic import s2
+from genfeat.registry import RECIPES
 
 NAME = "heads_synthetic"
 HEADS: dict[str, tuple[HeadConfig, str]] = {
@@ -37,7 +37,7 @@ HEADS: dict[str, tuple[HeadConfig, str]] = {
 
 
 def job(name: str, seed: int, steps: int) -> Job:
-    cfg = s2()
+    cfg = RECIPES["heads_synthetic"].presets["s2"]()
     cfg = dataclasses.replace(cfg, seed=seed, layout="B" if name.endswith("layout B") else "A", head=HEADS[name][0],
                               train=dataclasses.replace(cfg.train, max_steps=steps))
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")

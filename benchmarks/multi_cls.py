@@ -41,7 +41,8 @@ import numpy as np
 
 from benchmarks.common import check_setting, load_result, mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
-from genfeat.recipes import multi_cls as R
+from genfeat.registry import RECIPES
+from genfeat.tasks.multi_cls_predictions import predict_run
 
 NAME = "multi_cls"
 PRETRAIN_STEPS = 150  # the default --pretrain-steps; run and page names spell out any other budget
@@ -79,7 +80,7 @@ def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
     """The continued-pretraining run of K facets; `variant` "nohard" (A, P batches: QT's in-batch negatives only)
     or "noinsert" (no inserted maps L_{l,k}; the per-facet heads stay) is a Table 5.2 ablation; "mtl" (k 0) is
     Table 5.1's MTL baseline (`objective=mtl`: the same objectives on the pooled [CLS], no facets)."""
-    cfg = R.minilm_bbc()
+    cfg = RECIPES["multi_cls_pretrain"].presets["minilm_bbc"]()
     model = dataclasses.replace(cfg.model, k=max(k, 1), insert_after=() if variant == "noinsert" else None)
     data = dataclasses.replace(cfg.data, hard_negatives=variant != "nohard")
     cfg = dataclasses.replace(cfg, seed=seed, model=model, data=data, heads_lr=args.heads_lr,
@@ -94,8 +95,9 @@ def pretrain(k: int, seed: int, args, variant: str = "") -> Job:
                "multi_cls_pretrain", cfg, group="pretrain:mtl" if variant == "mtl" else f"pretrain:{k}{var}")
 
 
-DEFAULT_LR = R.classify_bbc().train.lr
-DEFAULT_BATCH = R.classify_bbc().batch_size
+CLASSIFY = RECIPES["multi_cls_classify"].presets["bbc"]
+DEFAULT_LR = CLASSIFY().train.lr
+DEFAULT_BATCH = CLASSIFY().batch_size
 
 
 def batch_size(args) -> int:
@@ -240,8 +242,8 @@ def eval_every(finetune_steps: int) -> int:
 
 
 def finetune_cfg(source: str, seed: int, args, aggregation: str = "reparam", lr: float = DEFAULT_LR
-                 ) -> R.MultiCLSClassifyConfig:
-    cfg = R.classify_bbc()
+                 ) -> Any:
+    cfg = CLASSIFY()
     return dataclasses.replace(cfg, seed=seed, pretrained=source, labels=args.labels, task=args.task,
                                max_len=args.max_len, aggregation=aggregation, batch_size=batch_size(args),
                                train=dataclasses.replace(cfg.train, max_steps=args.finetune_steps, lr=lr,
@@ -284,8 +286,8 @@ def jobs(sweep: Sweep, args) -> tuple[list[Job], list[Job]]:
     return pre, fts
 
 
-def cached_test_predictions(cfg: R.MultiCLSClassifyConfig, run_dir: Path, dropout_passes: int) -> dict[str, Any]:
-    """`R.predict_run` on the test split, kept beside the run's weights in
+def cached_test_predictions(cfg: Any, run_dir: Path, dropout_passes: int) -> dict[str, Any]:
+    """`predict_run` on the test split, kept beside the run's weights in
     predictions-test-dropout<T>.safetensors so that a page re-collected with --uncertainty predicts only the runs
     it has not seen (the lexnames 1e-4 page: 18 min 51 s of predictions on 2 idle cores, 10.6 s with them kept;
     its reading). The file is used while it records the weights' size and modification time, the run's data
@@ -305,7 +307,7 @@ def cached_test_predictions(cfg: R.MultiCLSClassifyConfig, run_dir: Path, dropou
         with safe_open(str(path), "pt") as f:
             if f.metadata() == key:
                 return {name: f.get_tensor(name) for name in f.keys()}
-    out = R.predict_run(cfg, run_dir, dropout_passes=dropout_passes)
+    out = predict_run(run_dir, dropout_passes=dropout_passes, pretrained=cfg.pretrained)
     atomic_write_bytes(path, save({k: v.contiguous() for k, v in out.items()}, metadata=key))
     return out
 

@@ -14,7 +14,6 @@ cosine between a text's facet states (1: collapsed facets, for which Eq. 5.4 giv
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +28,14 @@ NAME = "multi_cls_pooling"
 def measure(run: str, task: str, texts: int, max_len: int) -> dict[str, Any]:
     import numpy as np
 
-    from genfeat.recipes import multi_cls as R
+    from genfeat.data.labelled import load_labelled
+    from genfeat.models.multi_cls.inference import load_classifier
+    from genfeat.tasks.classification import encode_rows
 
-    cfg = dataclasses.replace(R.classify_bbc(), pretrained=run, task=task, max_len=max_len, aggregation="sum")
-    splits, _, _ = R.classification_splits(cfg)
-    pairs, y = splits["train"]
-    clf, tok, _ = R.load_classifier(cfg, int(y.max()) + 1)
+    pairs, y = load_labelled(task)[0]["train"]
+    clf, tok, _ = load_classifier(run, int(y.max()) + 1, aggregation="sum")
     clf.eval()
-    b = R.encode_rows(tok, pairs, y, np.arange(min(texts, len(y))), max_len)
+    b = encode_rows(tok, pairs, y, np.arange(min(texts, len(y))), max_len)
     with torch.no_grad():
         h = clf.facet_states(**{k: v for k, v in b.items() if k != "labels"})  # (B, K, D)
     return {"run": Path(run).name, "task": task, "texts": int(h.size(0))} | pooled_stats(h, clf.pooler.weight.detach())

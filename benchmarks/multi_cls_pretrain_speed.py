@@ -32,16 +32,17 @@ def setup(k: int, batches: int = 3):
     from genfeat.data.sentences import bbc_documents
     from genfeat.models.bert import bert_dir, from_pretrained
     from genfeat.models.bert.tokenizer import load_wordpiece
-    from genfeat.recipes import multi_cls as R
+    from genfeat.models.multi_cls.inference import build_pretrainer
+    from genfeat.registry import RECIPES
     from genfeat.train.loop import build_optimizer
     from genfeat.train.seed import seed_everything
 
-    cfg = R.minilm_bbc()
+    cfg = RECIPES["multi_cls_pretrain"].presets["minilm_bbc"]()
     cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, k=k), heads_lr=1e-3)
     seed_everything(0)
     src = bert_dir(cfg.init)
     bert, _ = from_pretrained(src)
-    pre = R.build_pretrainer(cfg, bert.train())
+    pre = build_pretrainer(cfg.objective, cfg.model, bert.train(), cfg.data.hard_negatives)
     docs = bbc_documents(cfg.data.split_seed, 0, cfg.data.corpus)
     it = TripleBatches(docs["valid"], load_wordpiece(src), cfg.data.n_triples, cfg.data.max_len - k, 0,
                        cfg.data.hard_negatives)

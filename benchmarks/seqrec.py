@@ -24,7 +24,7 @@ from typing import Any
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
 from genfeat.heads.config import LABELS as HEAD_LABELS
-from genfeat.recipes import seqrec as R
+from genfeat.registry import RECIPES
 
 NAME = "seqrec"
 HEADS = ["softmax_facet", "softmax+mi", "mos3-max", "c", "c+mi", "clr20,100,500", "clr20,100,500+mi",
@@ -42,8 +42,8 @@ def jobs(encoders: list[str], heads: list[str]) -> list[tuple[str, str]]:
 
 
 def config(encoder: str, head: str, seed: int, epochs: int, patience: int, device: str,
-           stride: int = 0) -> R.SeqRecRunConfig:
-    cfg = R.PRESETS[f"{encoder}_ml100k"]()
+           stride: int = 0) -> Any:
+    cfg = RECIPES["seqrec"].presets[f"{encoder}_ml100k"]()
     model = cfg.model if encoder == "repeatnet" else dataclasses.replace(cfg.model, head=head)
     return dataclasses.replace(cfg, seed=seed, epochs=epochs, model=model,
                                data=dataclasses.replace(cfg.data, stride=stride),

@@ -32,11 +32,11 @@ from typing import Any
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
 from genfeat.analysis.recl import context_losses, recl
+from genfeat.api import load
 from genfeat.data.lm_data import prepare_lm_data
-from genfeat.recipes import transformer_xl as R
-from genfeat.recipes.lm import resolve
+from genfeat.models.transformer_xl.evaluation import eval_nll
+from genfeat.registry import RECIPES
 from genfeat.tasks.language_modeling import lm_scores
-from genfeat.train.checkpoint import load_model_weights
 
 PRESETS = ("ptb", "ptb_vanilla")  # Transformer-XL, and the vanilla model of equal parameters
 
@@ -48,11 +48,11 @@ def page_name(corpus: str, mem: int = 0) -> str:
 VOCAB = 10_000  # another corpus keeps its most frequent words, as PTB's vocabulary does (the rest: <unk>)
 
 
-def config(preset: str, corpus: str, seed: int = 0, steps: int | None = None, mem: int = 0) -> R.TXLRunConfig:
+def config(preset: str, corpus: str, seed: int = 0, steps: int | None = None, mem: int = 0) -> Any:
     """The preset on `corpus` (word level; a corpus other than PTB cut to its `VOCAB` most frequent words); with
     `steps`, that budget and three evaluations; with `mem`, Transformer-XL trains with that memory (the preset's
     M = L = 64 otherwise) and evaluates with twice it, as the preset does (the vanilla model has none)."""
-    cfg = R.PRESETS[preset]()
+    cfg = RECIPES["transformer_xl"].presets[preset]()
     if mem and cfg.model.mem_len:
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, mem_len=mem),
                                   eval=dataclasses.replace(cfg.eval, mem_len=2 * mem))
@@ -73,7 +73,8 @@ def job(preset: str, corpus: str, seed: int, steps: int, mem: int = 0) -> Job:
 
 def ppl_of(lm, tokens, cfg) -> float:
     """Perplexity of `tokens` under the run's evaluation setting `cfg.eval` (memory or sliding window)."""
-    return lm_scores(*R.txl_nll(lm, tokens, cfg, "test"), per_char=False)["ppl"]
+    nll = eval_nll(lm, tokens, "test", cfg.eval, cfg.model.tgt_len, cfg.model.mem_len, cfg.data.eval_batch_size)
+    return lm_scores(*nll, per_char=False)["ppl"]
 
 
 @functools.cache
@@ -81,10 +82,8 @@ def load_run(run_dir: Path, preset: str, corpus: str, mem: int = 0):
     """(resolved config, model with the run's best weights in eval mode, token streams) of a finished run; loaded
     once per process (the evaluations, RECL, fragmentation and the sweep all read the first seed's pair)."""
     cfg = config(preset, corpus, mem=mem)
-    tok, streams = prepare_lm_data(cfg.data)
-    cfg = resolve(cfg, tok)
-    lm = R.TXL.build(cfg.model).eval()
-    load_model_weights(lm, run_dir / "model.safetensors")
+    _, streams = prepare_lm_data(cfg.data)
+    lm, _ = load(run_dir)
     return cfg, lm, streams
 
 

@@ -23,8 +23,8 @@ import torch
 
 from benchmarks.common import interleaved_median_seconds, ran_on, reading, render, timing_args, write_results
 from benchmarks.fused_adam import gan_workload
+from genfeat.models.gan_ssl.networks import GanNetConfig, build_networks
 from genfeat.nn.weight_norm import _WeightNorm
-from genfeat.recipes import gan_ssl as G
 from genfeat.train.optim import adam
 
 NAME = "weight_norm_speed"
@@ -40,7 +40,7 @@ def composite(self: _WeightNorm) -> torch.Tensor:
 
 
 def conv_workload(batch: int, device: torch.device) -> tuple[torch.nn.Module, Callable]:
-    disc, _, _ = G.build_networks(G.svhn_1000())
+    disc, _, _ = build_networks(GanNetConfig(), "svhn")
     disc = disc.to(device)
     g = torch.Generator().manual_seed(0)
     x = (torch.rand(batch, 3, 32, 32, generator=g) * 2 - 1).to(device)

@@ -25,7 +25,7 @@ from typing import Any
 
 from benchmarks.common import mean_std, reading, result_args
 from benchmarks.sweep import Job, sweep_page
-from genfeat.recipes.xlnet_dependency import spec
+from genfeat.registry import RECIPES
 
 NAME = "xlnet_dependency"
 MODELS = {"d1_plm": ("new_york", "plm"), "d1_mlm": ("new_york", "mlm"), "d2_plm": ("right_context", "plm"),
@@ -34,7 +34,7 @@ MODELS = {"d1_plm": ("new_york", "plm"), "d1_mlm": ("new_york", "mlm"), "d2_plm"
 
 def job(model: str, seed: int, steps: int) -> Job:
     study, objective = MODELS[model]
-    cfg = spec()
+    cfg = RECIPES["xlnet_dependency"].presets["spec"]()
     cfg = dataclasses.replace(cfg, seed=seed, study=study, objective=objective,
                               train=dataclasses.replace(cfg.train, max_steps=steps))
     return Job(f"{model}-seed{seed}-steps{steps}", {"model": model, "seed": seed}, "xlnet_dependency", cfg,

@@ -23,7 +23,7 @@ def test_overlaps_and_ensembles(tmp_path, monkeypatch):
     labels = torch.randint(0, 2, (50,), generator=g)
     calls = []
 
-    def fake_predict(cfg, run_dir, split="test", dropout_passes=0, seed=0):
+    def fake_predict(run_dir, split="test", dropout_passes=0, seed=0, pretrained=None):
         calls.append((run_dir.name, dropout_passes))
         k = 5 if "-k5-" in run_dir.name else 1
         out = {"probs": torch.softmax(torch.randn(50, 2, generator=g), -1), "labels": labels}
@@ -33,7 +33,7 @@ def test_overlaps_and_ensembles(tmp_path, monkeypatch):
             out["dropout_probs"] = torch.softmax(torch.randn(dropout_passes, 50, 2, generator=g), -1)
         return out
 
-    monkeypatch.setattr(B.R, "predict_run", fake_predict)
+    monkeypatch.setattr(B, "predict_run", fake_predict)
     for j in pre_jobs:
         for seed in args.seeds:
             ft = B.finetune(f"k{j.tags['k']}", str(sweep.path(j)), seed,

@@ -81,7 +81,7 @@ def test_config_errors(tmp_path):
                        ({"lr_g": -1e-3}, "lr_g")]:
         with pytest.raises(ConfigError, match=field):  # at construction, not at the first LD iteration
             GanSSLConfig(**bad)
-    from genfeat.recipes.gan_ssl import GanNetConfig
+    from genfeat.models.gan_ssl.networks import GanNetConfig
 
     with pytest.raises(ConfigError, match="conv_gen_width"):
         GanNetConfig(conv_gen_width=0)

@@ -41,33 +41,30 @@ def test_pretrain_then_classify(bert_dir, bbc_articles, tmp_path):
         assert c["valid_accuracy"] == pytest.approx(max(r["valid_accuracy"] for r in evals))  # the selected weights
         assert "test_ece" in c and "test_macro_f1" in c
         # the run's predictions rebuilt from its directory: the recorded test accuracy, facets, dropout passes
-        from genfeat.recipes.multi_cls import classify_tiny, predict_run
+        from genfeat.tasks.multi_cls_predictions import predict_run
 
-        cfg = classify_tiny()
-        pred = predict_run(type(cfg)(**{**cfg.__dict__, "pretrained": str(source)}), out, dropout_passes=3)
+        pred = predict_run(out, dropout_passes=3)
         acc = float((pred["probs"].argmax(-1) == pred["labels"]).float().mean())
         assert acc == pytest.approx(c["test_accuracy"], abs=1e-6)
         assert ("facet_emb" in pred) == (name == "mcls") and pred["dropout_probs"].shape == (3, *pred["probs"].shape)
         if name == "mcls":  # the facet embeddings are the ones the probabilities came from (one encoder pass)
-            from genfeat.recipes.multi_cls import load_classifier
+            from genfeat.models.multi_cls.inference import load_classifier
             from genfeat.train.checkpoint import load_model_weights
 
-            clf, _, _ = load_classifier(type(cfg)(**{**cfg.__dict__, "pretrained": str(source)}),
-                                        pred["probs"].size(-1))
+            clf, _, _ = load_classifier(str(source), pred["probs"].size(-1))
             load_model_weights(clf, out / "model.safetensors")
             torch.testing.assert_close(torch.softmax(clf.out(pred["facet_emb"].sum(1)), -1), pred["probs"])
         assert not torch.allclose(pred["dropout_probs"][0], pred["dropout_probs"][1])  # dropout was on
 
 
 def test_classifier_starts_from_the_pretrained_facet_heads(bert_dir, bbc_articles, tmp_path):
-    from genfeat.recipes.multi_cls import MultiCLSClassifyConfig, classify_tiny, load_classifier
+    from genfeat.models.multi_cls.inference import load_classifier
     from genfeat.train.checkpoint import load_weights
 
     pre = tmp_path / "pre"
     assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir), "--out", str(pre)]) == 0
     w = load_weights(pre / "model.safetensors")
-    cfg: MultiCLSClassifyConfig = classify_tiny()
-    clf, _, k = load_classifier(type(cfg)(**{**cfg.__dict__, "pretrained": str(pre)}), 5)
+    clf, _, k = load_classifier(str(pre), 5)
     assert k == 2 and torch.equal(clf.pooler.weight, w["facet_heads.weight"])
     assert torch.equal(clf.encoder.inserted["1"], w["encoder.inserted.1"])
     assert torch.equal(clf.encoder.bert.layers[0].attn.qkv.weight, w["encoder.bert.layers.0.attn.qkv.weight"])
@@ -143,6 +140,7 @@ def test_released_script_flag_freezes_the_inserted_maps_and_fine_tuning_adds_a_z
     from safetensors.torch import load_file
 
     from genfeat.config import override
+    from genfeat.models.multi_cls.inference import build_pretrainer, load_classifier
     from genfeat.recipes import multi_cls as R
 
     out = tmp_path / "frozen"
@@ -151,11 +149,11 @@ def test_released_script_flag_freezes_the_inserted_maps_and_fine_tuning_adds_a_z
     cfg = override(R.pretrain_tiny(), {"init": str(bert_dir)})
     R.seed_everything(cfg.seed)  # the recipe's own initialisation, rebuilt
     bert, _ = R.from_pretrained(bert_dir)
-    fresh = R.build_pretrainer(cfg, bert).state_dict()
+    fresh = build_pretrainer(cfg.objective, cfg.model, bert).state_dict()
     trained = load_file(str(out / "model.safetensors"))
     changed = [k for k, v in fresh.items() if not torch.equal(v, trained[k])]
     assert changed and not [k for k in changed if k.startswith(("encoder.inserted.", "so_proj."))]
-    model, _, k = R.load_classifier(override(R.classify_tiny(), {"pretrained": str(out), "insert_bias": "true"}), 5)
+    model, _, k = load_classifier(str(out), 5, insert_bias=True)
     assert k == 2 and set(model.encoder.inserted_bias) == set(model.encoder.inserted)
     assert all(float(b.detach().abs().max()) == 0.0 for b in model.encoder.inserted_bias.values())
 
@@ -175,8 +173,8 @@ def test_facet_ids_must_be_reserved_tokens(bert_dir, bbc_articles, tmp_path):
 def test_mtl_baseline_pretrains_the_pooled_cls_and_fine_tunes_plain_bert(bert_dir, bbc_articles, tmp_path):
     """Table 5.1's MTL: no facet tokens, QT and SO on BERT's tanh-pooled [CLS]; fine-tuning is plain BERT whose
     [CLS] summary layer is the pooler MTL trained."""
-    from genfeat.config import override
-    from genfeat.recipes import multi_cls as R
+    from genfeat.models.bert import from_pretrained
+    from genfeat.models.multi_cls.inference import load_classifier
 
     out = tmp_path / "mtl"
     assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir), "--objective", "mtl",
@@ -185,12 +183,12 @@ def test_mtl_baseline_pretrains_the_pooled_cls_and_fine_tunes_plain_bert(bert_di
     assert s["k"] == 0 and s["objective"] == "mtl"
     assert s["valid_loss"] == pytest.approx(s["valid_mlm"] + s["valid_so"] + s["valid_tfidf"] + s["valid_mcqt"],
                                             rel=1e-4)
-    model, _, k = R.load_classifier(override(R.classify_tiny(), {"pretrained": str(out)}), 5)
+    model, _, k = load_classifier(str(out), 5)
     assert k == 0 and not hasattr(model.transformer, "inserted")
     from safetensors.torch import load_file
 
     trained = load_file(str(out / "model.safetensors"))
-    init = R.from_pretrained(bert_dir)[0].pooler.weight
+    init = from_pretrained(bert_dir)[0].pooler.weight
     assert not torch.equal(trained["encoder.pooler.weight"], init)  # MTL trains the pooler ...
     assert torch.equal(model.sequence_summary.summary.weight, trained["encoder.pooler.weight"])  # ... and keeps it
     c = tmp_path / "c"

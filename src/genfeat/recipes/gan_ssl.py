@@ -37,18 +37,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from genfeat.config import recorded_run
 from genfeat.data.batches import EpochBatches
 from genfeat.data.images import load_cifar10, load_fashion_mnist, load_mnist, load_svhn_mat
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import uniform_noise
-from genfeat.models.gan_ssl.conv32 import Conv32Discriminator, Conv32Encoder, Conv32Generator
-from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNISTGenerator
+from genfeat.models.gan_ssl.inference import PERCENTILE_IMAGES, load_density
+from genfeat.models.gan_ssl.networks import COLOUR32, GanNetConfig, build_networks
 from genfeat.models.gan_ssl.pixelcnn import PixelCNN, discretized_logistic_mixture_logp
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
 from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import distributed as D
-from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.logging import progress
 from genfeat.train.loop import TrainConfig, fit
 from genfeat.train.optim import adam
@@ -56,8 +54,6 @@ from genfeat.train.record import record_fit, write_record
 from genfeat.train.seed import seed_everything
 
 DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
-COLOUR32 = ("svhn", "cifar10")  # 32x32x3, the conv networks, pixels in [-1, 1]
-CONV_WIDTHS = {"svhn": (64, 128), "cifar10": (96, 192)}  # (n1, n2) of the reference (spec §2.8)
 
 
 @dataclass(frozen=True)
@@ -77,20 +73,6 @@ class ImageDataConfig:
 @dataclass(frozen=True)
 class DensityConfig:
     run: str = ""  # a `genfeat run pixelcnn` directory; needed when train.lambda_ld > 0
-
-
-@dataclass(frozen=True)
-class GanNetConfig:
-    d_z: int = 100
-    disc_sizes: tuple[int, ...] = (1000, 500, 250, 250, 250)  # MNIST-shaped images: the MLP discriminator
-    gen_hidden: int = 500
-    conv_widths: tuple[int, ...] = ()  # 32x32 images: (n1, n2) of the conv discriminator; () = the dataset's
-    conv_gen_width: int = 128  # 32x32 images: w of the generator (4w-2w-w channels) and VI encoder; thesis 128
-    sigma_max: float = 1.0  # VI encoder's σ bound
-
-    def __post_init__(self) -> None:
-        if self.conv_gen_width < 1:
-            raise ConfigError(f"model.conv_gen_width must be >= 1, got {self.conv_gen_width}")
 
 
 @dataclass(frozen=True)
@@ -231,33 +213,6 @@ def load_images(cfg: ImageDataConfig) -> dict[str, tuple[torch.Tensor, torch.Ten
     return out
 
 
-def build_networks(cfg: GanSSLRunConfig) -> tuple[torch.nn.Module, torch.nn.Module | None, torch.nn.Module | None]:
-    """(discriminator, generator or None, VI encoder or None) for the dataset's image shape: the MLPs of
-    `models/gan_ssl/mnist.py` for 28x28, the conv networks of `conv32.py` for SVHN / CIFAR-10."""
-    m, t = cfg.model, cfg.train
-    if cfg.data.dataset in COLOUR32:
-        n1, n2 = m.conv_widths or CONV_WIDTHS[cfg.data.dataset]
-        svhn = cfg.data.dataset == "svhn"
-        disc = Conv32Discriminator(10, n1, n2, in_dropout=0.15 if svhn else 0.2, spatial_dropout=svhn)
-        gen = Conv32Generator(m.d_z, width=m.conv_gen_width) if t.method == "gan" else None
-        enc = Conv32Encoder(m.d_z, sigma_max=m.sigma_max, width=m.conv_gen_width) if t.lambda_vi else None
-        return disc, gen, enc
-    disc = MNISTDiscriminator(10, 784, m.disc_sizes)
-    gen = MNISTGenerator(m.d_z, m.gen_hidden) if t.method == "gan" else None
-    enc = MNISTEncoder(m.d_z, 784, m.gen_hidden, m.sigma_max) if t.lambda_vi else None
-    return disc, gen, enc
-
-
-def load_density(run: str | Path) -> PixelCNN:
-    """A frozen PixelCNN from a `genfeat run pixelcnn` directory (eval mode, no parameter gradients)."""
-    run = Path(run)
-    cfg = recorded_run(run, "pixelcnn", ("model.safetensors",),
-                       "train one with `genfeat run pixelcnn --preset mnist --out DIR`")["config"]
-    model = PixelCNN(1, cfg["filters"], cfg["n_blocks"], cfg["n_mix"])
-    load_model_weights(model, run / "model.safetensors")
-    return model.eval().requires_grad_(False)
-
-
 def _save_grid(images: torch.Tensor, path: Path, nrow: int = 10) -> None:
     import matplotlib
 
@@ -282,7 +237,8 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     seed_everything(cfg.seed)
     data = load_images(cfg.data)
     (xt, yt), (xv, yv), (xs, ys) = data["train"], data["valid"], data["test"]
-    disc, gen, enc = build_networks(cfg)
+    disc, gen, enc = build_networks(cfg.model, cfg.data.dataset, generator=cfg.train.method == "gan",
+                                    encoder=bool(cfg.train.lambda_vi))
     density = load_density(cfg.density.run).to(info.device) if cfg.density.run else None
     if cfg.train.lambda_ld and density is None:
         raise ConfigError("train.lambda_ld > 0 needs density.run (a `genfeat run pixelcnn` directory)")
@@ -344,9 +300,6 @@ def bits_per_dim_loss(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Te
     return -logp.mean() / (x[0].numel() * math.log(2)), len(x)
 
 
-PERCENTILE_IMAGES = 5000  # the density model's summary: log-p percentiles of the first this-many training images
-
-
 def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     """Train the density model on the training images (in [-1, 1]) with Adam on bits/dim, checkpointing every
     `train.ckpt_every` steps; report test bits/dim and the training images' log-p percentiles (the LD threshold
@@ -377,7 +330,8 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
         run_dir, f"PixelCNN density model of {cfg.data.dataset}", {"test_bits_per_dim": round(test_bpd, 4)},
         fit=res, started=t0, params=sum(p.numel() for p in model.parameters()), last_weights=True,
         details={"epochs": round(res.step / batches.per_epoch, 2), "filters": cfg.filters, "n_blocks": cfg.n_blocks,
-                 "train_logp_percentiles": percentiles},
+                 "train_logp_percentiles": percentiles,
+                 "percentile_images": min(len(xt), PERCENTILE_IMAGES)},
         notes=[f"Test bits/dim on the first {len(xs):,} test images, final weights. Log-density percentiles of "
                f"the training images (candidates for the LD threshold ε): {percentiles}."])
     if info.is_main:

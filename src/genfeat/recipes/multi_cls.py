@@ -28,7 +28,6 @@ bias correction in pretraining (the reference's Adam has none), far fewer pretra
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,29 +37,24 @@ import numpy as np
 import torch
 from torch import nn
 
-from genfeat.config import from_dict, load_yaml
 from genfeat.data.batches import EpochBatches
 from genfeat.data.labelled import check_options, load_labelled
 from genfeat.data.multi_cls import TripleBatches
 from genfeat.data.sentences import bbc_documents
-from genfeat.errors import CheckpointError, ConfigError
+from genfeat.errors import ConfigError
 from genfeat.models.bert import BertModel, bert_dir, from_pretrained
-from genfeat.models.bert.hf import config_from_hf, mlm_head_from_pretrained
-from genfeat.models.bert.tokenizer import encode, load_wordpiece
+from genfeat.models.bert.hf import mlm_head_from_pretrained
+from genfeat.models.bert.tokenizer import load_wordpiece
 from genfeat.models.multi_cls import (
-    MTLPretrainer,
-    MultiCLSClassifier,
     MultiCLSConfig,
-    MultiCLSEncoder,
     MultiCLSPretrainer,
     check_facet_tokens,
 )
+from genfeat.models.multi_cls.inference import build_pretrainer, load_classifier
 from genfeat.models.multi_cls.model import AGGREGATIONS
 from genfeat.models.multi_cls.pretrain import positive_first
-from genfeat.nn.task_heads import SequenceClassifier
 from genfeat.paradigms import fit_task
-from genfeat.tasks.base import predict_rows
-from genfeat.tasks.classification import SequenceClassification
+from genfeat.tasks.classification import SequenceClassification, encode_rows
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 from genfeat.train.loop import TrainConfig, build_optimizer, check_early_stop_metric, fit
@@ -151,12 +145,6 @@ def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Ten
             "valid_positive_first": hits / total}
 
 
-def build_pretrainer(cfg: MultiCLSPretrainConfig, bert: BertModel) -> MultiCLSPretrainer | MTLPretrainer:
-    if cfg.objective == "mtl":
-        return MTLPretrainer(bert, cfg.data.hard_negatives, cfg.data.batch_groups)
-    return MultiCLSPretrainer(MultiCLSEncoder(bert, cfg.model), cfg.data.hard_negatives, cfg.data.batch_groups)
-
-
 def check_max_len(name: str, max_len: int, positions: int) -> None:
     if max_len > positions:
         raise ConfigError(f"{name} {max_len} is longer than the pretrained encoder's {positions} positions "
@@ -175,7 +163,7 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     k = 0 if cfg.objective == "mtl" else cfg.model.k  # facet tokens in the input
     if k:
         check_facet_tokens(tok.id_to_token, cfg.model.first_facet_id, k)
-    pre = build_pretrainer(cfg, bert.train())
+    pre = build_pretrainer(cfg.objective, cfg.model, bert.train(), cfg.data.hard_negatives, cfg.data.batch_groups)
     head = mlm_head_from_pretrained(src)
     if head is not None:
         pre.load_mlm_head(*head)
@@ -286,114 +274,13 @@ def labeled_subset(n_train: int, labels: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng([seed, 1_000_003]).choice(n_train, labels, replace=False))
 
 
-def load_classifier(cfg: MultiCLSClassifyConfig, n_labels: int) -> tuple[nn.Module, Any, int]:
-    """(model, tokenizer, K) for `pretrained`: a multi_cls_pretrain run (Multi-CLS classifier with its W_O heads;
-    an MTL run: plain BERT whose [CLS] summary layer starts from the pooler MTL trained, K = 0) or a BERT directory
-    (plain BERT classifier, K = 0)."""
-    run = Path(cfg.pretrained)
-    if (run / "config.yaml").is_file() and (run / WEIGHTS).is_file():
-        if cfg.k:
-            raise ConfigError(f"k: {run} is a pretraining run, which sets its own facets; k applies to a BERT "
-                              "directory")
-        saved = load_yaml(run / "config.yaml")
-        if saved.get("recipe") != "multi_cls_pretrain":
-            raise ConfigError(f"pretrained: {run} is a {saved.get('recipe')!r} run; give a multi_cls_pretrain run or "
-                              "a BERT directory (an HF folder with config.json, or minilm-l6)")
-        pc = from_dict(MultiCLSPretrainConfig, saved["config"])
-        src = bert_dir(pc.init)
-        bert = BertModel(config_from_hf(json.loads((src / "config.json").read_text())))  # weights: the run's
-        pre = build_pretrainer(pc, bert)
-        load_model_weights(pre, run / WEIGHTS)
-        if pc.objective == "mtl":  # plain BERT on the pooled [CLS] that MTL trained: the summary layer is its pooler
-            clf = SequenceClassifier(bert.train(), bert.cfg.d_model, n_labels, cfg.dropout, pool="first")
-            clf.sequence_summary.summary.load_state_dict(bert.pooler.state_dict())
-            bert.pooler.requires_grad_(False)
-            return clf, load_wordpiece(src), 0
-        mc = dataclasses.replace(pc.model, aggregation=cfg.aggregation,
-                                 insert_bias=cfg.insert_bias or pc.model.insert_bias)
-        enc = MultiCLSEncoder(pre.encoder.bert, mc)
-        missing, unexpected = enc.load_state_dict(pre.encoder.state_dict(), strict=False)
-        if unexpected or any(not k.startswith("inserted_bias.") for k in missing):  # new biases start at zero
-            raise CheckpointError(f"{run}: the encoder does not match its config (missing {missing[:3]}, "
-                                  f"unexpected {unexpected[:3]})")
-        clf = MultiCLSClassifier(enc, n_labels, cfg.dropout)
-        clf.pooler.init_from_heads(pre.facet_heads.weight)
-        return clf, load_wordpiece(src), mc.k
-    src = bert_dir(cfg.pretrained)
-    bert, bcfg = from_pretrained(src)
-    tok = load_wordpiece(src)
-    if cfg.k:  # K facets on a plain checkpoint: identity maps keep its states; the pooler starts at I + noise
-        mc = MultiCLSConfig(k=cfg.k, insert_init="identity", aggregation=cfg.aggregation, insert_bias=cfg.insert_bias)
-        check_facet_tokens(tok.id_to_token, mc.first_facet_id, mc.k)
-        return MultiCLSClassifier(MultiCLSEncoder(bert.train(), mc), n_labels, cfg.dropout), tok, mc.k
-    bert.pooler.requires_grad_(False)  # the classifier pools [CLS] with its own summary layer
-    return SequenceClassifier(bert.train(), bcfg.d_model, n_labels, cfg.dropout, pool="first"), tok, 0
-
-
-def classification_splits(cfg: MultiCLSClassifyConfig
-                          ) -> tuple[dict[str, tuple[list[tuple[str, str | None]], np.ndarray]], bool, str]:
-    """{"train", "valid", "test"} -> ((text_a, text_b | None) pairs, labels), whether it is regression, and the
-    sha256 of the splits (`data.labelled`: every task name the recipe takes)."""
-    splits, regression, _, checksum = load_labelled(cfg.task, cfg.data_dir, cfg.split_seed, cfg.columns)
-    return splits, regression, checksum
-
-
-def encode_rows(tok: Any, pairs: list[tuple[str, str | None]], y: np.ndarray, idx: np.ndarray,
-                max_len: int) -> dict[str, torch.Tensor]:
-    """The encoder inputs of the examples `idx` (text pairs, [CLS] A [SEP] B [SEP]) and their labels."""
-    b = None if pairs[0][1] is None else [pairs[i][1] for i in idx]
-    return encode(tok, [pairs[i][0] for i in idx], b, max_len=max_len) | {"labels": torch.from_numpy(y[idx])}
-
-
-class _WithFacets(nn.Module):
-    """A Multi-CLS classifier's logits and per-facet embeddings from one encoder pass (for `predict_rows`)."""
-
-    def __init__(self, clf: MultiCLSClassifier):
-        super().__init__()
-        self.clf = clf
-
-    def forward(self, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:
-        h = self.clf.facet_states(**inputs)
-        return {"logits": self.clf.head(h), "facet_emb": self.clf.pooler.facet_embeddings(h)}
-
-
-@torch.no_grad()
-def predict_run(cfg: MultiCLSClassifyConfig, run_dir: Path, split: str = "test", dropout_passes: int = 0,
-                seed: int = 0) -> dict[str, torch.Tensor]:
-    """A finished classification run's predictions on a split (for the uncertainty estimators of Table 5.4):
-    "probs" (N, C) and "labels" (N,); for a Multi-CLS model "facet_emb" (N, K, D), the pooler's per-facet
-    embeddings L^FT_{O,k}(h_k) (App. D.1.3's prototypes read them); with `dropout_passes` T > 0 "dropout_probs"
-    (T, N, C) from T forward passes with dropout on (seeded)."""
-    data, regression, _ = classification_splits(cfg)
-    if regression:
-        raise ConfigError(f"{cfg.task} is a regression task: no class probabilities")
-    n_labels = int(max(int(y.max()) for _, y in data.values())) + 1
-    model, tok, k = load_classifier(cfg, n_labels)
-    load_model_weights(model, Path(run_dir) / WEIGHTS)
-    pairs, y = data[split]
-    rows = encode_rows(tok, pairs, y, np.arange(len(y)), cfg.max_len - k)
-    inputs = {n: v for n, v in rows.items() if n != "labels"}
-    pred = predict_rows(_WithFacets(model) if k > 1 else model, inputs, trim_padding=True)
-    out = {"probs": torch.softmax(pred["logits"] if k > 1 else pred, -1), "labels": rows["labels"]}
-    if k > 1:
-        out["facet_emb"] = pred["facet_emb"]
-    if dropout_passes:
-        torch.manual_seed(seed)
-        model.train()
-        out["dropout_probs"] = torch.stack([torch.cat([torch.softmax(model(**{n: v[a: a + 64] for n, v in
-                                                                              inputs.items()}), -1)
-                                                       for a in range(0, len(y), 64)]) for _ in range(dropout_passes)])
-        model.eval()
-    return out
-
-
 def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
-    data, regression, data_sha256 = classification_splits(cfg)
+    data, regression, _, data_sha256 = load_labelled(cfg.task, cfg.data_dir, cfg.split_seed, cfg.columns)
     seed_everything(cfg.seed)
     n_labels = 1 if regression else int(max(int(y.max()) for _, y in data.values())) + 1
-    model, tok, k = load_classifier(cfg, n_labels)
+    model, tok, k = load_classifier(cfg.pretrained, n_labels, cfg.dropout, cfg.k, cfg.aggregation, cfg.insert_bias)
     check_max_len("max_len", cfg.max_len, next(m for m in model.modules() if isinstance(m, BertModel)).cfg.max_len)
     model.to(info.device)
     sub = labeled_subset(len(data["train"][1]), cfg.labels, cfg.seed)

@@ -28,24 +28,14 @@ import torch
 
 from genfeat.data.lm_data import LMDataConfig
 from genfeat.errors import ConfigError
-from genfeat.models.nll_passes import segment_nll, sliding_nll
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
 from genfeat.models.transformer_xl import config as txl_presets
+from genfeat.models.transformer_xl.evaluation import TXLEvalConfig, eval_nll
 from genfeat.recipes import lm
 from genfeat.recipes.lm import check_sample_prompt
 from genfeat.tasks.generation import SampleConfig
 from genfeat.tasks.language_modeling import MemoryLMLoss
-from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
-
-
-@dataclass(frozen=True)
-class TXLEvalConfig:
-    tgt_len: int = 0  # evaluation segment length; 0: model.tgt_len
-    mem_len: int = -1  # evaluation memory length; -1: model.mem_len
-    same_length: bool = False
-    clamp_len: int = -1
-    stride: int = 0  # > 0: sliding-window evaluation with window model.tgt_len (vanilla baseline)
 
 
 @dataclass(frozen=True)
@@ -61,20 +51,9 @@ class TXLRunConfig:
         check_sample_prompt(self.data, self.sample)
 
 
-@torch.no_grad()
 def txl_nll(model: torch.nn.Module, tokens: np.ndarray, cfg: TXLRunConfig, split: str) -> tuple[float, int]:
-    """Summed NLL and target count of `tokens`: segments with the evaluation memory, or the sliding window."""
-    e, m = cfg.eval, cfg.model
-    if e.stride > 0:
-        return sliding_nll(model, tokens, m.tgt_len, e.stride, split, batch_size=cfg.data.eval_batch_size * 8)
-    bb = D.unwrap(model).backbone
-    train_setting = (bb.mem_len, bb.same_length, bb.clamp_len)
-    bb.reset_length(m.mem_len if e.mem_len < 0 else e.mem_len, e.same_length, e.clamp_len)
-    try:
-        return segment_nll(model, tokens, cfg.data.eval_batch_size, e.tgt_len or m.tgt_len, split,
-                              carry_memory=True)
-    finally:
-        bb.reset_length(*train_setting)
+    """Summed NLL and target count of `tokens` under the run's evaluation setting (`eval.*`)."""
+    return eval_nll(model, tokens, split, cfg.eval, cfg.model.tgt_len, cfg.model.mem_len, cfg.data.eval_batch_size)
 
 
 def _check(cfg: TXLRunConfig) -> None:

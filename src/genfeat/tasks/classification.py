@@ -9,16 +9,27 @@ for multiple choice (`nn.task_heads.SequenceClassifier`, `MultipleChoice`). Metr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from genfeat.losses.classification import classification_loss
 from genfeat.metrics.calibration import ece
 from genfeat.metrics.classification import classification_scores
+from genfeat.models.bert.tokenizer import encode
 from genfeat.tasks.base import Rows, Task, predict_rows, to_device
 
 INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+def encode_rows(tok: Any, pairs: list[tuple[str, str | None]], y: np.ndarray, idx: np.ndarray,
+                max_len: int) -> Rows:
+    """The rows of the examples `idx` of (text_a, text_b | None) pairs and labels `y` (`data.labelled`): BERT's
+    [CLS] A [SEP] B [SEP] inputs cut to `max_len` tokens, and "labels"."""
+    b = None if pairs[0][1] is None else [pairs[i][1] for i in idx]
+    return encode(tok, [pairs[i][0] for i in idx], b, max_len=max_len) | {"labels": torch.from_numpy(y[idx])}
 
 
 class SequenceClassification(Task):
