@@ -29,8 +29,10 @@ from typing import Any
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
-from genfeat.recipes import xlnet as X
-from genfeat.recipes import xlnet_finetune as F
+from genfeat.data.labelled import load_labelled
+from genfeat.data.plm_corpus import encode_documents, pretrain_documents
+from genfeat.models.xlnet.inference import load_pretrained
+from genfeat.registry import RECIPES
 
 NAME = "xlnet_bbc"
 CORPORA = {"bbc-news": "the BBC training-split articles",
@@ -42,7 +44,7 @@ SOURCE = {"plm": "plm", "mlm": "mlm", "scratch": "plm", "body": "plm"}  # the pr
 
 
 def pretrain(objective: str, args) -> Job:
-    cfg = X.bbc_small()
+    cfg = RECIPES["xlnet_pretrain"].presets["bbc_small"]()
     keep = args.pretrain_steps // cfg.train.eval_every + 1 if args.probe_every else cfg.train.keep_last
     cfg = dataclasses.replace(cfg, objective=objective, data=dataclasses.replace(cfg.data, corpus=args.corpus),
                               train=dataclasses.replace(cfg.train, max_steps=args.pretrain_steps, keep_last=keep))
@@ -53,7 +55,7 @@ def pretrain(objective: str, args) -> Job:
 
 def finetune(init: str, seed: int, args) -> Job:
     source = Path(args.runs) / f"pretrain-{SOURCE[init]}"
-    base = F.bbc_100()
+    base = RECIPES["xlnet_classify"].presets["bbc_100"]()
     cfg = dataclasses.replace(base, seed=seed, pretrained=str(source),
                               init=init if init in ("scratch", "body") else "pretrained", max_len=args.max_len,
                               train=dataclasses.replace(base.train, max_steps=args.finetune_steps, lr=args.finetune_lr))
@@ -75,7 +77,7 @@ def probes(args) -> dict[str, Any]:
     from genfeat.models.xlnet import XLNet
     from genfeat.train.checkpoint import checkpoint_dirs, load_weights
 
-    data, _ = F.classification_data(F.bbc_100())
+    data = load_labelled("bbc")[0]  # the splits xlnet_classify reads (bbc_100 keeps every example)
     texts = {k: [a for a, _ in v[0]] for k, v in data.items()}
     ys = {k: v[1] for k, v in data.items()}
 
@@ -93,7 +95,7 @@ def probes(args) -> dict[str, Any]:
         return out
 
     def network(run: Path, weights: Path | None) -> XLNet:
-        cfg = F.load_pretrained(run)[1]
+        cfg = load_pretrained(run)[1]
         torch.manual_seed(0)
         net = XLNet(dataclasses.replace(cfg, mem_len=0, reuse_len=0, bi_data=False, dropout=0.0, dropatt=0.0))
         if weights is not None:
@@ -109,7 +111,7 @@ def probes(args) -> dict[str, Any]:
     @functools.cache
     def inputs(run: Path) -> dict[str, dict[str, torch.Tensor]]:
         """The labeled articles in this run's tokenizer, encoded once for every probe of the run."""
-        tok = F.load_pretrained(run)[0]
+        tok = load_pretrained(run)[0]
         return {k: pair_inputs([tok.encode(" ".join(t.split())) for t in texts[k]], None, args.max_len,
                                tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"]) for k in ("train", "test")}
 
@@ -124,13 +126,11 @@ def probes(args) -> dict[str, Any]:
             feats[k] = ((h * m).sum(1) / m.sum(1)).numpy()
         return fit_eval(feats["train"], feats["test"])
 
-    from genfeat.recipes import xlnet as X
-
     runs = {o: Path(args.runs) / f"pretrain-{o}" for o in ("plm", "mlm")}
-    tok = F.load_pretrained(runs["plm"])[0]
-    docs = X.pretrain_documents(X.PretrainDataConfig(corpus=args.corpus))
-    counts = np.bincount(X.encode_documents(tok, docs["train"]), minlength=tok.vocab_size) + 0.5
-    valid = X.encode_documents(tok, docs["valid"])
+    tok = load_pretrained(runs["plm"])[0]
+    docs = pretrain_documents(args.corpus)
+    counts = np.bincount(encode_documents(tok, docs["train"]), minlength=tok.vocab_size) + 0.5
+    valid = encode_documents(tok, docs["valid"])
     res: dict[str, Any] = {"unigram_valid_ce": [float(-np.log(counts / counts.sum())[valid].mean())]}
     vec = TfidfVectorizer(sublinear_tf=True, min_df=2).fit(texts["train"])
     res["tfidf"] = fit_eval(vec.transform(texts["train"]), vec.transform(texts["test"]))

@@ -99,20 +99,20 @@ def test_classify_needs_a_pretrained_run(bbc_corpus, tmp_path):
 
 
 def test_pretrain_documents_join_corpora(bbc_corpus, tmp_path):
-    from genfeat.recipes.xlnet import PretrainDataConfig, pretrain_documents
+    from genfeat.data.plm_corpus import pretrain_documents
 
     lm = tmp_path / "lm"
     lm.mkdir()
     for split, n in (("train", 450), ("valid", 30), ("test", 30)):
         (lm / f"{split}.txt").write_text("".join(f"{split} line {i}\n" for i in range(n)))
-    bbc = pretrain_documents(PretrainDataConfig())
-    both = pretrain_documents(PretrainDataConfig(corpus=f"bbc-news+dir:{lm}"))
+    bbc = pretrain_documents("bbc-news")
+    both = pretrain_documents(f"bbc-news+dir:{lm}")
     for k, n_lm in (("train", 3), ("valid", 1)):  # the LM text in 200-line documents after the articles
         assert both[k][: len(bbc[k])] == bbc[k] and len(both[k]) == len(bbc[k]) + n_lm
         assert both[k][len(bbc[k])].split("\n")[0] == f"{k} line 0"
     assert both["train"][-1].count("\n") == 49  # lines 400-449
     assert not set(both["train"]) & set(both["valid"])
-    limited = pretrain_documents(PretrainDataConfig(corpus=f"bbc-news+dir:{lm}", limit_docs=2))
+    limited = pretrain_documents(f"bbc-news+dir:{lm}", limit_docs=2)
     assert [len(v) for v in limited.values()] == [4, 3]  # the limit applies to each corpus
 
 
@@ -195,7 +195,7 @@ def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from genfeat.models.xlnet import XLNetLM
-    from genfeat.recipes.xlnet_finetune import load_pretrained
+    from genfeat.models.xlnet.inference import load_pretrained
     from genfeat.train.checkpoint import load_model_weights
 
     pre = tmp_path / "pre"

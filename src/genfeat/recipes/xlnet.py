@@ -29,14 +29,14 @@ import numpy as np
 import torch
 
 from genfeat.config import atomic_write_text
-from genfeat.data.corpora import load_corpus
 from genfeat.data.plm import PretrainStream
-from genfeat.data.text_classification import load_bbc_news, stratified_split
+from genfeat.data.plm_corpus import encode_documents, pretrain_documents
 from genfeat.data.tokenizers import GENFEAT_FILE, SPM_FILE, SentencePieceTokenizer, load_tokenizer, save_tokenizer
 from genfeat.errors import ConfigError
 from genfeat.losses.plm import PretrainingLoss
 from genfeat.models.xlnet import XLNetConfig, XLNetLM
 from genfeat.models.xlnet.hf import save_pretrained
+from genfeat.models.xlnet.inference import MODEL_CONFIG
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
 from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
@@ -91,35 +91,6 @@ def pretrain_tiny() -> XLNetPretrainConfig:
 PRETRAIN_PRESETS = {"bbc_small": bbc_small, "tiny": pretrain_tiny}
 
 
-# ----------------------------------------------------------------------------------------- data
-def pretrain_documents(cfg: PretrainDataConfig) -> dict[str, list[str]]:
-    """{"train", "valid"} -> documents (each a text with newlines). `cfg.corpus` may join corpora with "+"
-    (e.g. bbc-news+ptb: the BBC training-split articles, then PTB's WSJ text); `limit_docs` applies to each."""
-    out: dict[str, list[str]] = {"train": [], "valid": []}
-    for name in cfg.corpus.split("+"):
-        if name == "bbc-news":
-            docs = load_bbc_news()
-            split = stratified_split(docs.labels, cfg.split_seed)
-            part = {k: [docs.texts[i] for i in split[k]] for k in out}
-        else:  # an LM corpus is one text per split; chunk it into 200-line documents
-            splits = load_corpus(name)
-            part = {k: ["\n".join(splits[k][i: i + 200]) for i in range(0, len(splits[k]), 200)] for k in out}
-        for k in out:
-            out[k] += part[k][: cfg.limit_docs] if cfg.limit_docs else part[k]
-    return out
-
-
-def encode_documents(tok: SentencePieceTokenizer, docs: list[str]) -> np.ndarray:
-    """One stream: each document's lines encoded, then <eod>."""
-    eod = tok.ids["<eod>"]
-    parts = []
-    for doc in docs:
-        lines = [line for line in doc.split("\n") if line.strip()]
-        parts.append(tok.encode_lines(lines))
-        parts.append(np.array([eod]))
-    return np.concatenate(parts)
-
-
 # ----------------------------------------------------------------------------------------- pretraining
 @torch.no_grad()
 def evaluate_pretrain(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]], objective: str
@@ -141,7 +112,7 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
     dc = cfg.data
-    docs = pretrain_documents(dc)
+    docs = pretrain_documents(dc.corpus, dc.split_seed, dc.limit_docs)
     if info.is_main and not (run_dir / GENFEAT_FILE).exists():  # rank 0 trains it; a resumed run keeps its own
         save_tokenizer(SentencePieceTokenizer.train((line for d in docs["train"] for line in d.split("\n")),
                                                     dc.vocab_size), run_dir)
@@ -150,7 +121,7 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
     streams = {k: encode_documents(tok, v) for k, v in docs.items()}
     model_cfg = dataclasses.replace(cfg.model, vocab_size=tok.vocab_size, reuse_len=dc.reuse_len, bi_data=dc.bi_data)
     if info.is_main:
-        atomic_write_text(run_dir / "model_config.json", json.dumps(dataclasses.asdict(model_cfg), indent=1))
+        atomic_write_text(run_dir / MODEL_CONFIG, json.dumps(dataclasses.asdict(model_cfg), indent=1))
     lm_model = XLNetLM(model_cfg).to(info.device)
     n_params = sum(p.numel() for p in lm_model.parameters())
     model = D.wrap(lm_model, info, cfg.train.distributed)

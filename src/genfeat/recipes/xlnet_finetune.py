@@ -38,10 +38,10 @@ from genfeat.data.labelled import check_options, load_labelled
 from genfeat.data.pair_inputs import pair_inputs
 from genfeat.data.race import load_race, race_inputs
 from genfeat.data.squad import load_squad_json, squad_features
-from genfeat.data.tokenizers import GENFEAT_FILE, SentencePieceTokenizer, load_tokenizer
+from genfeat.data.tokenizers import SentencePieceTokenizer
 from genfeat.errors import ConfigError
-from genfeat.models.xlnet import XLNetConfig
 from genfeat.models.xlnet.heads import XLNetClassifier, XLNetForSquad, XLNetMultipleChoice
+from genfeat.models.xlnet.inference import load_pretrained
 from genfeat.paradigms import fit_task
 from genfeat.tasks.base import Task
 from genfeat.tasks.classification import MultipleChoice, SequenceClassification
@@ -195,19 +195,6 @@ SQUAD_PRESETS = {"squad2": squad2, "tiny": squad_tiny}
 
 
 # ----------------------------------------------------------------------------------------- shared
-def load_pretrained(run: str | Path) -> tuple[SentencePieceTokenizer, XLNetConfig, Path]:
-    if not run:
-        raise ConfigError("fine-tuning needs pretrained=RUN_DIR (an xlnet_pretrain run: its tokenizer and network; "
-                          "with init=scratch its weights are not used)")
-    run = Path(run)
-    if not (run / "model_config.json").is_file() or not ((run / GENFEAT_FILE).is_file() or
-                                                          (run / "tokenizer.json").is_file()):
-        raise ConfigError(f"{run}: not an xlnet_pretrain run directory (model_config.json / {GENFEAT_FILE} "
-                          "missing); train one with `genfeat run xlnet_pretrain`")
-    cfg = XLNetConfig(**json.loads((run / "model_config.json").read_text()))
-    return load_tokenizer(run), cfg, run / "model.safetensors"
-
-
 def build(cls: Callable[..., nn.Module], cfg: Any, *args, **kwargs) -> tuple[nn.Module, SentencePieceTokenizer]:
     """The task model on the pretrained run's network (fine-tuning mode: no memory, bi attention), its weights
     loaded unless init=scratch (init=body: all but the word embeddings, which keep their fresh initialisation --
