@@ -182,6 +182,45 @@ def test_fit_task_keeps_the_best_weights_and_evaluates_every_split(tmp_path):
     assert all(r["examples_per_s"] > 0 for r in trained)
 
 
+def test_fit_task_evaluates_the_kept_weights_in_eval_mode(tmp_path):
+    """The final splits are scored as fit scores the selection split: dropout off, whatever the task's predict
+    does (a language model's NLL pass does not switch modes itself); the model's mode is restored after."""
+    import numpy as np
+
+    from genfeat.models.gpt import GPTConfig, build_gpt_lm
+    from genfeat.models.nll_passes import segment_nll
+    from genfeat.paradigms import fit_task
+    from genfeat.tasks.language_modeling import LanguageModeling
+    from genfeat.train.loop import TrainConfig
+
+    torch.manual_seed(0)
+    lm = build_gpt_lm(GPTConfig(vocab_size=20, n_layer=1, n_head=2, d_model=16, max_len=8, dropout=0.5))
+    rng = np.random.default_rng(0)
+    streams = {k: rng.integers(0, 20, size=65) for k in ("train", "valid", "test")}
+    task = LanguageModeling(streams, lambda m, toks, split: segment_nll(m, toks, 1, 8, split))
+    x = torch.from_numpy(streams["train"]).long()
+    batches = iter(lambda: (x[None, :8], x[None, 1:9]), None)
+    cfg = TrainConfig(max_steps=4, lr=1e-3, warmup_steps=0, eval_every=2, log_every=2, precision="fp32")
+    _, scores = fit_task(lm, task, batches, cfg, tmp_path, method=task.loss)
+    assert lm.training  # as fit left it
+    lm.eval()
+    assert scores["test_loss"] == task.evaluate(lm, "test")["test_loss"]  # not a dropout draw
+
+
+def test_language_model_is_selected_on_the_metric_it_names():
+    import numpy as np
+
+    from genfeat.errors import ConfigError
+    from genfeat.tasks.language_modeling import LanguageModeling
+
+    streams = {"valid": np.zeros(9, dtype=np.int64)}
+    assert LanguageModeling(streams, None).metric == "loss"
+    assert LanguageModeling(streams, None, metric="ppl").metric == "ppl"
+    assert LanguageModeling(streams, None, per_char=True, metric="bpc").metric == "bpc"
+    with pytest.raises(ConfigError, match="bpc"):
+        LanguageModeling(streams, None, metric="bpc")  # a word-level model has no bits per character
+
+
 def test_node_classification_predicts_once_for_every_split():
     import numpy as np
 

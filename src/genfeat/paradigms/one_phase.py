@@ -51,7 +51,12 @@ def fit_task(model: nn.Module, task: Task, batches: Iterator, cfg: TrainConfig, 
               optimizer=optimizer, desc=desc, unit=task.unit)
     net = D.unwrap(model)
     load_model_weights(net, Path(run_dir) / WEIGHTS)  # the best weights by the selection metric (or the last)
-    return res, final_scores(task, net, res, cfg, final_splits, split if select else None)
+    was = net.training
+    net.eval()  # as fit evaluates: no dropout, batch norm on its running statistics
+    try:
+        return res, final_scores(task, net, res, cfg, final_splits, split if select else None)
+    finally:
+        net.train(was)
 
 
 def final_scores(task: Task, net: nn.Module, res: FitResult, cfg: TrainConfig, splits: Iterable[str] | None,

@@ -35,12 +35,12 @@ from genfeat.models.gpt import config as gpt_presets
 from genfeat.models.gpt.hf import exports_to_hf, load_pretrained_weights, pretrained_config, save_pretrained
 from genfeat.models.lm import CausalLM
 from genfeat.models.nll_passes import segment_nll
-from genfeat.paradigms import final_scores
+from genfeat.paradigms import fit_task
 from genfeat.tasks.generation import SampleConfig, generate_text
 from genfeat.tasks.language_modeling import LanguageModeling, lm_loss, lm_scores
 from genfeat.train import distributed as D
 from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
+from genfeat.train.loop import TrainConfig, check_early_stop_metric
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
@@ -232,13 +232,9 @@ def run(cfg: Any, run_dir: Path, resume_from: Path | None = None, arch: Arch = G
               f"{len(streams['train']):,} training tokens, device {info.device}, world size {info.world_size}")
     loss = arch.make_loss()  # the loss object itself goes to fit: a stateful one (Transformer-XL's memory) is
     task = LanguageModeling(streams, lambda m, tokens, split: arch.nll_pass(m, tokens, cfg, split), per_char,
-                            loss=loss)  # checkpointed through its state_dict
-    result = fit(model, loss, train_iter, cfg.train, run_dir, evaluate=lambda m: task.evaluate(m, "valid"),
-                 resume_from=resume_from, desc=arch.name)
-
-    load_model_weights(model, run_dir / "model.safetensors")  # best validation weights
-    model.eval()
-    final = final_scores(task, model, result, cfg.train, None, "valid")  # valid: measured when the weights were kept
+                            loss=loss, metric=cfg.train.early_stop_metric.removeprefix("valid_"))
+    result, final = fit_task(model, task, train_iter, cfg.train, run_dir, method=loss,  # checkpointed through
+                             resume_from=resume_from, desc=arch.name)  # its state_dict; the best validation weights
     if info.is_main and arch is GPT and exports_to_hf(cfg.model):
         # the same weights as a Hugging Face directory: GPT2LMHeadModel / AutoTokenizer.from_pretrained(hf/),
         # or `init=RUN/hf` to fine-tune them with another head

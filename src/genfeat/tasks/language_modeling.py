@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from genfeat.errors import ConfigError
 from genfeat.losses import nll
 from genfeat.metrics import bits_per_character, perplexity
 from genfeat.tasks.base import Task
@@ -79,9 +80,15 @@ class LanguageModeling(Task):
     unit = "tokens"
 
     def __init__(self, streams: Mapping[str, np.ndarray], nll_pass: NLLPass, per_char: bool = False,
-                 loss: Callable[[nn.Module, tuple[Tensor, Tensor]], tuple[Tensor, int]] = lm_loss):
+                 loss: Callable[[nn.Module, tuple[Tensor, Tensor]], tuple[Tensor, int]] = lm_loss,
+                 metric: str = "loss"):
+        """`metric`: the score weights are selected on (loss, ppl or, per character, bpc; all lower-is-better)."""
         self.streams, self.nll_pass, self.per_char, self._loss = dict(streams), nll_pass, per_char, loss
         self.splits = tuple(k for k in self.streams if k != "train")
+        if metric not in self.metric_names():
+            raise ConfigError(f"a language model is selected on one of {', '.join(self.metric_names())}, "
+                              f"got {metric!r}")
+        self.metric = metric
 
     def loss(self, model: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, int]:
         return self._loss(model, batch)
