@@ -266,3 +266,26 @@ def test_the_facet_task_scores_valid_with_fixed_negatives():
     assert first["valid_loss"] == pytest.approx(exact.item(), abs=1e-5)
     with pytest.raises(KeyError):
         task.evaluate(m, "test")
+    assert (task.metric, task.mode) == ("loss", "min")
+    sel = NeighbourWordFacets(objective, valid, metric="er_neg", mode="max")
+    assert (sel.metric, sel.mode) == ("er_neg", "max")
+    with pytest.raises(ValueError, match="er_pos"):
+        NeighbourWordFacets(objective, valid, metric="accuracy")
+
+
+def test_the_run_keeps_the_weights_best_on_the_metric_it_names(tmp_path):
+    """train.early_stop_metric / early_stop_mode choose the kept weights: the lowest positive error here, at a
+    step where neither the lowest valid_loss nor the highest positive error lies."""
+    from genfeat.cli import main
+
+    assert main(["run", "facets", "--preset", "synthetic", "--train.max_steps", "30", "--train.eval_every", "5",
+                 "--train.early_stop_metric", "valid_er_pos", "--train.early_stop_mode", "min",
+                 "--out", str(tmp_path / "s")]) == 0
+    s = json.loads((tmp_path / "s" / "summary.json").read_text())
+    evals = [r for r in map(json.loads, (tmp_path / "s" / "metrics.jsonl").read_text().splitlines())
+             if "valid_er_pos" in r]
+    best = min(reversed(evals), key=lambda r: r["valid_er_pos"])  # the last of ties, as fit keeps it
+    assert len(evals) == 6 and s["best_step"] == best["step"]
+    assert s["valid_er_pos"] == pytest.approx(best["valid_er_pos"], abs=1e-5)  # the summary keeps 5 digits
+    others = {min(evals, key=lambda r: r["valid_loss"])["step"], max(evals, key=lambda r: r["valid_er_pos"])["step"]}
+    assert best["step"] not in others  # the test tells the three selections apart

@@ -64,10 +64,10 @@ from genfeat.data.topic_corpus import topic_corpus, topic_examples
 from genfeat.errors import ConfigError
 from genfeat.losses.nnsc import ASSIGN, METHODS, NNSCObjective
 from genfeat.models.facets import FacetConfig, FacetModel
+from genfeat.paradigms import fit_task
 from genfeat.tasks.facet_prediction import METRICS, NeighbourWordFacets
 from genfeat.train import distributed as D
-from genfeat.train.checkpoint import WEIGHTS, load_model_weights
-from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
+from genfeat.train.loop import TrainConfig, check_early_stop_metric
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
@@ -209,17 +209,15 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     valid = [collate(ex["valid"].inputs[a: a + 64], ex["valid"].targets[a: a + 64])
              for a in range(0, min(len(ex["valid"]), 640), 64)]
 
-    task = NeighbourWordFacets(objective, valid)
+    task = NeighbourWordFacets(objective, valid, metric=cfg.train.early_stop_metric.removeprefix("valid_"),
+                               mode=cfg.train.early_stop_mode)  # selection on one of METRICS
     n_params = sum(p.numel() for p in model.parameters())
     if info.is_main:
         print(f"facets K={mcfg.k}: {n_params / 1e6:.2f}M parameters, vocab {len(vocab):,}, {len(target_words):,} "
               f"target words, {len(ex['train']):,} training {dc.unit}s")
     batches = FacetBatches(ex["train"], dc.batch_size, cfg.seed, info.rank, info.world_size)
-    res = fit(D.wrap(model, info), task.loss, batches, cfg.train, run_dir,
-              evaluate=lambda m: task.evaluate(D.unwrap(m), "valid"), resume_from=resume_from,
-              desc=f"facets K={mcfg.k}")  # selection on cfg.train.early_stop_metric, one of METRICS
-    load_model_weights(model, run_dir / WEIGHTS)
-    final = task.evaluate(model, "valid")
+    res, final = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
+                          desc=f"facets K={mcfg.k}")  # the objective's random stream is checkpointed
     if info.is_main:
         (run_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
         (run_dir / "target_words.txt").write_text("\n".join(target_words) + "\n")

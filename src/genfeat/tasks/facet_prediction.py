@@ -26,11 +26,17 @@ class NeighbourWordFacets(Task):
     mode = "min"
     unit = "targets"
 
-    def __init__(self, objective: NNSCObjective, valid: Sequence[dict[str, Tensor]], check_seed: int = 12_345):
-        """`objective`: the training loss; `valid`: held-out batches (`data.facets.collate`)."""
+    def __init__(self, objective: NNSCObjective, valid: Sequence[dict[str, Tensor]], check_seed: int = 12_345,
+                 metric: str = "loss", mode: str = "min"):
+        """`objective`: the training loss; `valid`: held-out batches (`data.facets.collate`); `metric` / `mode`:
+        what weights are selected on (one of METRICS without its split, and min or max)."""
         if not valid:
             raise ValueError("NeighbourWordFacets needs at least one validation batch")
+        if f"valid_{metric}" not in METRICS or mode not in ("min", "max"):
+            raise ValueError(f"select on one of {', '.join(m.removeprefix('valid_') for m in METRICS)} (min or max), "
+                             f"got {metric!r} ({mode})")
         self.objective, self.valid, self.check_seed = objective, list(valid), check_seed
+        self.metric, self.mode = metric, mode
         self.splits = ("valid",)
 
     @property
