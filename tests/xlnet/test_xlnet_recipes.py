@@ -213,3 +213,42 @@ def test_pretrain_run_holds_a_hugging_face_directory(bbc_corpus, tmp_path):
         ref = hf(input_ids=x).logits
         mine = ours(x)[0].scores
     assert torch.allclose(mine, ref, atol=1e-4), (mine - ref).abs().max()
+
+
+def test_pretraining_task_scores_held_out_batches_without_touching_the_training_memory():
+    """tasks.pretraining: the training objective keeps its memory across an evaluation (a fresh objective reads
+    the held-out batches, in order, with theirs), the network's mode comes back, and the selection metric is
+    checked."""
+    from genfeat.losses.plm import PretrainingLoss
+    from genfeat.models.xlnet import XLNetConfig, XLNetLM
+    from genfeat.tasks.pretraining import MultiCLSPretraining, PermutationLMPretraining
+
+    torch.manual_seed(0)
+    net = XLNetLM(XLNetConfig(vocab_size=40, n_layer=1, d_model=16, n_head=2, d_head=8, d_inner=32, mem_len=8,
+                              reuse_len=8, dropout=0.5))
+    s = PretrainStream(np.arange(3, 2003) % 37 + 3, batch_size=2, seq_len=20, reuse_len=8, num_predict=4, sep_id=1,
+                       cls_id=2, seed=0)
+    valid = [next(s) for _ in range(3)]
+    task = PermutationLMPretraining("plm", valid)
+    task.loss(net, next(s))  # training: the objective now holds a memory
+    memory = {k: [t.clone() for t in v] if isinstance(v, (list, tuple)) else v
+              for k, v in task.loss.state_dict().items()}
+    net.train()
+    got = task.evaluate(net, "valid")
+    assert net.training
+    net.eval()
+    fresh, total, count = PretrainingLoss("plm"), 0.0, 0
+    with torch.no_grad():
+        for b in valid:
+            loss, n = fresh(net, b)
+            total, count = total + float(loss) * n, count + n
+    assert got == {"valid_loss": total / count}
+    after = task.loss.state_dict()
+    assert after.keys() == memory.keys() and all(
+        all(torch.equal(a, b) for a, b in zip(after[k], v)) if isinstance(v, list) else after[k] == v
+        for k, v in memory.items())
+    with pytest.raises(ValueError, match="loss"):
+        PermutationLMPretraining("plm", valid, metric="ppl")
+    with pytest.raises(ValueError, match="positive_first"):
+        MultiCLSPretraining(valid, metric="accuracy")
+    assert MultiCLSPretraining(valid, "positive_first", "max").mode == "max"

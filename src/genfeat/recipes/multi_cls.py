@@ -34,8 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
 from genfeat.data.batches import EpochBatches
 from genfeat.data.labelled import check_options, load_labelled
@@ -47,17 +45,15 @@ from genfeat.models.bert.hf import mlm_head_from_pretrained
 from genfeat.models.bert.tokenizer import load_wordpiece
 from genfeat.models.multi_cls import (
     MultiCLSConfig,
-    MultiCLSPretrainer,
     check_facet_tokens,
 )
 from genfeat.models.multi_cls.inference import build_pretrainer, load_classifier
 from genfeat.models.multi_cls.model import AGGREGATIONS
-from genfeat.models.multi_cls.pretrain import positive_first
 from genfeat.paradigms import fit_task
 from genfeat.tasks.classification import SequenceClassification, encode_rows
+from genfeat.tasks.pretraining import MultiCLSPretraining
 from genfeat.train import distributed as D
-from genfeat.train.checkpoint import WEIGHTS, load_model_weights
-from genfeat.train.loop import TrainConfig, build_optimizer, check_early_stop_metric, fit
+from genfeat.train.loop import TrainConfig, build_optimizer, check_early_stop_metric
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
@@ -121,28 +117,7 @@ def pretrain_tiny() -> MultiCLSPretrainConfig:
 PRETRAIN_PRESETS = {"minilm_bbc": minilm_bbc, "tiny": pretrain_tiny}
 
 
-PRETRAIN_METRICS = ("valid_loss", *(f"valid_{k}" for k in MultiCLSPretrainer.LOSSES), "valid_positive_first")
-
-
-@torch.no_grad()
-def evaluate_pretrain(pre: MultiCLSPretrainer, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
-    """Mean losses on fixed held-out batches, and the share of anchors whose positive ranks first (Eq. 5.2
-    logits against every P and H row; against the P rows without hard negatives: 1 / N by chance, not 1 / 2N)."""
-    was = pre.training
-    pre.eval()
-    device = next(pre.parameters()).device
-    sums: dict[str, float] = {}
-    hits = total = 0
-    for b in batches:
-        b = {k: v.to(device) for k, v in b.items()}
-        parts = pre.losses(b)
-        for k, v in parts.items():
-            sums[k] = sums.get(k, 0.0) + float(v) / len(batches)
-        h, n = positive_first(pre.sentence_embeddings(b), pre.lam, pre.hard_negatives)
-        hits, total = hits + h, total + n
-    pre.train(was)
-    return {"valid_loss": sum(sums.values()), **{f"valid_{k}": v for k, v in sums.items()},
-            "valid_positive_first": hits / total}
+PRETRAIN_METRICS = tuple(f"valid_{k}" for k in MultiCLSPretraining.metrics)
 
 
 def check_max_len(name: str, max_len: int, positions: int) -> None:
@@ -187,11 +162,9 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
     bert_ids = {id(p) for p in pre.bert.parameters()}
     opt = build_optimizer(pre, cfg.train, [p for p in pre.parameters() if id(p) not in bert_ids and p.requires_grad],
                           cfg.heads_lr)
-    res = fit(D.wrap(pre, info), _pretrain_loss, train, cfg.train, run_dir, optimizer=opt,
-              evaluate=lambda m: evaluate_pretrain(D.unwrap(m), valid), resume_from=resume_from,
-              desc="mtl" if k == 0 else f"multi-cls K={k}")
-    load_model_weights(pre, run_dir / WEIGHTS)
-    final = evaluate_pretrain(pre, valid)
+    task = MultiCLSPretraining(valid, cfg.train.early_stop_metric.removeprefix("valid_"), cfg.train.early_stop_mode)
+    res, final = fit_task(D.wrap(pre, info), task, train, cfg.train, run_dir, optimizer=opt,
+                          resume_from=resume_from, desc="mtl" if k == 0 else f"multi-cls K={k}")
     title = "MTL pretraining (pooled [CLS])" if k == 0 else f"Multi-CLS BERT pretraining (K={k}, λ={pre.lam})"
     return record_fit(run_dir, title, final,
                       fit=res, started=t0, params=n_params, details={"k": k, "objective": cfg.objective, "lam": pre.lam,
@@ -201,13 +174,6 @@ def run_pretrain(cfg: MultiCLSPretrainConfig, run_dir: Path, resume_from: Path |
                       notes=[f"Validation: {len(valid)} fixed batches of held-out articles; positive-first is the "
                              f"share of anchors whose next sequence scores highest among {2 * cfg.data.n_triples} "
                              f"(chance {1 / (2 * cfg.data.n_triples):.3f})."])
-
-
-def _pretrain_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
-    """The multi-task loss and the batch's real (unpadded) input tokens, the count behind the loop's tokens/s."""
-    n_tokens = int(batch["attention_mask"].sum())  # on the CPU, before the copy: no device sync
-    device = next(model.parameters()).device
-    return model(**{k: v.to(device) for k, v in batch.items()}), n_tokens
 
 
 # ----------------------------------------------------------------------------------------- fine-tuning

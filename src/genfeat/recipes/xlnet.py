@@ -26,20 +26,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from genfeat.config import atomic_write_text
 from genfeat.data.plm import PretrainStream
 from genfeat.data.plm_corpus import encode_documents, pretrain_documents
 from genfeat.data.tokenizers import GENFEAT_FILE, SPM_FILE, SentencePieceTokenizer, load_tokenizer, save_tokenizer
 from genfeat.errors import ConfigError
-from genfeat.losses.plm import PretrainingLoss
 from genfeat.models.xlnet import XLNetConfig, XLNetLM
 from genfeat.models.xlnet.hf import save_pretrained
 from genfeat.models.xlnet.inference import MODEL_CONFIG
+from genfeat.paradigms import fit_task
+from genfeat.tasks.pretraining import PermutationLMPretraining
 from genfeat.train import distributed as D
-from genfeat.train.checkpoint import load_model_weights
-from genfeat.train.loop import TrainConfig, check_early_stop_metric, fit
+from genfeat.train.loop import TrainConfig, check_early_stop_metric
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
 
@@ -92,22 +91,8 @@ PRETRAIN_PRESETS = {"bbc_small": bbc_small, "tiny": pretrain_tiny}
 
 
 # ----------------------------------------------------------------------------------------- pretraining
-@torch.no_grad()
-def evaluate_pretrain(model: torch.nn.Module, batches: list[dict[str, torch.Tensor]], objective: str
-                      ) -> dict[str, float]:
-    """Mean target NLL over fixed validation batches read in order (with their memory)."""
-    was = model.training
-    model.eval()
-    loss_fn, total, count = PretrainingLoss(objective), 0.0, 0
-    for b in batches:
-        loss, n = loss_fn(model, b)
-        total, count = total + float(loss) * n, count + n
-    model.train(was)
-    return {"valid_loss": total / count}
-
-
 def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
-    check_early_stop_metric(cfg.train, ("valid_loss",))  # what evaluate_pretrain reports
+    check_early_stop_metric(cfg.train, ("valid_loss",))  # what PermutationLMPretraining reports
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
@@ -137,11 +122,10 @@ def run_pretrain(cfg: XLNetPretrainConfig, run_dir: Path, resume_from: Path | No
         print(f"xlnet_pretrain ({cfg.objective}): {n_params / 1e6:.2f}M parameters, vocab {tok.vocab_size}, "
               f"{len(streams['train']):,} training tokens ({len(docs['train'])} documents), device {info.device}")
     train = stream(streams["train"], cfg.seed, dc.batch_size, info.rank, info.world_size)  # this rank's rows
-    result = fit(model, PretrainingLoss(cfg.objective), train,
-                 cfg.train, run_dir, evaluate=lambda m: evaluate_pretrain(m, valid, cfg.objective),
-                 resume_from=resume_from, desc=f"xlnet {cfg.objective}")
-    load_model_weights(lm_model, run_dir / "model.safetensors")  # the best validation weights
-    final = evaluate_pretrain(lm_model, valid, cfg.objective)
+    task = PermutationLMPretraining(cfg.objective, valid, cfg.train.early_stop_metric.removeprefix("valid_"),
+                                    cfg.train.early_stop_mode)
+    result, final = fit_task(model, task, train, cfg.train, run_dir, resume_from=resume_from,
+                             desc=f"xlnet {cfg.objective}")  # the best validation weights
     if info.is_main:  # the same weights as a Hugging Face directory: AutoModel / AutoTokenizer.from_pretrained(hf/)
         save_pretrained(lm_model, run_dir / "hf")
         shutil.copyfile(run_dir / SPM_FILE, run_dir / "hf" / SPM_FILE)
