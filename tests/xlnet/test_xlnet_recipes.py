@@ -245,7 +245,7 @@ def test_pretraining_task_scores_held_out_batches_without_touching_the_training_
     assert got == {"valid_loss": total / count}
     after = task.loss.state_dict()
     assert after.keys() == memory.keys() and all(
-        all(torch.equal(a, b) for a, b in zip(after[k], v)) if isinstance(v, list) else after[k] == v
+        all(torch.equal(a, b) for a, b in zip(after[k], v, strict=True)) if isinstance(v, list) else after[k] == v
         for k, v in memory.items())
     with pytest.raises(ValueError, match="loss"):
         PermutationLMPretraining("plm", valid, metric="ppl")
