@@ -384,3 +384,20 @@ def test_dependency_study_scores_each_target_with_its_context():
     pm = seen[-1][0]
     assert not pm[2, [0, 1]].any() and pm[2, 2:].all()  # left to right: only the tokens before it
     assert joint_nll_mlm(Stub(), d) == pytest.approx(2 * math.log(V))
+
+
+def test_density_estimation_scores_bits_per_dimension():
+    """The loss through the forward and the split score are the model's own bits per dimension (PixelCNN)."""
+    from genfeat.models.gan_ssl.pixelcnn import PixelCNN
+    from genfeat.tasks.density_estimation import DensityEstimation
+
+    torch.manual_seed(0)
+    net = PixelCNN(1, filters=8, n_blocks=1, n_mix=2).eval()
+    x = torch.rand(10, 1, 6, 6) * 2 - 1
+    task = DensityEstimation({"test": x}, batch=5)
+    loss, n = task.loss(net, x)
+    with torch.no_grad():
+        assert n == 10 and loss.item() == pytest.approx(net.bits_per_dim(x).mean().item(), rel=1e-5)
+        by_hand = (-net.log_prob(x) / (36 * torch.log(torch.tensor(2.0)))).mean().item()
+    assert task.evaluate(net, "test")["test_bits_per_dim"] == pytest.approx(by_hand, rel=1e-5)
+    assert (task.metric, task.mode, task.unit) == ("bits_per_dim", "min", "images")

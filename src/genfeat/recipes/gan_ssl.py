@@ -28,7 +28,6 @@ and `samples.png`.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,12 +42,14 @@ from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import uniform_noise
 from genfeat.models.gan_ssl.inference import PERCENTILE_IMAGES, load_density
 from genfeat.models.gan_ssl.networks import COLOUR32, GanNetConfig, build_networks
-from genfeat.models.gan_ssl.pixelcnn import PixelCNN, discretized_logistic_mixture_logp
+from genfeat.models.gan_ssl.pixelcnn import PixelCNN
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
+from genfeat.paradigms import fit_task
+from genfeat.tasks.density_estimation import DensityEstimation
 from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import distributed as D
 from genfeat.train.logging import progress
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import TrainConfig
 from genfeat.train.optim import adam
 from genfeat.train.record import record_fit, write_record
 from genfeat.train.seed import seed_everything
@@ -293,13 +294,6 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
     return summary
 
 
-def bits_per_dim_loss(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """PixelCNN.bits_per_dim through the (maybe DDP-wrapped) model's forward, so DDP sees the computation."""
-    x = x.to(next(model.parameters()).device)
-    logp = discretized_logistic_mixture_logp(x, model(x), D.unwrap(model).n_mix).flatten(1).sum(1)
-    return -logp.mean() / (x[0].numel() * math.log(2)), len(x)
-
-
 def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     """Train the density model on the training images (in [-1, 1]) with Adam on bits/dim, checkpointing every
     `train.ckpt_every` steps; report test bits/dim and the training images' log-p percentiles (the LD threshold
@@ -316,13 +310,13 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
     budget = tc.max_steps if tc.max_steps is not None else tc.epochs * batches.per_epoch
     loop = TrainConfig(max_steps=budget, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
                        log_every=50, eval_every=0, ckpt_every=tc.ckpt_every)
-    res = fit(D.wrap(model, info), bits_per_dim_loss, batches, loop, run_dir, resume_from=resume_from, optimizer=opt,
-              desc="pixelcnn", unit="images")
+    task = DensityEstimation({"test": xs})
+    res, scores = fit_task(D.wrap(model, info), task, batches, loop, run_dir, optimizer=opt, resume_from=resume_from,
+                           desc="pixelcnn", select=False)  # no evaluation in training: the final weights
+    test_bpd = scores["test_bits_per_dim"]
     model.eval()
     dev = info.device
     with torch.no_grad():
-        test_bpd = float(torch.stack([model.bits_per_dim(xs[a: a + 250].to(dev)).cpu() for a in
-                                      progress(range(0, len(xs), 250), "test bits/dim")]).mean())
         lp = torch.cat([model.log_prob(xt[a: a + 250].to(dev)).cpu() for a in
                         progress(range(0, min(len(xt), PERCENTILE_IMAGES), 250), "training log-p percentiles")])
     percentiles = {q: round(float(torch.quantile(lp, q / 100)), 1) for q in (2, 10, 20, 50)}
