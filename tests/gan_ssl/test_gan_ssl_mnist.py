@@ -12,14 +12,14 @@ import torch
 
 @pytest.mark.slow
 def test_feature_matching_gan_beats_supervised_on_real_mnist(tmp_path):
+    from genfeat.data.images import image_splits
     from genfeat.data.sources import fetch
     from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTGenerator
     from genfeat.models.gan_ssl.train import GanSSLConfig, fit_gan_ssl
-    from genfeat.recipes.gan_ssl import ImageDataConfig, load_images
     from tests.gan_ssl import image_errors
 
     fetch("mnist")
-    data = load_images(ImageDataConfig(limit_train=10_000))
+    data = image_splits("mnist", limit_train=10_000)
     (xt, yt), (xv, yv) = data["train"], data["valid"]
     xv, yv = xv[:1000], yv[:1000]
     errors = {}

@@ -7,6 +7,7 @@
     read_idx(path)          the IDX format (gzip or raw) of MNIST / Fashion-MNIST
     load_svhn_mat(path)     the standard SVHN `train_32x32.mat` / `test_32x32.mat` (X: 32x32x3xN, y: 1..10, 10 = 0)
     load_cifar10(dir)       CIFAR-10 python batches (`data_batch_1..5`, `test_batch`)
+    image_splits(dataset)   train / valid / test tensors as the complement GAN reads them (below)
 
 Every loader returns `ImageSplit(x float32 (N, C, H, W) in [0, 1], y int64 (N,))`; `labeled_subset` draws a
 class-balanced labeled set with a fixed seed (the thesis's "100 labels" = 10 per class).
@@ -21,11 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from genfeat.data.sources import require
-from genfeat.errors import DataError
+from genfeat.errors import ConfigError, DataError
 
 MNIST_PKL = "mnist/data/mnist.pkl.gz"
+COLOUR32 = ("svhn", "cifar10")  # 32x32x3 images, given to their (conv) networks in [-1, 1]
+VALID_HELD_OUT = 5000  # training images held out for validation where the files have no validation split
 FASHION_DIR = "usr/share/datasets/fashion-mnist"
 
 
@@ -138,3 +142,39 @@ def labeled_subset(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
     if any((y == c).sum() < per_class for c in classes):
         raise DataError(f"fewer than {per_class} examples in some class")
     return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in classes]))
+
+
+def image_splits(dataset: str, root: str = "", limit_train: int = 0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """{"train", "valid", "test"} -> (x, y): MNIST-shaped x (N, 1, 28, 28) in [0, 1] on the k/255 grid; SVHN and
+    CIFAR-10 x (N, 3, 32, 32) in [-1, 1]. Where the files have no validation split, the last 5,000 training
+    images are held out (VALID_HELD_OUT). `root`: the directory of SVHN's or CIFAR-10's files (they cannot be
+    fetched offline); `limit_train` > 0 keeps the first that many training images."""
+    if dataset in COLOUR32 and not root:
+        files = "train_32x32.mat and test_32x32.mat" if dataset == "svhn" else \
+            "the CIFAR-10 python batches (data_batch_1..5, test_batch)"
+        raise ConfigError(f"data.dataset={dataset} needs --data.root DIR, a directory holding {files}")
+    if dataset == "mnist":
+        d = load_mnist()
+        splits = {k: (np.round(v.x * 256) / 255, v.y) for k, v in d.items()}  # k/256 -> k/255
+    else:
+        if dataset == "fashion_mnist":
+            d = load_fashion_mnist()
+        elif dataset == "svhn":
+            root = Path(root)
+            d = {"train": load_svhn_mat(root / "train_32x32.mat"), "test": load_svhn_mat(root / "test_32x32.mat")}
+        else:
+            root = Path(root)
+            d = load_cifar10(root / "cifar-10-batches-py" if (root / "cifar-10-batches-py").is_dir() else root)
+        n = len(d["train"]) - VALID_HELD_OUT
+        if n < 1:
+            raise ConfigError(f"{dataset}: {len(d['train'])} training images, need more than the "
+                              f"{VALID_HELD_OUT:,} held out for validation")
+        splits = {"train": (d["train"].x[:n], d["train"].y[:n]), "valid": (d["train"].x[n:], d["train"].y[n:]),
+                  "test": (d["test"].x, d["test"].y)}
+        if dataset in COLOUR32:
+            splits = {k: (2.0 * x - 1.0, y) for k, (x, y) in splits.items()}
+    out = {k: (torch.from_numpy(np.ascontiguousarray(x, np.float32)), torch.from_numpy(y)) for k, (x, y) in
+           splits.items()}
+    if limit_train:
+        out["train"] = (out["train"][0][: limit_train], out["train"][1][: limit_train])
+    return out

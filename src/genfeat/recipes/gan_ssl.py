@@ -37,11 +37,11 @@ import numpy as np
 import torch
 
 from genfeat.data.batches import EpochBatches
-from genfeat.data.images import load_cifar10, load_fashion_mnist, load_mnist, load_svhn_mat
+from genfeat.data.images import COLOUR32, image_splits
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import uniform_noise
 from genfeat.models.gan_ssl.inference import PERCENTILE_IMAGES, load_density
-from genfeat.models.gan_ssl.networks import COLOUR32, GanNetConfig, build_networks
+from genfeat.models.gan_ssl.networks import GanNetConfig, build_networks
 from genfeat.models.gan_ssl.pixelcnn import PixelCNN
 from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
 from genfeat.paradigms import fit_task
@@ -178,42 +178,7 @@ def pixelcnn_tiny() -> PixelCNNRunConfig:
 PIXELCNN_PRESETS = {"mnist": pixelcnn_mnist, "fashion_mnist": pixelcnn_fashion, "tiny": pixelcnn_tiny}
 
 
-# ----------------------------------------------------------------------------------------- data
-def load_images(cfg: ImageDataConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """{"train", "valid", "test"} -> (x, y): MNIST-shaped x (N, 1, 28, 28) in [0, 1] on the k/255 grid; SVHN and
-    CIFAR-10 x (N, 3, 32, 32) in [-1, 1]. Where the files have no validation split, the last 5,000 training
-    images are held out."""
-    if cfg.dataset in COLOUR32 and not cfg.root:
-        files = "train_32x32.mat and test_32x32.mat" if cfg.dataset == "svhn" else \
-            "the CIFAR-10 python batches (data_batch_1..5, test_batch)"
-        raise ConfigError(f"data.dataset={cfg.dataset} needs --data.root DIR, a directory holding {files}")
-    if cfg.dataset == "mnist":
-        d = load_mnist()
-        splits = {k: (np.round(v.x * 256) / 255, v.y) for k, v in d.items()}  # k/256 -> k/255
-    else:
-        if cfg.dataset == "fashion_mnist":
-            d = load_fashion_mnist()
-        elif cfg.dataset == "svhn":
-            root = Path(cfg.root)
-            d = {"train": load_svhn_mat(root / "train_32x32.mat"), "test": load_svhn_mat(root / "test_32x32.mat")}
-        else:
-            root = Path(cfg.root)
-            d = load_cifar10(root / "cifar-10-batches-py" if (root / "cifar-10-batches-py").is_dir() else root)
-        n = len(d["train"]) - 5000
-        if n < 1:
-            raise ConfigError(f"{cfg.dataset}: {len(d['train'])} training images, need more than the 5,000 held out "
-                              "for validation")
-        splits = {"train": (d["train"].x[:n], d["train"].y[:n]), "valid": (d["train"].x[n:], d["train"].y[n:]),
-                  "test": (d["test"].x, d["test"].y)}
-        if cfg.dataset in COLOUR32:
-            splits = {k: (2.0 * x - 1.0, y) for k, (x, y) in splits.items()}
-    out = {k: (torch.from_numpy(np.ascontiguousarray(x, np.float32)), torch.from_numpy(y)) for k, (x, y) in
-           splits.items()}
-    if cfg.limit_train:
-        out["train"] = (out["train"][0][: cfg.limit_train], out["train"][1][: cfg.limit_train])
-    return out
-
-
+# ----------------------------------------------------------------------------------------- samples
 def _save_grid(images: torch.Tensor, path: Path, nrow: int = 10) -> None:
     import matplotlib
 
@@ -236,7 +201,7 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
                           "use PT, Ent or VI (the thesis's best settings: svhn_1000, cifar10_4000)")
     info = D.setup(cfg.train.device)
     seed_everything(cfg.seed)
-    data = load_images(cfg.data)
+    data = image_splits(cfg.data.dataset, cfg.data.root, cfg.data.limit_train)
     (xt, yt), (xv, yv), (xs, ys) = data["train"], data["valid"], data["test"]
     disc, gen, enc = build_networks(cfg.model, cfg.data.dataset, generator=cfg.train.method == "gan",
                                     encoder=bool(cfg.train.lambda_vi))
@@ -300,7 +265,7 @@ def run_pixelcnn(cfg: PixelCNNRunConfig, run_dir: Path, resume_from: Path | None
     candidates)."""
     info = D.setup(cfg.train.device)
     seed_everything(cfg.seed)
-    data = load_images(cfg.data)
+    data = image_splits(cfg.data.dataset, cfg.data.root, cfg.data.limit_train)
     xt, xs = data["train"][0] * 2 - 1, data["test"][0][:2000] * 2 - 1
     model = PixelCNN(1, cfg.filters, cfg.n_blocks, cfg.n_mix).to(info.device)
     tc = cfg.train

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from genfeat.data.images import COLOUR32
 from genfeat.errors import ConfigError
 from genfeat.models.gan_ssl.conv32 import Conv32Discriminator, Conv32Encoder, Conv32Generator
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNISTGenerator
 
-COLOUR32 = ("svhn", "cifar10")  # 32x32x3, the conv networks, pixels in [-1, 1]
 CONV_WIDTHS = {"svhn": (64, 128), "cifar10": (96, 192)}  # (n1, n2) of the reference (spec §2.8)
 N_CLASSES = 10  # every dataset of the thesis's table has ten classes
 
