@@ -25,7 +25,7 @@ from typing import Any
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
 from genfeat.models.gan_ssl.inference import load_density
-from genfeat.models.gan_ssl.train import EPSILON_IMAGES
+from genfeat.paradigms.complement_gan import EPSILON_IMAGES
 from genfeat.registry import RECIPES
 from genfeat.runner import run_recipe
 from genfeat.train.checkpoint import latest_checkpoint

@@ -10,8 +10,9 @@ import torch
 from torch import nn
 
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator
-from genfeat.models.gan_ssl.train import GanSSLConfig, fit_gan_ssl
+from genfeat.models.gan_ssl.train import GanSSLConfig
 from genfeat.nn.weight_norm import WNLinear
+from genfeat.paradigms.complement_gan import fit_gan_ssl
 from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import distributed as D
 
@@ -37,7 +38,7 @@ def main(out: str) -> None:
                        lambda_pt=0.5, lambda_ent=0.3, lambda_ld=0.1, ld_samples=10, ld_quantile=50.0, device="cpu")
     task = SemiSupervisedImageClassification({"valid": {"x": x[:50], "y": y[:50]},
                                               "test": {"x": x[50:100], "y": y[50:100]}})
-    fit_gan_ssl(cfg, disc, Generator(), x, y, task.all_errors, out,
+    fit_gan_ssl(cfg, disc, Generator(), x, y, task, out,
                 log_density=lambda im: -((im - 0.5) ** 2).flatten(1).sum(1))
     D.teardown()  # as `genfeat run` does: the process group goes before the interpreter does
 

@@ -15,7 +15,8 @@ def test_feature_matching_gan_beats_supervised_on_real_mnist(tmp_path):
     from genfeat.data.images import image_splits
     from genfeat.data.sources import fetch
     from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTGenerator
-    from genfeat.models.gan_ssl.train import GanSSLConfig, fit_gan_ssl
+    from genfeat.models.gan_ssl.train import GanSSLConfig
+    from genfeat.paradigms.complement_gan import fit_gan_ssl
     from tests.gan_ssl import image_errors
 
     fetch("mnist")

@@ -10,8 +10,9 @@ import torch
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import uniform_noise
 from genfeat.models.gan_ssl.mnist import MNISTDiscriminator, MNISTEncoder, MNISTGenerator
-from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
+from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios
 from genfeat.nn.weight_norm import init_all
+from genfeat.paradigms.complement_gan import fit_gan_ssl
 from tests.gan_ssl import image_errors
 
 SMALL = dict(sizes=(32, 16), input_noise=0.3, hidden_noise=0.5)
@@ -225,7 +226,7 @@ def test_a_resumed_run_reads_the_ld_threshold_from_its_checkpoint(tmp_path):
     assert again[0] == 4 and set(again[1:]) == {10}
     fresh = _interruptible_run(tmp_path / "fresh")
     assert res.epsilon == fresh.epsilon
-    from genfeat.models.gan_ssl.train import _saved_epsilon
+    from genfeat.paradigms.complement_gan import _saved_epsilon
     from genfeat.train.checkpoint import latest_checkpoint, load_trainer_state
 
     ckpt = latest_checkpoint(tmp_path)

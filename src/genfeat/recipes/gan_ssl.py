@@ -43,8 +43,9 @@ from genfeat.losses.gan_ssl import uniform_noise
 from genfeat.models.gan_ssl.inference import PERCENTILE_IMAGES, load_density
 from genfeat.models.gan_ssl.networks import GanNetConfig, build_networks
 from genfeat.models.gan_ssl.pixelcnn import PixelCNN
-from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios, fit_gan_ssl
+from genfeat.models.gan_ssl.train import GanSSLConfig, assumption_ratios
 from genfeat.paradigms import fit_task
+from genfeat.paradigms.complement_gan import fit_gan_ssl
 from genfeat.tasks.density_estimation import DensityEstimation
 from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import distributed as D
@@ -218,7 +219,7 @@ def run(cfg: GanSSLRunConfig, run_dir: Path, resume_from: Path | None = None) ->
                                                             f"{train.max_steps} iterations"))
     t0 = time.perf_counter()
     task = SemiSupervisedImageClassification({"valid": {"x": xv, "y": yv}, "test": {"x": xs, "y": ys}})
-    res = fit_gan_ssl(train, disc, gen, xt, yt, task.all_errors, run_dir, encoder=enc,
+    res = fit_gan_ssl(train, disc, gen, xt, yt, task, run_dir, encoder=enc,
                       log_density=log_density if density is not None else None, resume_from=resume_from)
     for m in (disc, gen, enc, density):  # the report's samples and ratios on the CPU
         if m is not None:

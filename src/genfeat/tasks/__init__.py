@@ -13,7 +13,7 @@ object with `.hidden` (B, T, d): genfeat's XLNet, or a Hugging Face model throug
     node_classification.py   NodeClassification (labels of a graph's nodes; its scores are
                              `metrics.classification.split_accuracy`, which Planetoid's training reads directly)
     image_classification.py  SemiSupervisedImageClassification (errors on labeled images; the complement GAN's
-                             evaluation, passed to `models.gan_ssl.train.fit_gan_ssl`)
+                             evaluation, `paradigms.complement_gan.fit_gan_ssl`)
 
 The task models (pooling, classification, multiple choice, span extraction, KNRM) are `nn.task_heads`; XLNet's
 input layout is `data.pair_inputs`.

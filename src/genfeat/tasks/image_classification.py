@@ -30,10 +30,11 @@ def predict_classes(model: nn.Module, x: Tensor, batch: int = 1000) -> Tensor:
 
 class SemiSupervisedImageClassification(Task):
     """`data`: {split: {"x": images, "y": labels}} for the evaluated splits. The training side (labeled subset and
-    unlabeled pool) is the method's (`models.gan_ssl.train.SSLBatches`)."""
+    unlabeled pool) is the method's (`data.ssl_batches.SSLBatches`)."""
 
     metric = "errors"
     mode = "min"
+    unit = "images"
 
     def __init__(self, data: Mapping[str, Mapping[str, Tensor]], batch: int = 1000):
         self.data, self.batch = dict(data), batch
@@ -48,7 +49,3 @@ class SemiSupervisedImageClassification(Task):
 
     def errors(self, model: nn.Module, split: str) -> int:
         return int(self.score(self.predict(model, split), split)["errors"])
-
-    def all_errors(self, model: nn.Module) -> dict[str, float]:
-        """{split}_errors of every split: the evaluation a complement-GAN run selects on (`models.gan_ssl`)."""
-        return {f"{split}_errors": self.errors(model, split) for split in self.splits}

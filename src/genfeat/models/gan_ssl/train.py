@@ -1,5 +1,5 @@
-"""Training of complement-GAN semi-supervised classifiers on images (thesis Y §3.1.5; spec complement-gan.md
-§2.7.7, §3.2-3.3), as a `train.fit` method.
+"""The complement-GAN semi-supervised method on images (thesis Y §3.1.5; spec complement-gan.md §2.7.7, §3.2-3.3):
+its config and its D / G updates as a `train.step.Step`; `paradigms.complement_gan.fit_gan_ssl` trains it.
 
 One training step is one iteration; one pass over the unlabeled images is an epoch:
 
@@ -10,13 +10,9 @@ One training step is one iteration; one pass over the unlabeled images is an epo
 
 `method="supervised"` trains the same discriminator on the labeled cross-entropy only, for the same number of
 iterations. Learning rates follow the reference schedule lr0·max(floor, min(3(1 - e/E), 1)) per epoch (flat for
-two thirds, then linear to the floor); Adam β=(0.5, ·) for D and (0, ·) for G. Weight-normalised layers get their
-data-dependent init from 500 unlabeled images (D) and a generated batch (G). The checkpoint kept is the one with
-the fewest validation errors (not the best test error, as the reference scripts report); the test errors are
-counted with it. Checkpoints hold both optimizers, the batch order, LD's random stream and its threshold ε (the
-`ld_quantile`-th percentile of the first `EPSILON_IMAGES` training images' log-densities) with the log-densities
-of the first four training images, so `--resume` continues bit for bit without the density pass; a resume whose
-density model gives those four images other log-densities (another model) computes ε again.
+two thirds, then linear to the floor); Adam β=(0.5, ·) for D and (0, ·) for G. The step's checkpointed state is
+LD's random stream and its threshold ε with the log-densities of four probe images (the paradigm reuses ε on a
+resume with the same density model).
 
 Under torchrun each rank takes its part of every global batch (labeled, unlabeled and noise: every rank draws
 the global noise batch and keeps its rows) and the ranks' gradients are averaged before each update (`fit`'s
@@ -30,23 +26,18 @@ objective. What stays per rank: the instance noise and dropout draws, and the ge
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
 from genfeat.config import require_at_least
-from genfeat.data.batches import rank_share
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import (
     FM_DISTANCES,
     LD_FORMS,
-    density_threshold,
     discriminator_loss,
     feature_matching,
     low_density,
@@ -54,15 +45,9 @@ from genfeat.losses.gan_ssl import (
     uniform_noise,
     vi_nll,
 )
-from genfeat.nn.weight_norm import init_all
-from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
-from genfeat.train.logging import progress, read_metrics
-from genfeat.train.loop import TrainConfig, fit
 from genfeat.train.optim import adam
 from genfeat.train.step import Step, Update
-
-EPSILON_IMAGES = 10_000  # LD's ε is a percentile of the log-densities of the first this-many training images
 
 
 @dataclass(frozen=True)
@@ -116,18 +101,6 @@ class GanSSLConfig:
                          "lr_floor", "ld_start")
 
 
-@dataclass
-class GanSSLResult:
-    disc: nn.Module  # the best-validation discriminator (eval mode)
-    gen: nn.Module | None
-    history: list[dict[str, float]] = field(default_factory=list)  # per epoch: mean losses, valid/test errors
-    best: dict[str, float] = field(default_factory=dict)  # epoch, valid_errors, test_errors
-    epsilon: float | None = None
-    train_s: float = 0.0  # seconds in training steps (evaluations excluded)
-    steps: int = 0
-    best_step: int | None = None
-
-
 def _to(batch: dict[str, Tensor], device: torch.device) -> dict[str, Tensor]:
     return {k: v.to(device) for k, v in batch.items()}
 
@@ -142,43 +115,6 @@ def assumption_ratios(disc: nn.Module, x_real: Tensor, x_gen: Tensor) -> dict[st
            "r_gen": float((disc(x_gen).amax(-1) < 0).float().mean())}
     disc.train(was)
     return out
-
-
-class SSLBatches:
-    """Iteration i of epoch e: `batch_labeled` labeled images (drawn with replacement, or the whole labeled set
-    shuffled when it is not larger), slice i of one permutation of the unlabeled images for D and slice i of a
-    second one for G. Both permutations are drawn at the start of each epoch. Its state (the generator, the
-    epoch's permutations and the position) is checkpointed."""
-
-    def __init__(self, x: Tensor, x_lab: Tensor, y_lab: Tensor, batch_labeled: int, batch_unlabeled: int,
-                 rng: np.random.Generator, rank: int = 0, world_size: int = 1):
-        self.x, self.x_lab, self.y_lab, self.rng = x, x_lab, y_lab, rng
-        self.bl, self.bu = batch_labeled, batch_unlabeled
-        self.per_epoch = len(x) // batch_unlabeled
-        self.i, self.perms = self.per_epoch, None  # the first batch starts an epoch
-        self.lab_share = rank_share(min(batch_labeled, len(y_lab)), rank, world_size)  # rank r's part of each batch
-        self.unl_share = rank_share(batch_unlabeled, rank, world_size)
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> dict[str, Tensor]:
-        if self.i == self.per_epoch:
-            self.perms = torch.stack([torch.from_numpy(self.rng.permutation(len(self.x))) for _ in range(2)])
-            self.i = 0
-        sl = slice(self.i * self.bu, (self.i + 1) * self.bu)
-        n = len(self.y_lab)
-        li = torch.from_numpy(self.rng.integers(0, n, self.bl) if self.bl < n else self.rng.permutation(n))
-        self.i += 1
-        li, ui, gi = li[self.lab_share], self.perms[0, sl][self.unl_share], self.perms[1, sl][self.unl_share]
-        return {"x_lab": self.x_lab[li], "y_lab": self.y_lab[li], "x_unl": self.x[ui], "x_unl_g": self.x[gi]}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"rng": self.rng.bit_generator.state, "i": self.i, "perms": self.perms}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.rng.bit_generator.state = state["rng"]
-        self.i, self.perms = state["i"], state["perms"]
 
 
 class ComplementGAN(Step):
@@ -277,94 +213,3 @@ class ComplementGAN(Step):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         version, s, gauss = state["pyrng"]
         self.pyrng.setstate((version, tuple(s), gauss))
-
-
-def _saved_epsilon(ckpt: str | Path | None, ld_quantile: float, density_probe: list[float], rank: int) -> float | None:
-    """The LD threshold ε that checkpoint `ckpt` of this run saved with its method state, if it was taken at the
-    same quantile with the same density model (the same log-densities of the probe images, to 1e-5 relative): a
-    resumed run then skips the density pass over `EPSILON_IMAGES` training images (minutes of PixelCNN on a CPU). None
-    (compute it) without a checkpoint, when the checkpoint holds none, or when the quantile or model differ."""
-    if ckpt is None:
-        return None
-    saved = C.load_trainer_state(ckpt)["method"][rank]
-    same_model = saved.get("density_probe") is not None and np.allclose(saved["density_probe"], density_probe,
-                                                                         rtol=1e-5, atol=0.0)
-    return saved.get("epsilon") if same_model and saved.get("ld_quantile") == ld_quantile else None
-
-
-def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_train: Tensor, y_train: Tensor,
-                errors: Callable[[nn.Module], dict[str, float]], run_dir: str | Path,
-                encoder: nn.Module | None = None, log_density: Callable[[Tensor], Tensor] | None = None,
-                resume_from: str | Path | None = None) -> GanSSLResult:
-    """Train on a class-balanced labeled subset of (x_train, y_train) and all of x_train as unlabeled data, with
-    checkpoints, metrics.jsonl and the best weights (model.safetensors: `discriminator.*`, `generator.*`,
-    `encoder.*`) in `run_dir`; `resume_from` continues a checkpoint of the same run.
-
-    `errors(disc)`: the discriminator's misclassified images over its K real classes on the evaluated splits,
-    {"valid_errors", "test_errors"} (`tasks.image_classification.SemiSupervisedImageClassification.all_errors`);
-    the best-validation weights are selected on valid_errors."""
-    if cfg.method == "gan" and gen is None:
-        raise ConfigError("method=gan needs a generator")
-    if cfg.lambda_vi and encoder is None:
-        raise ConfigError("lambda_vi > 0 needs an encoder")
-    if cfg.lambda_ld and log_density is None:
-        raise ConfigError("lambda_ld > 0 needs a density model")
-    from genfeat.data.images import labeled_subset
-
-    info = D.setup(cfg.device)
-    if cfg.lambda_ld and cfg.ld_samples % info.world_size:
-        raise ConfigError(f"train.ld_samples={cfg.ld_samples} does not split over {info.world_size} ranks")
-    dev = info.device
-    torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    lab = torch.from_numpy(labeled_subset(y_train.numpy(), cfg.labeled_per_class, cfg.seed))
-    n_unl = len(x_train)
-    iters = n_unl // cfg.batch_unlabeled
-    if iters < 1:
-        raise ConfigError(f"{n_unl} training images is fewer than one unlabeled batch ({cfg.batch_unlabeled})")
-
-    nets = nn.ModuleDict({"discriminator": disc}).to(dev)
-    init_all(disc, x_train[torch.from_numpy(rng.choice(n_unl, cfg.init_samples, replace=False))].to(dev))
-    epsilon = probe = None
-    if cfg.method == "gan":
-        nets["generator"] = gen.to(dev)
-        init_all(gen, uniform_noise(cfg.init_samples, gen.d_z).to(dev))
-        if encoder is not None:
-            nets["encoder"] = encoder.to(dev)
-            init_all(encoder, x_train[:cfg.init_samples].to(dev))
-        if log_density is not None:
-            with torch.no_grad():  # what identifies the density model in a checkpoint
-                probe = log_density(x_train[:4].to(dev)).cpu().tolist()
-            epsilon = _saved_epsilon(resume_from, cfg.ld_quantile, probe, info.rank)
-            budget = cfg.max_steps if cfg.max_steps is not None else cfg.epochs * iters
-            if budget <= cfg.ld_start:  # ε would never be read: skip minutes of density over the training images
-                print(f"genfeat: warning: the run's {budget:,} steps end before train.ld_start {cfg.ld_start:,}: "
-                      "the low-density term never applies (ε is not computed)", file=sys.stderr)
-            elif epsilon is None:
-                with torch.no_grad():
-                    lp = torch.cat([log_density(x_train[a: a + 500].to(dev)).cpu() for a in
-                                    progress(range(0, min(n_unl, EPSILON_IMAGES), 500),
-                                             "density of the training images (LD ε)")])
-                epsilon = float(density_threshold(lp, cfg.ld_quantile))
-    method = ComplementGAN(cfg, nets, iters, log_density, epsilon, probe)
-    batches = SSLBatches(x_train, x_train[lab], y_train[lab], cfg.batch_labeled, cfg.batch_unlabeled, rng,
-                         info.rank, info.world_size)
-
-    def evaluate(_: nn.Module) -> dict[str, float]:  # the discriminator's K real classes
-        return errors(disc)
-
-    budget = cfg.max_steps if cfg.max_steps is not None else cfg.epochs * iters
-    loop = TrainConfig(max_steps=budget, clip_norm=0.0, precision="fp32", log_every=iters, eval_every=iters,
-                       keep_last=2, early_stop_metric="valid_errors", early_stop_mode="min", reschedule=cfg.reschedule)
-    res = fit(nets, method, batches, loop, run_dir, evaluate=evaluate, resume_from=resume_from,
-              desc=f"gan_ssl {cfg.method}", unit="images")  # the unlabeled images of each step
-    C.load_model_weights(nets, Path(run_dir) / C.WEIGHTS)  # the best-validation networks
-    nets.eval()
-    by_step: dict[int, dict[str, float]] = {}
-    for row in read_metrics(run_dir):
-        by_step.setdefault(row["step"], {"epoch": row["step"] // iters}).update(row)
-    history = [by_step[s] for s in sorted(by_step) if "valid_errors" in by_step[s]]
-    best = res.best_eval  # kept across resumes
-    return GanSSLResult(disc, gen, history, {"epoch": best["step"] // iters, "valid_errors": int(best["valid_errors"]),
-                                             "test_errors": int(best["test_errors"])}, epsilon, res.train_time,
-                        res.step, res.best_step)
