@@ -1,7 +1,11 @@
 """The small-scale reproduction of spec sequential-recommendation.md §11 on the two synthetic worlds with known
 next-item distributions; records docs/results/seqrec_synthetic.{md,json}.
 
-    python -m benchmarks.seqrec_synthetic [--seeds 0 1 2] [--epochs 10]
+    python -m benchmarks.seqrec_synthetic [--seeds 0 1 2] [--epochs 10] [--runs runs/bench_seqrec_synthetic]
+    python -m benchmarks.seqrec_synthetic --diagnose      # the world-B GRU4Rec diagnosis, into the recorded JSON
+
+Each run is `genfeat run seqrec --data.dataset synthetic:A|B:SEED ...` through the sweep harness (kept under
+--runs, resumable); the truth columns read each run's kept weights.
 
 World A never repeats an item, world B repeats one of the last 5 distinct items half of the time. Tiny SASRec
 (d=32, 2 layers, 2 heads, history 20, dropout 0.2) and GRU4Rec (d=32); heads Softmax and Softmax + C with every
@@ -18,19 +22,19 @@ import argparse
 import dataclasses
 import json
 import statistics
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from benchmarks.common import RESULTS, mean_std, reading, render, write_results
-from genfeat.data.seqrec_synthetic import make_world
+from benchmarks.common import RESULTS, mean_std, reading, render, result_args, write_results
+from benchmarks.sweep import Job, Sweep
+from genfeat.data.seqrec_synthetic import synthetic_world
 from genfeat.heads.config import HeadConfig, named_head
 from genfeat.metrics.ranking import full_ranking_metrics, history_mass
-from genfeat.models.seqrec import SeqRecConfig
-from genfeat.recipes.seqrec import SeqRecDataConfig, SeqRecRunConfig, train_and_evaluate, train_config
+from genfeat.models.seqrec import SeqRecConfig, build_seqrec
+from genfeat.registry import RECIPES
+from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 
 NAME = "seqrec_synthetic"
 ALL_SEEDS = ["softmax", "c"]
@@ -43,15 +47,35 @@ LABELS = {"softmax": "Softmax", "c": "Softmax + C", "clr": "Softmax + CLR (5/20/
           "repeatnet": "RepeatNet"}
 
 
-def config(encoder: str, head: str, seed: int, epochs: int) -> SeqRecRunConfig:
+def config(encoder: str, head: str, seed: int, epochs: int, world: str, data_seed: int) -> Any:
     if head == "repeatnet":
         model = SeqRecConfig(encoder="repeatnet", d=32, max_len=20, dropout=0.5)
     else:
         model = SeqRecConfig(encoder=encoder, head=ROWS[head], d=32, max_len=20,
                              n_layers=2, n_heads=2, d_inner=128, gru_hidden=64,
                              dropout=0.2 if encoder == "sasrec" else 0.3, attn_dropout=0.2)
-    return SeqRecRunConfig(seed=seed, epochs=epochs, data=SeqRecDataConfig(batch_size=128),
-                           model=model, train=train_config(patience=0, log_every=50))
+    base = RECIPES["seqrec"].config_cls()
+    return dataclasses.replace(base, seed=seed, epochs=epochs, model=model,
+                               data=dataclasses.replace(base.data, batch_size=128,
+                                                        dataset=f"synthetic:{world}:{data_seed}"),
+                               train=dataclasses.replace(base.train, patience=0, log_every=50))
+
+
+def job(world: str, encoder: str, head: str, seed: int, args, variant: str = "", **model_change: Any) -> Job:
+    cfg = config(encoder, head, seed, args.epochs, world, args.data_seed)
+    if model_change:
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, **model_change))
+    tail = f"-{variant}" if variant else ""
+    return Job(f"{world}{args.data_seed}-{encoder}-{head}{tail}-seed{seed}-epochs{args.epochs}",
+               {"world": world, "encoder": encoder, "head": head, "seed": seed}, "seqrec", cfg,
+               group=f"{world}-{encoder}-{head}{tail}")
+
+
+def kept_model(sweep: Sweep, j: Job, data) -> torch.nn.Module:
+    """The run's kept weights in its network, in eval mode."""
+    model = build_seqrec(j.cfg.model, data.n_items)
+    load_model_weights(model, sweep.path(j) / WEIGHTS)
+    return model.eval()
 
 
 @torch.no_grad()
@@ -79,26 +103,27 @@ def oracle(data, truth: np.ndarray, draws: int = 20) -> dict[str, float]:
     return {"ndcg@10": m["ndcg@10"], "hit@10": m["hit@10"], "ce_truth": ent, "history_mass": float(hm)}
 
 
-def diagnose(epochs: int, seed: int = 0) -> list[dict[str, Any]]:
+def diagnose(sweep: Sweep, args, seed: int = 0) -> list[dict[str, Any]]:
     """World B, GRU4Rec: Softmax vs C with the default (assign, encoder init), add merge, identity init; NDCG@10
-    split by whether the target is already in the history."""
+    split by whether the target is already in the history (None until every run is trained)."""
     from genfeat.metrics.ranking import ranking_metrics_from_ranks, target_ranks
 
-    data, _ = make_world("B", seed=0)
+    data, _ = synthetic_world(f"synthetic:B:{args.data_seed}")
     ex = data.valid
     hist, length, tgt = (torch.from_numpy(a) for a in (ex.history, ex.length, ex.target))
     repeat = ((hist == tgt[:, None]) & (hist > 0)).any(1)
+    variants = [("softmax", "softmax", "", {}), ("c (assign, encoder init)", "c", "", {}),
+                ("c, merge add", "c", "merge-add", {"head": dataclasses.replace(ROWS["c"], merge="add")}),
+                ("c, identity init", "c", "identity-init", {"head_init": "identity"})]
+    jobs = [job("B", "gru4rec", head, seed, args, variant, **change) for _, head, variant, change in variants]
+    recs = sweep.results(jobs)
+    if len(recs) < len(jobs):
+        return None
     rows = []
-    variants = [("softmax", "softmax", {}), ("c (assign, encoder init)", "c", {}),
-                ("c, merge add", "c", {"head": dataclasses.replace(ROWS["c"], merge="add")}),
-                ("c, identity init", "c", {"head_init": "identity"})]
-    for label, head, change in variants:
-        cfg = config("gru4rec", head, seed, epochs)
-        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, **change))
-        with tempfile.TemporaryDirectory() as tmp:
-            s, model = train_and_evaluate(cfg, data, Path(tmp))
+    for (label, *_), j, s in zip(variants, jobs, recs, strict=True):
         with torch.no_grad():
-            ndcg = ranking_metrics_from_ranks(target_ranks(model.log_probs(hist, length), tgt))["ndcg@10"]
+            lp = kept_model(sweep, j, data).log_probs(hist, length)
+            ndcg = ranking_metrics_from_ranks(target_ranks(lp, tgt))["ndcg@10"]
         rows.append({"variant": label, "ndcg@10": round(float(ndcg.mean()), 4),
                      "repeat_targets": round(float(ndcg[repeat].mean()), 4),
                      "new_targets": round(float(ndcg[~repeat].mean()), 4), "best_epoch": s["best_epoch"]})
@@ -189,55 +214,65 @@ def check_claims(runs: list[dict[str, Any]], orc: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    result_args(ap, [0, 1, 2], runs="runs/bench_seqrec_synthetic")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--data-seed", type=int, default=0)
-    ap.add_argument("--render-only", action="store_true")
     ap.add_argument("--oracle-only", action="store_true", help="recompute the oracle rows in the recorded JSON")
     ap.add_argument("--diagnose", action="store_true",
                     help="add the world-B GRU4Rec diagnosis (merge / init variants) to the recorded JSON")
     args = ap.parse_args()
+    if args.render_only:
+        print(render(NAME, markdown))
+        return
+    sweep = Sweep.from_args(args)
     if args.diagnose:
         path = RESULTS / f"{NAME}.json"
         record = json.loads(path.read_text())
-        record["results"]["diagnosis"] = diagnose(record["results"]["epochs"])
+        args.epochs, args.data_seed = record["results"]["epochs"], record["results"]["data_seed"]
+        if (rows := diagnose(sweep, args)) is None or args.train_only:
+            return
+        record["results"]["diagnosis"] = rows
         record["diagnosis_command"] = "python -m benchmarks.seqrec_synthetic --diagnose"
         path.write_text(json.dumps(record, indent=1) + "\n")
         print(render(NAME, markdown, record))
-        return
-    if args.render_only:
-        print(render(NAME, markdown))
         return
     if args.oracle_only:
         path = RESULTS / f"{NAME}.json"
         record = json.loads(path.read_text())
         res = record["results"]
         for world in ("A", "B"):
-            res["oracle"][world] = oracle(*make_world(world, seed=res["data_seed"]))
+            res["oracle"][world] = oracle(*synthetic_world(f"synthetic:{world}:{res['data_seed']}"))
         res["claims"] = check_claims(res["runs"], res["oracle"])
         path.write_text(json.dumps(record, indent=1) + "\n")
         print(render(NAME, markdown, record))
         return
-    runs, orc = [], {}
+    runs, orc, missing = [], {}, 0
     for world in ("A", "B"):
-        data, truth = make_world(world, seed=args.data_seed)
+        data, truth = synthetic_world(f"synthetic:{world}:{args.data_seed}")
         print(data.summary(), flush=True)
         orc[world] = oracle(data, truth)
-        jobs = [(enc, h, s) for enc in ("sasrec", "gru4rec") for h in ALL_SEEDS for s in args.seeds]
-        jobs += [(enc, h, args.seeds[0]) for enc in ("sasrec", "gru4rec") for h in ONE_SEED if h != "repeatnet"]
-        jobs += [("repeatnet", "repeatnet", args.seeds[0])]
-        for enc, head, seed in jobs:
-            with tempfile.TemporaryDirectory() as tmp:
-                s, model = train_and_evaluate(config(enc, head, seed, args.epochs), data, Path(tmp))
+        rows = [(enc, h, s) for enc in ("sasrec", "gru4rec") for h in ALL_SEEDS for s in args.seeds]
+        rows += [(enc, h, args.seeds[0]) for enc in ("sasrec", "gru4rec") for h in ONE_SEED if h != "repeatnet"]
+        rows += [("repeatnet", "repeatnet", args.seeds[0])]
+        jobs = {job(world, enc, head, seed, args): (enc, head, seed) for enc, head, seed in rows}
+        for j, (enc, head, seed) in jobs.items():
+            if (s := sweep.result(j)) is None:
+                missing += 1
+                continue
             row = {"world": world, "encoder": enc, "head": head, "seed": seed, "params": s["params"],
                    "valid_ndcg@10": s["valid_ndcg@10"], "valid_hit@10": s["valid_hit@10"],
                    "best_epoch": s["best_epoch"], "epoch_train_s": s["epoch_train_s"],
-                   **truth_metrics(model, data, truth)}
+                   **truth_metrics(kept_model(sweep, j, data), data, truth)}
             print(row, flush=True)
             runs.append(row)
+    if args.train_only:
+        return
+    if missing:
+        print(f"{missing} runs are not finished (another worker's share, or --collect): nothing recorded")
+        return
     results = {"epochs": args.epochs, "data_seed": args.data_seed, "oracle": orc, "runs": runs,
                "claims": check_claims(runs, orc)}
-    print(write_results(NAME, results, markdown, seeds=args.seeds))
+    print(write_results(NAME, results, markdown, seeds=args.seeds, machine=sweep.machine()))
 
 
 if __name__ == "__main__":

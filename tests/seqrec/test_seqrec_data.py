@@ -120,3 +120,18 @@ def test_synthetic_world_truth(world):
     else:  # rho = 0.5 of the mass on the last 5 distinct items
         np.testing.assert_allclose(hist_mass, 0.5, atol=1e-9)
         assert 0.4 < repeat_rate(data.valid) < 0.6
+
+
+def test_the_recipe_reads_the_synthetic_worlds_by_name():
+    """data.dataset synthetic:A|B[:SEED] is `make_world` of that world and seed, with the model's history length."""
+    from genfeat.errors import ConfigError
+    from genfeat.recipes.seqrec import SeqRecDataConfig, load_seqdata
+
+    data = load_seqdata(SeqRecDataConfig(dataset="synthetic:B:3"), 12)
+    ref, _ = make_world("B", seed=3, history_len=12)
+    assert np.array_equal(data.valid.history, ref.valid.history) and data.valid.history.shape[1] == 12
+    assert np.array_equal(load_seqdata(SeqRecDataConfig(dataset="synthetic:A"), 20).test.target,
+                          make_world("A", seed=0)[0].test.target)
+    for bad in ("synthetic:C", "synthetic:A:x", "synthetic"):
+        with pytest.raises(ConfigError, match="synthetic"):
+            load_seqdata(SeqRecDataConfig(dataset=bad), 20)

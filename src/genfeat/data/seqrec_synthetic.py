@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from genfeat.data.seqrec import SeqData, leave_one_out
+from genfeat.errors import ConfigError
 
 
 def _step_distribution(cat: int, consumed: np.ndarray, recent: list[int], world: str, n_cat: int, per_cat: int,
@@ -89,3 +90,13 @@ def make_world(world: str, n_users: int = 2000, n_cat: int = 30, per_cat: int = 
     tokens = np.array(["[PAD]", *[f"c{(i - 1) // per_cat}i{(i - 1) % per_cat}" for i in range(1, n_items + 1)]],
                       dtype=object)
     return SeqData(seqs, n_items, tokens, train, valid, test, f"synthetic-{world}"), np.stack(truths)
+
+
+def synthetic_world(name: str, history_len: int = 20) -> tuple[SeqData, np.ndarray]:
+    """`make_world` for a dataset name `synthetic:A` / `synthetic:B`, optionally `:SEED` (default 0), with
+    histories of `history_len` items."""
+    parts = name.split(":")
+    if len(parts) not in (2, 3) or parts[0] != "synthetic" or parts[1] not in ("A", "B") or \
+            (len(parts) == 3 and not parts[2].isdigit()):
+        raise ConfigError(f"a synthetic dataset is synthetic:A or synthetic:B with an optional :SEED, got {name!r}")
+    return make_world(parts[1], seed=int(parts[2]) if len(parts) == 3 else 0, history_len=history_len)

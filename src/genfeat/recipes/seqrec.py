@@ -42,6 +42,7 @@ from genfeat.data.seqrec import (
     make_seqdata,
     training_windows,
 )
+from genfeat.data.seqrec_synthetic import synthetic_world
 from genfeat.errors import ConfigError
 from genfeat.heads.config import head_name
 from genfeat.metrics.ranking import TIES
@@ -56,7 +57,8 @@ from genfeat.train.seed import seed_everything
 
 @dataclass(frozen=True)
 class SeqRecDataConfig:
-    dataset: str = "ml-100k"  # ml-100k | atomic:PATH | ml1m:PATH
+    dataset: str = "ml-100k"  # ml-100k | atomic:PATH | ml1m:PATH | synthetic:A[:SEED] | synthetic:B[:SEED] (spec §11's
+    #   worlds with known next-item distributions, `data.seqrec_synthetic`; SEED draws the world, default 0)
     user_field: str = "user_id"
     item_field: str = "item_id"
     time_field: str = "timestamp"
@@ -144,8 +146,10 @@ def load_seqdata(cfg: SeqRecDataConfig, max_len: int) -> SeqData:
         inter = load_atomic_inter(name[7:], cfg.user_field, cfg.item_field, cfg.time_field)
     elif name.startswith("ml1m:"):
         inter = load_ml1m_ratings(name[5:])
+    elif name.startswith("synthetic:"):
+        return synthetic_world(name, max_len)[0]
     else:
-        raise ConfigError(f"data.dataset must be ml-100k, atomic:PATH or ml1m:PATH, got {name!r}")
+        raise ConfigError(f"data.dataset must be ml-100k, atomic:PATH, ml1m:PATH or synthetic:A|B[:SEED], got {name!r}")
     return make_seqdata(inter, max_len, cfg.min_user_inter)
 
 
