@@ -101,7 +101,9 @@ def cbt_markdown(record: dict[str, Any]) -> str:
             cells += [mean_std([r["test_accuracy"] for r in got]) + n, str(THESIS_TEST_F1[rate].get(row, "–")),
                       mean_std([r["dev_accuracy"] for r in got])]
         table.append(f"| {label} | " + " | ".join(cells) + " |")
-    wall = {row: [r["wall_s"] / 60 for r in runs if r["row"] == row] for row in CBT_ROWS}
+    # a resumed run's wall_s counts its last invocation only, which can be shorter than its (cumulative) train_s
+    wall = {row: [r["wall_s"] / 60 for r in runs if r["row"] == row and r["wall_s"] >= r["train_s"]]
+            for row in CBT_ROWS}
     speed = [r["d_paragraphs_per_s"] for r in runs if r["row"] == "sl" and r.get("d_paragraphs_per_s")]
     g_speed = [r["generator_tokens_per_s"] for r in runs if r.get("generator_tokens_per_s")]
     return f"""
@@ -109,7 +111,7 @@ def cbt_markdown(record: dict[str, Any]) -> str:
 
 Command: `python -m benchmarks.gdan --table cbt --rates {' '.join(map(str, rates))} --seeds {seeds}` (each run
 `genfeat run gdan --preset cbt_books --method M --data.rate R --seed S`; minutes a run: SL {mean_std(wall['sl'], 0)},
-GDAN {mean_std(wall['gdan'], 0)}).
+GDAN {mean_std(wall['gdan'], 0)}, over the runs not resumed after an interruption).
 
 `genfeat data build cbt-books` (docs/results/data_tasks.md): {base['n_test']:,} test questions from held-out
 books (Austen's Persuasion, 6 KJV books, a fifth of the BBC articles), 10 candidates each. L = rate × the

@@ -10,7 +10,8 @@ from genfeat.data.qa import QAExample
 
 
 def cell(row, seed, acc, rate=0.1):
-    return {"row": row, "rate": rate, "seed": seed, "test_accuracy": acc, "dev_accuracy": acc, "wall_s": 60.0}
+    return {"row": row, "rate": rate, "seed": seed, "test_accuracy": acc, "dev_accuracy": acc, "wall_s": 60.0,
+            "train_s": 50.0}
 
 
 def test_a_cell_measured_again_replaces_its_record_and_the_others_stay():
@@ -34,11 +35,13 @@ def test_baselines_pick_the_most_frequent_candidate_in_the_passage(monkeypatch):
 def test_the_table_marks_small_samples_and_missing_cells():
     rec = json.loads((RESULTS / "gdan.json").read_text())
     health = {"unk_rate": 0.0, "repeat_rate": 0.1, "copy_rate": 0.2, "mean_length": 20.0}
-    rec["results"] |= {"cbt_runs": [cell("sl", 0, 30.0), cell("sl", 1, 32.0), cell("sl", 2, 34.0),
+    resumed = {"wall_s": 6.0}  # a resumed run's wall time: its last invocation only, below its train_s
+    rec["results"] |= {"cbt_runs": [cell("sl", 0, 30.0), cell("sl", 1, 32.0), cell("sl", 2, 34.0) | resumed,
                                     cell("gdan", 0, 40.0) | {"health_mle": health, "health_final": health}],
                        "cbt_baselines": {"random": 10.0, "most_frequent": 25.0, "n_test": 9}}
     md = B.markdown(rec)
     assert "| SL | 32.00 ± 2.00 | 38.15 |" in md
+    assert "minutes a run: SL 1 ± 0," in md  # the two runs not resumed
     assert "| Gen + domain + adv (GDAN) | 40.00 (n = 1) | 48.02 |" in md
     assert "| Gen + GAN | – | 43.73 | – |" in md
     assert "| GDAN final (RL) | 0.000 | 0.100 | 0.200 | 20.000 |" in md

@@ -10,7 +10,8 @@
 
 Fixed keys of summary.json: every measured metric as `{split}_{metric}` (split: train, valid, dev or test;
 `valid_accuracy`, `test_ppl`, `test_errors`), `params`, `steps`, `best_step` (None when nothing was selected),
-`wall_s` (the whole run), `train_s` (inside training steps), `world_size`, `device`, `versions` (genfeat, torch,
+`wall_s` (this invocation, from its start or its resume to the record), `train_s` (inside the last phase's training
+steps, over the whole run, resumes included), `world_size`, `device`, `versions` (genfeat, torch,
 python) and `machine` (CPU model, cores, threads, GPU name).
 """
 
