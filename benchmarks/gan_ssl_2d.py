@@ -23,7 +23,8 @@ import torch
 
 from benchmarks.common import RESULTS, mean_std, reading, render, result_args, write_results
 from genfeat.data.synthetic2d import DATASETS, ComplementSampler, PerfectSampler, make_toy
-from genfeat.models.gan_ssl.toy2d import GENERATORS, evaluate_toy, generated_points, train_toy
+from genfeat.models.gan_ssl.toy2d import GENERATORS
+from genfeat.paradigms.complement_gan import evaluate_toy, generated_points, train_toy
 
 NAME = "gan_ssl_2d"
 

@@ -7,7 +7,8 @@ import torch
 
 from genfeat.data.synthetic2d import ComplementSampler, PerfectSampler, make_toy
 from genfeat.losses.gan_ssl import discriminator_loss, feature_matching, uniform_noise
-from genfeat.models.gan_ssl.toy2d import MLPDiscriminator, MLPGenerator, evaluate_toy, generated_points, train_toy
+from genfeat.models.gan_ssl.toy2d import MLPDiscriminator, MLPGenerator
+from genfeat.paradigms.complement_gan import evaluate_toy, generated_points, train_toy
 
 
 def test_toy_data_and_samplers():

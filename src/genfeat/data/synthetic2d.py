@@ -11,9 +11,12 @@ between the class manifolds). `PerfectSampler` draws fresh points of the data di
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+from torch import Tensor
 
 
 @dataclass(frozen=True)
@@ -97,3 +100,25 @@ class PerfectSampler:
     def __call__(self, n: int) -> np.ndarray:
         x, _ = self.fn(-(-n // self.k), self.rng)
         return x[self.rng.permutation(len(x))[:n]]
+
+
+class ToyBatches:
+    """Every step: all labeled points, `batch` unlabeled points for D and, with a learned generator, another
+    `batch` for G (drawn with replacement from `rng`), or `batch` fake points from `sampler`."""
+
+    def __init__(self, data: Toy2D, batch: int, rng: np.random.Generator,
+                 sampler: Callable[[int], np.ndarray] | None, for_generator: bool):
+        self.xl, self.yl, self.xu = (torch.from_numpy(a) for a in (data.x_lab, data.y_lab, data.x_unl))
+        self.batch, self.rng, self.sampler, self.for_generator = batch, rng, sampler, for_generator
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict[str, Tensor]:
+        b = {"x_lab": self.xl, "y_lab": self.yl}
+        if self.sampler is not None:
+            b["x_fake"] = torch.from_numpy(self.sampler(self.batch))
+        b["x_unl"] = self.xu[torch.from_numpy(self.rng.integers(0, len(self.xu), self.batch))]
+        if self.for_generator:
+            b["x_unl_g"] = self.xu[torch.from_numpy(self.rng.integers(0, len(self.xu), self.batch))]
+        return b

@@ -4,6 +4,7 @@ the alternating D / G updates of `models.gan_ssl.train.ComplementGAN` as one `fi
 `SemiSupervisedImageClassification` task.
 
     fit_gan_ssl(cfg, disc, gen, x_train, y_train, task, run_dir, encoder=, log_density=, resume_from=)
+    train_toy(data, generator, sampler, steps, ...)   the 2-D case study (thesis Y §3.1.4), and evaluate_toy
 
 Data: a class-balanced labeled subset of (x_train, y_train) drawn with `cfg.seed`, all of x_train as unlabeled
 images (`data.ssl_batches.SSLBatches`); one step is one iteration, one pass over the unlabeled images an epoch, and
@@ -19,6 +20,7 @@ global batch (`ComplementGAN`'s docstring says what stays per rank).
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +31,10 @@ from torch import Tensor, nn
 
 from genfeat.data.images import labeled_subset
 from genfeat.data.ssl_batches import SSLBatches
+from genfeat.data.synthetic2d import Toy2D, ToyBatches
 from genfeat.errors import ConfigError
 from genfeat.losses.gan_ssl import density_threshold, uniform_noise
+from genfeat.models.gan_ssl.toy2d import GENERATORS, MLPDiscriminator, MLPGenerator
 from genfeat.models.gan_ssl.train import ComplementGAN, GanSSLConfig
 from genfeat.nn.weight_norm import init_all
 from genfeat.paradigms.one_phase import fit_task
@@ -38,7 +42,7 @@ from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 from genfeat.train import checkpoint as C
 from genfeat.train import distributed as D
 from genfeat.train.logging import progress, read_metrics
-from genfeat.train.loop import TrainConfig
+from genfeat.train.loop import TrainConfig, fit
 
 EPSILON_IMAGES = 10_000  # LD's ε is a percentile of the log-densities of the first this-many training images
 
@@ -143,3 +147,60 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     best = {"epoch": res.best_eval["step"] // iters, "valid_errors": int(scores["valid_errors"]),
             "test_errors": int(scores["test_errors"])}  # the selected step is kept across resumes
     return GanSSLResult(disc, gen, history, best, epsilon, res.train_time, res.step, res.best_step)
+
+
+# ----------------------------------------------------------------------------------------- the 2-D case study
+@dataclass
+class ToyResult:
+    disc: MLPDiscriminator
+    gen: MLPGenerator | None
+    sampler: Callable[[int], np.ndarray] | None
+
+
+def train_toy(data: Toy2D, generator: str, sampler: Callable[[int], np.ndarray] | None = None, steps: int = 3000,
+              hidden: int = 64, batch: int = 128, lambda_u: float = 0.5, lambda_ent: float = 0.0,
+              seed: int = 0, run_dir: str | Path | None = None) -> ToyResult:
+    """Train the discriminator (and the FM generator) with `train.fit` and the image recipe's `ComplementGAN`
+    step; `sampler` gives the complement / perfect points. The run's files go to `run_dir` (None: a temporary
+    directory; the sweep of `benchmarks/gan_ssl_2d.py` keeps only the returned networks)."""
+    if generator not in GENERATORS:
+        raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
+    if generator in ("complement", "perfect") and sampler is None:
+        raise ValueError(f"generator={generator!r} needs a sampler")
+    if run_dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return train_toy(data, generator, sampler, steps, hidden, batch, lambda_u, lambda_ent, seed, tmp)
+    torch.manual_seed(seed)
+    nets = nn.ModuleDict({"discriminator": MLPDiscriminator(data.n_classes, hidden)})
+    if generator == "fm":
+        nets["generator"] = MLPGenerator(hidden=hidden)
+    cfg = GanSSLConfig(method="supervised" if generator == "supervised" else "gan", epochs=1, lr_d=3e-3,
+                       betas_d=(0.5, 0.999), lr_g=1e-3, betas_g=(0.0, 0.999), lambda_u=lambda_u,
+                       lambda_ent=lambda_ent, fm_distance="l2sq_mean", seed=seed)
+    method = ComplementGAN(cfg, nets, iters_per_epoch=steps)  # one "epoch": a constant learning rate
+    fakes = sampler if generator in ("complement", "perfect") else None
+    batches = ToyBatches(data, batch, np.random.default_rng(seed), fakes, "generator" in nets)
+    fit(nets, method, batches, TrainConfig(max_steps=steps, clip_norm=0.0, precision="fp32", log_every=100,
+                                           eval_every=0), run_dir, desc=f"2-D {generator}", unit="points")
+    nets.eval()
+    return ToyResult(nets["discriminator"], nets["generator"] if "generator" in nets else None, sampler)
+
+
+@torch.no_grad()
+def generated_points(res: ToyResult, n: int, seed: int = 0) -> np.ndarray | None:
+    if res.gen is not None:
+        g = torch.Generator().manual_seed(seed)
+        return res.gen(uniform_noise(n, res.gen.d_z, generator=g)).numpy()
+    return res.sampler(n) if res.sampler is not None else None
+
+
+@torch.no_grad()
+def evaluate_toy(res: ToyResult, data: Toy2D, n_gen: int = 1000) -> dict[str, float]:
+    """Test accuracy and the Assumption-1 ratios r_real (A3, test points) and r_gen (A2, generated points)."""
+    logits = res.disc(torch.from_numpy(data.x_test))
+    out = {"accuracy": float((logits.argmax(-1) == torch.from_numpy(data.y_test)).float().mean()),
+           "r_real": float((logits.max(-1).values > 0).float().mean())}
+    xg = generated_points(res, n_gen)
+    if xg is not None:
+        out["r_gen"] = float((res.disc(torch.from_numpy(xg)).max(-1).values < 0).float().mean())
+    return out
