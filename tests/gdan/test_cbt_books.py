@@ -140,6 +140,7 @@ def fixture_set(monkeypatch):
 
 @pytest.mark.parametrize("method", ["context", "gdan"])
 def test_recipe_on_the_cbt_source(fixture_set, tmp_path, monkeypatch, method):
+    from genfeat.data.qa_worlds import cbt_world
     from genfeat.recipes import gdan
 
     cfg = gdan.cbt_books()
@@ -148,7 +149,7 @@ def test_recipe_on_the_cbt_source(fixture_set, tmp_path, monkeypatch, method):
         model=dataclasses.replace(cfg.model, d_embed=8, reader_hidden=8, generator_hidden=8, max_question=12),
         generator_train=dataclasses.replace(cfg.generator_train, max_steps=4, eval_every=2),
         train=dataclasses.replace(cfg.train, max_steps=10, eval_every=5))
-    data = gdan.load_cbt(cfg)
+    data = cbt_world(cfg.data.rate, cfg.seed, cfg.data.heldout)
     train_passages = {q.paragraph for q in fixture_set["train"]}
     assert len(data["labelled"]) == int(0.5 * len(fixture_set["train"]))
     asked = {e.paragraph for e in data["labelled"]}

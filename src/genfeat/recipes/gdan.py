@@ -57,7 +57,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,27 +66,19 @@ import torch
 
 from genfeat.config import atomic_write_text
 from genfeat.data import cbt_books as cbt
-from genfeat.data.answer_extraction import SUBSTITUTE_TYPES
 from genfeat.data.batches import StreamBatches, ZipBatches
 from genfeat.data.qa import (
     BOS,
     D_GEN,
     D_TRUE,
     PAD,
-    QAExample,
     QAVocab,
-    article_split,
     context_question,
-    labelled_pool,
     qa_rows,
-    squad_paragraphs,
-    squad_word_examples,
     trim_rows,
-    truncate,
-    unlabelled_pairs,
 )
-from genfeat.data.qa_synthetic import SyntheticQAConfig, synthetic_qa
-from genfeat.data.squad import load_squad_json
+from genfeat.data.qa_synthetic import SyntheticQAConfig
+from genfeat.data.qa_worlds import cbt_world, squad_world, synthetic_world
 from genfeat.data.word_vectors import named_vectors, vocab_table
 from genfeat.errors import ConfigError
 from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
@@ -210,67 +201,15 @@ SOURCE_NAMES = {"synthetic": "the synthetic QA world", "squad": "SQuAD", "cbt_bo
 PRESETS = {"cbt_books": cbt_books, "squad": squad, "synthetic": synthetic, "tiny": tiny}
 
 
-def _squad_file(root: Path, split: str) -> Path:
-    for name in (f"{split}-v1.1.json", f"{split}-v2.0.json"):
-        if (root / name).is_file():
-            return root / name
-    raise ConfigError(f"{root}: no {split}-v1.1.json or {split}-v2.0.json")
-
-
-def load_squad(cfg: GDANRunConfig) -> dict[str, list[QAExample]]:
-    """The thesis's protocol on SQuAD files (spec gdan.md §4.2)."""
-    dc = cfg.data
-    if not dc.root:
-        raise ConfigError("data.source=squad needs --data.root DIR, a directory holding train-v1.1.json (or "
-                          "train-v2.0.json) and dev-v1.1.json (or dev-v2.0.json)")
-    root = Path(dc.root)
-    train_file = _squad_file(root, "train")
-    rng = np.random.default_rng([cfg.seed, 3])
-    parsed = load_squad_json(train_file)  # read once: the questions, the articles and the paragraphs
-    examples = squad_word_examples(parsed)
-    pool, test = article_split(examples, 0.1, np.random.default_rng(0))  # one test split for every seed
-    labelled = labelled_pool(pool, dc.rate, len(examples), rng)
-    asked = {e.paragraph for e in labelled}
-    test_articles = {e.article for e in test}
-    free = {p: a for p, a in squad_paragraphs(parsed).items() if a not in test_articles}
-    unl = [e for e in unlabelled_pairs(free, SUBSTITUTE_TYPES, 5, rng) if e.paragraph not in asked]
-    unl = [unl[i] for i in rng.permutation(len(unl))]
-    cut = [truncate(e, dc.max_paragraph) for e in unl]
-    return {"labelled": [truncate(e, dc.max_paragraph) for e in labelled], "unlabelled": cut[dc.heldout:],
-            "heldout": cut[:dc.heldout], "dev": squad_word_examples(_squad_file(root, "dev")), "test": test}
-
-
-def load_cbt(cfg: GDANRunConfig) -> dict[str, Any]:
-    """The CBT-style cloze set (`data.cbt_books`, its split seed 0: one question set for every run): L =
-    data.rate × its training questions, U = five typed words a passage (L's answer-type distribution) of the
-    training passages that have no labelled question, the valid split for model selection; "sha256": the set's
-    checksum (`ClozeSet.checksum`, as docs/results/data_tasks.md records it)."""
-    dc = cfg.data
-    cloze = cbt.cbt_books()
-    train = cloze.splits["train"]
-    rng = np.random.default_rng([cfg.seed, 3])
-    labelled = labelled_pool(train, dc.rate, len(train), rng)
-    kinds = Counter(e.answer_type for e in labelled)
-    freq = {k: kinds[k] / len(labelled) for k in cbt.TYPES}
-    unl = cbt.unlabelled_answers(train, {e.paragraph for e in labelled}, 5, freq, rng)
-    unl = [unl[i] for i in rng.permutation(len(unl))]
-    return {"labelled": labelled, "unlabelled": unl[dc.heldout:], "heldout": unl[:dc.heldout],
-            "dev": cloze.splits["valid"], "test": cloze.splits["test"], "sha256": cloze.checksum}
-
-
 def load_world(cfg: GDANRunConfig) -> dict[str, Any]:
     """{"labelled", "unlabelled", "heldout", "dev", "test"}: lists of `QAExample`s; a built set adds "sha256"."""
     dc = cfg.data
     if dc.source == "squad":
-        out = load_squad(cfg)
+        out = squad_world(dc.root, dc.rate, cfg.seed, dc.max_paragraph, dc.heldout)
     elif dc.source == "cbt_books":
-        out = load_cbt(cfg)
+        out = cbt_world(dc.rate, cfg.seed, dc.heldout)
     else:
-        sc = dataclasses.replace(dc.synthetic, seed=dc.synthetic.seed + 1000 * cfg.seed,
-                                 n_unlabelled=dc.synthetic.n_unlabelled + dc.heldout)
-        w = synthetic_qa(sc)
-        out = {"labelled": w.labelled, "unlabelled": w.unlabelled[:-dc.heldout],
-               "heldout": w.unlabelled[-dc.heldout:], "dev": w.dev, "test": w.test}
+        out = synthetic_world(dc.synthetic, cfg.seed, dc.heldout)
     if cfg.method == "passage_only":  # every question blanked (one <unk>), in training and evaluation
         out |= {k: [dataclasses.replace(e, question=None) for e in out[k]] for k in ("labelled", "dev", "test")}
     return out
