@@ -75,18 +75,16 @@ from genfeat.data.qa import (
     QAVocab,
     context_question,
     qa_rows,
-    trim_rows,
 )
 from genfeat.data.qa_synthetic import SyntheticQAConfig
 from genfeat.data.qa_worlds import cbt_world, squad_world, synthetic_world
 from genfeat.data.word_vectors import named_vectors, vocab_table
 from genfeat.errors import ConfigError
 from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
-from genfeat.models.gdan.reader import answer_log_likelihood
 from genfeat.paradigms import fit_phase, fit_task
 from genfeat.paradigms.generative_adaptation import METHODS, GenerativeAdaptation
-from genfeat.tasks.question_generation import QuestionGeneration, question_health
-from genfeat.tasks.word_span_qa import WordSpanQA, reader_inputs
+from genfeat.tasks.question_generation import QuestionGeneration, generated, question_health
+from genfeat.tasks.word_span_qa import WordSpanQA
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 from genfeat.train.record import record_fit
@@ -237,33 +235,6 @@ def build_model(cfg: GDANRunConfig, vocab: QAVocab) -> GDAN:
             for embed in (reader.embed, *((generator.embed,) if generator else ())):
                 embed.weight[torch.from_numpy(found)] = torch.from_numpy(table[found])
     return model
-
-
-@torch.no_grad()
-def generated(model: GDAN, generator: QuestionGenerator, rows: dict, vocab: QAVocab, seed: int, batch: int = 100
-              ) -> dict[str, Any]:
-    """Sample one question per row with `generator`; their rewards under D (d_true), tokens and copy flags."""
-    gen = torch.Generator().manual_seed(seed)
-    rewards, questions, copied, n_tok, secs = [], [], [], 0, 0.0
-    was = model.training
-    model.eval()
-    for a in range(0, len(rows["start"]), batch):
-        r = trim_rows({k: v[a:a + batch] for k, v in rows.items()})
-        t0 = time.perf_counter()
-        enc = generator.encode(r["paragraph"], r["paragraph_mask"], r["answer_mask"])
-        s = generator.sample(enc, generator=gen)
-        secs += time.perf_counter() - t0
-        n_tok += int(s.target_mask.sum())
-        q = {**r, "question": s.questions, "question_mask": s.question_mask}
-        out = model.read(**reader_inputs(q), tag="true")
-        rewards.append(answer_log_likelihood(out, r))
-        for ids, mask, ext in zip(s.questions.tolist(), s.question_mask.tolist(), s.targets.tolist(), strict=True):
-            n = sum(mask)
-            questions.append(vocab.decode(ids[:n]))
-            copied.append([e >= generator.cfg.out_vocab for e in ext[:n]])
-    model.train(was)
-    return {"reward": float(torch.cat(rewards).mean()), "questions": questions, "copied": copied,
-            "tokens_per_s": n_tok / max(secs, 1e-9)}
 
 
 def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:

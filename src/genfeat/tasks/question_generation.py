@@ -12,17 +12,24 @@ answer_mask, question, question_mask it returns the mean negative log-likelihood
                                                               it), copy_rate (share of tokens only copying can make:
                                                               paragraph words outside the output vocabulary),
                                                               mean_length
+    generated(model, generator, rows, vocab, seed)            one sampled question a row, its reward under the
+                                                              reader (d_true), its words and copy flags, tokens/s
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from genfeat.data.qa import QAExample, QAVocab, qa_rows, trim_rows
+from genfeat.models.gdan import GDAN, QuestionGenerator
+from genfeat.models.gdan.reader import answer_log_likelihood
 from genfeat.tasks.base import Task
+from genfeat.tasks.word_span_qa import reader_inputs
 
 INPUTS = ("paragraph", "paragraph_mask", "answer_mask", "question", "question_mask")
 
@@ -81,3 +88,30 @@ def question_health(questions: Sequence[Sequence[str]], copied: Sequence[Sequenc
             "repeat_rate": repeats / max(bigrams, 1),
             "copy_rate": sum(c for cs in copied for c in cs) / max(tokens, 1),
             "mean_length": tokens / max(len(questions), 1)}
+
+
+@torch.no_grad()
+def generated(model: GDAN, generator: QuestionGenerator, rows: dict, vocab: QAVocab, seed: int, batch: int = 100
+              ) -> dict[str, Any]:
+    """Sample one question per row with `generator`; their rewards under D (d_true), tokens and copy flags."""
+    gen = torch.Generator().manual_seed(seed)
+    rewards, questions, copied, n_tok, secs = [], [], [], 0, 0.0
+    was = model.training
+    model.eval()
+    for a in range(0, len(rows["start"]), batch):
+        r = trim_rows({k: v[a:a + batch] for k, v in rows.items()})
+        t0 = time.perf_counter()
+        enc = generator.encode(r["paragraph"], r["paragraph_mask"], r["answer_mask"])
+        s = generator.sample(enc, generator=gen)
+        secs += time.perf_counter() - t0
+        n_tok += int(s.target_mask.sum())
+        q = {**r, "question": s.questions, "question_mask": s.question_mask}
+        out = model.read(**reader_inputs(q), tag="true")
+        rewards.append(answer_log_likelihood(out, r))
+        for ids, mask, ext in zip(s.questions.tolist(), s.question_mask.tolist(), s.targets.tolist(), strict=True):
+            n = sum(mask)
+            questions.append(vocab.decode(ids[:n]))
+            copied.append([e >= generator.cfg.out_vocab for e in ext[:n]])
+    model.train(was)
+    return {"reward": float(torch.cat(rewards).mean()), "questions": questions, "copied": copied,
+            "tokens_per_s": n_tok / max(secs, 1e-9)}
