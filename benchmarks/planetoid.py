@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -30,8 +31,15 @@ import torch
 
 from benchmarks.common import load_result, render, write_results
 from genfeat.config import override, to_dict
+from genfeat.data.graphs import GraphDataConfig, load_graph
 from genfeat.data.planetoid import files_sha256
-from genfeat.recipes import planetoid as P
+from genfeat.data.sources import data_home
+from genfeat.models.planetoid import SamplerConfig
+from genfeat.models.planetoid.train import make_sampler
+from genfeat.registry import RECIPES
+from genfeat.runner import run_recipe
+
+PRESETS = RECIPES["planetoid"].presets
 
 NAME = "planetoid"
 LABELS = {"feat_lr": "Feat (logistic regression)", "feat_mlp": "Feat (MLP)", "lp": "Label propagation",
@@ -56,23 +64,28 @@ PROTOTYPE = {"sbm_a": {"feat_lr": 0.71, "lp": 0.57, "graphemb": 0.47, "planetoid
                        "planetoid_i": 0.80}}
 
 
-def config(method: str, seed: int, protocol: str, settings: dict[str, dict[str, str]]) -> P.PlanetoidRunConfig:
+def config(method: str, seed: int, protocol: str, settings: dict[str, dict[str, str]]) -> Any:
     if protocol.startswith("sbm"):
-        cfg = dataclasses.replace(P.PRESETS[protocol](), method=method, seed=seed)
+        cfg = dataclasses.replace(PRESETS[protocol](), method=method, seed=seed)
         cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, seed=seed))
         return cfg
-    cfg = dataclasses.replace(P.linuxdoc(), method=method, seed=seed)
+    cfg = dataclasses.replace(PRESETS["linuxdoc"](), method=method, seed=seed)
     cfg = override(cfg, settings.get(method, {}))
     split = {"linuxdoc random": 10 + seed, "tuning": TUNING_SPLIT}.get(protocol)
     return dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, split_seed=split))
 
 
-def run_record(cfg: P.PlanetoidRunConfig, protocol: str) -> dict[str, Any]:
+def run_summary(cfg: Any, cpu_threads: int | None = None) -> dict[str, Any]:
+    """`genfeat run planetoid` with `cfg` in a temporary run directory; its summary."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return run_recipe("planetoid", cfg, f"{tmp}/run", cpu_threads=cpu_threads)
+
+
+def run_record(cfg: Any, protocol: str) -> dict[str, Any]:
     """Train `cfg` on one thread; its validation and test accuracy (best-validation state) as one record."""
-    torch.set_num_threads(1)
-    out = P.run_method(cfg, P.load_graph(cfg.data))
+    out = run_summary(cfg, cpu_threads=1)
     rec = {"method": cfg.method, "seed": cfg.seed, "protocol": protocol, "val_acc": out["valid_acc"],
-           "test_acc": out["test_acc"], "train_seconds": round(out["train_seconds"], 2)}
+           "test_acc": out["test_acc"], "train_seconds": out["train_s"]}
     for key in ("unreachable_nodes", "branch_test_acc"):
         if key in out:
             rec[key] = out[key]
@@ -94,12 +107,12 @@ def _stat(xs: list[float]) -> dict[str, float]:
 def sampler_throughput() -> dict[str, float]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    data = P.load_graph(P.GraphDataConfig())
+    data = load_graph(GraphDataConfig())
     out = {}
     for batch in (200, 10_000):
         for key, r2 in (("", 0.8), ("_graph_only", 1.0)):
-            s = P.make_sampler(data, P.SamplerConfig(r2=r2), "T", seed=0)
-            out[f"batch_{batch}{key}"] = round(P.sampler_throughput(s, batch, repeats=max(20, 40_000 // batch)))
+            s = make_sampler(data, SamplerConfig(r2=r2), "T", seed=0)
+            out[f"batch_{batch}{key}"] = round(s.throughput(batch, repeats=max(20, 40_000 // batch)))
     torch.set_num_threads(threads)
     return out
 
@@ -109,7 +122,7 @@ def timing_alone(settings: dict[str, dict[str, str]]) -> dict[str, float]:
     out = {"torch_threads": torch.get_num_threads()}
     for m in ("planetoid_t", "planetoid_i", "gcn"):
         cfg = config(m, 0, "linuxdoc fixed", settings)
-        out[m] = round(P.run_method(cfg, P.load_graph(cfg.data))["train_seconds"], 1)
+        out[m] = run_summary(cfg)["train_s"]
     return out
 
 
@@ -277,8 +290,8 @@ def main() -> None:
     if args.recheck:
         recheck(args.recheck, args.protocols, args.seeds, args.jobs)
         return
-    data = P.load_graph(P.GraphDataConfig())  # builds the graph once, before the workers read it
-    files = files_sha256(P.data_home() / "graphs" / "linuxdoc", "linuxdoc")
+    data = load_graph(GraphDataConfig())  # builds the graph once, before the workers read it
+    files = files_sha256(data_home() / "graphs" / "linuxdoc", "linuxdoc")
     throughput = sampler_throughput()  # alone, before the pool starts
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:

@@ -17,31 +17,34 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import tempfile
+from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from benchmarks.common import header, render, write_results
-from genfeat.data.graph_synthetic import make_sbm_bow
+from genfeat.data.graph_synthetic import SBMConfig
+from genfeat.data.graphs import GraphDataConfig, load_graph
 from genfeat.models.planetoid.model import Planetoid
 from genfeat.nn.sparse_linear import SparseRows
-from genfeat.recipes import planetoid as P
+from genfeat.registry import RECIPES
+from genfeat.runner import run_recipe
+from genfeat.train.checkpoint import WEIGHTS, load_model_weights
 
 NAME = "planetoid_sparse"
 
 
 def one(deg: float, seed: int) -> dict[str, Any]:
-    data = make_sbm_bow(seed=seed, n=3000, deg=deg, h=0.8, rho=0.3, per_class=20, num_val=500, num_test=1000)
-    cfg = P.PlanetoidRunConfig(seed=seed, train=P.PlanetoidTrainConfig())
-    feat = P.run_method(dataclasses.replace(cfg, method="feat_lr"), data)
-    no_aux = P.run_method(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, aux_branch_loss=False)), data)
-    torch.manual_seed(seed)
-    np.random.seed(seed)
-    model = Planetoid(dataclasses.replace(cfg.model, variant="T"), data.num_nodes, data.num_features, data.num_classes)
-    with tempfile.TemporaryDirectory() as run_dir:
-        sampler = P.make_sampler(data, cfg.sampler, "T", seed)
-        out = P.train_planetoid(model, data, sampler, cfg.train, run_dir, seed=seed)
+    sbm = SBMConfig(n=3000, deg=deg, h=0.8, rho=0.3, per_class=20, num_val=500, num_test=1000)
+    cfg = RECIPES["planetoid"].config_cls(seed=seed, data=GraphDataConfig(name="sbm", seed=seed, sbm=sbm))
+    data = load_graph(cfg.data)
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {"feat": dataclasses.replace(cfg, method="feat_lr"), "planetoid_t": cfg,
+                "no_aux": dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, aux_branch_loss=False))}
+        out = {k: run_recipe("planetoid", c, Path(tmp) / k, cpu_threads=1) for k, c in runs.items()}
+        model = Planetoid(dataclasses.replace(cfg.model, variant="T"), data.num_nodes, data.num_features,
+                          data.num_classes)
+        load_model_weights(model, Path(tmp) / "planetoid_t" / WEIGHTS)  # its best-validation state
     model.eval()
     with torch.no_grad():
         logits, (z_feat, z_emb) = model(torch.arange(data.num_nodes), SparseRows(data.features))
@@ -55,14 +58,14 @@ def one(deg: float, seed: int) -> dict[str, Any]:
     w = model.out.weight.detach().abs()
     k = data.num_classes
     return {"degree": deg, "seed": seed, "isolated_share": round(float(isolated.float().mean()), 3),
-            "feat_lr_test": round(feat["test_acc"], 4), "planetoid_t_test": acc(logits, test),
-            "planetoid_t_no_aux_test": round(no_aux["test_acc"], 4),
+            "feat_lr_test": round(out["feat"]["test_acc"], 4), "planetoid_t_test": acc(logits, test),
+            "planetoid_t_no_aux_test": round(out["no_aux"]["test_acc"], 4),
             "test_isolated": acc(logits, test[isolated[test]]), "test_connected": acc(logits, test[~isolated[test]]),
             "feature_branch_train": acc(z_feat, train), "feature_branch_test": acc(z_feat, test),
             "embedding_branch_train": acc(z_emb, train), "embedding_branch_test": acc(z_emb, test),
             "embedding_branch_test_connected": acc(z_emb, test[~isolated[test]]),
             "out_weight_features": round(float(w[:, :k].mean()), 3),
-            "out_weight_embedding": round(float(w[:, k:].mean()), 3), "best_round": out["best_round"]}
+            "out_weight_embedding": round(float(w[:, k:].mean()), 3), "best_round": out["planetoid_t"]["best_round"]}
 
 
 def markdown(record: dict[str, Any]) -> str:
@@ -110,7 +113,6 @@ def main() -> None:
     if args.render_only:
         print(render(NAME, markdown))
         return
-    torch.set_num_threads(1)
     runs = []
     for deg in args.degrees:
         for seed in args.seeds:

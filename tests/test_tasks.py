@@ -240,6 +240,35 @@ def test_node_classification_predicts_once_for_every_split():
     assert task.evaluate(torch.nn.Linear(1, 1), "valid") == {"valid_acc": 0.5}
 
 
+def test_node_classification_trains_a_full_graph_network_on_the_training_nodes_only():
+    """Without a predictor the network is full-graph (model() -> (N, C) logits): the loss is the mean
+    cross-entropy over the training nodes, computed by hand, and the prediction its argmax."""
+    import numpy as np
+
+    from genfeat.tasks.node_classification import NodeClassification
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.z = torch.nn.Parameter(torch.tensor([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 3.0],
+                                                      [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 2.0, 0.0]]))
+
+        def forward(self):
+            return self.z
+
+    labels = np.array([0, 2, 1, 0, 2, 2])
+    task = NodeClassification(labels, {"train": np.array([0, 1, 5]), "valid": np.array([2, 3]),
+                                       "test": np.array([4])})
+    net = Logits()
+    loss, n = task.loss(net, None)
+    z = net.z.detach()
+    by_hand = -(torch.log_softmax(z, -1)[[0, 1, 5], [0, 2, 2]]).mean()
+    assert n == 3 and loss.item() == pytest.approx(by_hand.item(), abs=1e-6)
+    loss.backward()
+    assert net.z.grad[[2, 3, 4]].abs().sum() == 0 and net.z.grad[[0, 1, 5]].abs().sum() > 0
+    assert task.evaluate_all(net) == {"train_acc": pytest.approx(1 / 3), "valid_acc": 0.5, "test_acc": 1.0}
+
+
 def test_image_classification_counts_errors():
     from genfeat.tasks.image_classification import SemiSupervisedImageClassification
 

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from genfeat.cli import main
+from genfeat.data.graphs import GraphDataConfig, load_graph
 from genfeat.errors import ConfigError
+from genfeat.models.planetoid.train import make_sampler
 from genfeat.recipes import planetoid as P
 
 
@@ -48,18 +50,18 @@ def test_unknown_method_is_a_config_error():
 
 
 def test_inductive_training_never_sees_test_nodes():
-    data = P.load_graph(P.GraphDataConfig(name="sbm_b"))
-    sampler = P.make_sampler(data, P.SamplerConfig(r2=0.9), "I", seed=0)
+    data = load_graph(GraphDataConfig(name="sbm_b"))
+    sampler = make_sampler(data, P.SamplerConfig(r2=0.9), "I", seed=0)
     i, c, _, _ = sampler.sample(50000)
     used = np.union1d(i.numpy(), c.numpy())
     assert not np.isin(data.test_idx, used).any()
-    transductive = P.make_sampler(data, P.SamplerConfig(r2=0.9), "T", seed=0)
+    transductive = make_sampler(data, P.SamplerConfig(r2=0.9), "T", seed=0)
     assert np.isin(data.test_idx, transductive.sample(50000)[1].numpy()).any()  # the control can fail
 
 
 def test_split_seed_redraws_a_standard_split():
-    a = P.load_graph(P.GraphDataConfig(name="sbm_a", split_seed=3))
-    b = P.load_graph(P.GraphDataConfig(name="sbm_a"))
+    a = load_graph(GraphDataConfig(name="sbm_a", split_seed=3))
+    b = load_graph(GraphDataConfig(name="sbm_a"))
     assert len(a.train_idx) == 80 and np.bincount(a.labels[a.train_idx]).tolist() == [20] * 4
     assert len(a.val_idx) == len(b.val_idx) and len(a.test_idx) == len(b.test_idx)
     assert not np.array_equal(a.train_idx, b.train_idx)
@@ -84,7 +86,7 @@ def test_kernel_docs_graph_from_the_real_package(tmp_path):
 def test_a_root_with_other_planetoid_files_suggests_the_name(tmp_path):
     (tmp_path / "ind.mygraph.graph").write_bytes(b"")
     with pytest.raises(ConfigError, match="--data.name mygraph"):
-        P.load_graph(P.GraphDataConfig(name="cora", root=str(tmp_path)))
+        load_graph(GraphDataConfig(name="cora", root=str(tmp_path)))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ind.mygraph.graph"]  # nothing downloaded into it
 
 
@@ -92,12 +94,42 @@ def test_a_root_with_other_planetoid_files_suggests_the_name(tmp_path):
 def test_planetoid_resumes_bit_for_bit(method, tmp_path):
     """Fractional T1 (the schedule draws from the method's random stream) and N1 below the labeled set (random
     supervised batches from it): a copy of the run without its last checkpoint resumes from the one before to
-    the same final weights, bit for bit (GraphEmb: its embedding phase resumes, the classifier is retrained
-    from the same random state to the same accuracy)."""
+    the same final weights, bit for bit (GraphEmb: its classifier, the last phase, resumes; its embedding phase:
+    the next test)."""
     from tests.resume_check import assert_resume_is_exact
 
     assert_resume_is_exact(["planetoid", "--preset", "tiny", "--method", method, "--train.t1", "1.5", "--train.n1",
                             "30", "--train.warmup_steps", "400", "--train.rounds", "100"], tmp_path)
+
+
+def test_graphemb_resumes_inside_its_embedding_phase(tmp_path):
+    """GraphEmb's context-only embeddings are an earlier phase (run/phases/embeddings, not evaluated): a copy of
+    the run cut back into that phase (its last checkpoint, its end record and everything of the classifier gone)
+    resumes there and ends with the same embeddings, classifier weights and summary numbers; the summary counts
+    both phases' steps."""
+    import shutil
+
+    from genfeat.train.checkpoint import latest_checkpoint
+    from tests.resume_check import assert_same, summary_numbers
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    args = ["run", "planetoid", "--preset", "tiny", "--method", "graphemb", "--train.warmup_steps", "300",
+            "--train.rounds", "100"]
+    assert main([*args, "--out", str(a)]) == 0
+    phase = json.loads((a / "phases" / "embeddings" / "phase.json").read_text())
+    assert phase["evaluation"] == {} and phase["steps"] == 400
+    assert json.loads((a / "summary.json").read_text())["steps"] == 400 + P.tiny().baseline.lr_steps
+    shutil.copytree(a, b)
+    emb = b / "phases" / "embeddings"
+    for p in [emb / "phase.json", emb / "model.safetensors", latest_checkpoint(emb)]:
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    for p in b.iterdir():
+        if p.name not in ("config.yaml", "phases"):
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    assert main(["run", "--resume", str(b)]) == 0
+    for d in ("phases/embeddings", "."):  # the embeddings, the classifier
+        assert_same(_weights(a / d), _weights(b / d), d)
+    assert_same(summary_numbers(a), summary_numbers(b), "summary")
 
 
 def test_planetoid_honours_train_max_steps(tmp_path):
@@ -120,31 +152,17 @@ def test_graph_baselines_reduce_to_their_feature_baselines(tmp_path):
     bit; with their graph terms on, the weights move."""
     import dataclasses
 
-    from genfeat.models.planetoid import baselines as B
-
-    data = P.load_graph(P.GraphDataConfig(name="sbm_b"))
-    cfg = P.tiny().baseline
-    off = dataclasses.replace(cfg, manireg_gamma=0.0, semiemb_lambda=0.0)
-    runs = {
-        "manireg": {"off": lambda d: B.manireg(data, off, d), "on": lambda d: B.manireg(data, cfg, d),
-                    "plain": lambda d: B.logistic_regression(B.SparseRows(data.features), data, cfg, d)},
-        "semiemb": {"off": lambda d: B.feature_mlp(data, off, d, embedding_loss=True),
-                    "on": lambda d: B.feature_mlp(data, cfg, d, embedding_loss=True),
-                    "plain": lambda d: B.feature_mlp(data, cfg, d)},
-    }
-    for name, fns in runs.items():
-        for run, fn in fns.items():
-            torch_seed()
-            fn(tmp_path / name / run)
-        w = {r: _weights(tmp_path / name / r) for r in fns}
+    data = load_graph(GraphDataConfig(name="sbm_b"))
+    cfg = P.tiny()
+    off = dataclasses.replace(cfg.baseline, manireg_gamma=0.0, semiemb_lambda=0.0)
+    runs = {"manireg": {"off": ("manireg_t", off), "on": ("manireg_t", cfg.baseline), "plain": ("feat_lr", off)},
+            "semiemb": {"off": ("semiemb_t", off), "on": ("semiemb_t", cfg.baseline), "plain": ("feat_mlp", off)}}
+    for name, variants in runs.items():
+        for run, (method, baseline) in variants.items():
+            P.run_method(dataclasses.replace(cfg, method=method, baseline=baseline), data, tmp_path / name / run)
+        w = {r: _weights(tmp_path / name / r) for r in variants}
         assert all(np.array_equal(w["off"][k], w["plain"][k]) for k in w["plain"]), name
         assert not all(np.array_equal(w["on"][k], w["plain"][k]) for k in w["plain"]), name
-
-
-def torch_seed():
-    import torch
-
-    torch.manual_seed(0)
 
 
 def test_inductive_graph_baselines_never_read_test_nodes(tmp_path):
@@ -154,22 +172,16 @@ def test_inductive_graph_baselines_never_read_test_nodes(tmp_path):
 
     import scipy.sparse as sp
 
-    from genfeat.models.planetoid import baselines as B
-
-    data = P.load_graph(P.GraphDataConfig(name="sbm_b"))
+    data = load_graph(GraphDataConfig(name="sbm_b"))
     x = data.features.tolil()
     x[data.test_idx] = 0.0
     a = data.adj.tolil()
     a[data.test_idx[:5], data.test_idx[5:10]] = 1.0
     changed = dataclasses.replace(data, features=x.tocsr(), adj=sp.csr_matrix(a))
-    cfg = P.tiny().baseline
-    for name in ("manireg", "semiemb", "manireg_t"):
+    cfg = P.tiny()
+    for method in ("manireg_i", "semiemb_i", "manireg_t"):
         for tag, g in (("a", data), ("b", changed)):
-            torch_seed()
-            if name.startswith("manireg"):
-                B.manireg(g, cfg, tmp_path / name / tag, inductive=name == "manireg")
-            else:
-                B.feature_mlp(g, cfg, tmp_path / name / tag, embedding_loss=True, inductive=True)
-        wa, wb = _weights(tmp_path / name / "a"), _weights(tmp_path / name / "b")
+            P.run_method(dataclasses.replace(cfg, method=method), g, tmp_path / method / tag)
+        wa, wb = _weights(tmp_path / method / "a"), _weights(tmp_path / method / "b")
         gap = max(float((wa[k] - wb[k]).abs().max()) for k in wa)
-        assert (gap > 1e-3) if name == "manireg_t" else (gap < 1e-5), (name, gap)
+        assert (gap > 1e-3) if method == "manireg_t" else (gap < 1e-5), (method, gap)

@@ -3,9 +3,43 @@ banded binary bag of words, for fast tests of graph SSL methods."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from genfeat.data.planetoid import GraphData, symmetrize
+from genfeat.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SBMConfig:
+    """`make_sbm_bow`'s parameters (its docstring says what each does)."""
+
+    n: int = 1000
+    classes: int = 4
+    deg: float = 4.0
+    h: float = 0.7
+    vocab: int = 300
+    n_words: int = 20
+    rho: float = 0.3
+    per_class: int = 20
+    num_val: int = 100
+    num_test: int = 300
+
+    def __post_init__(self) -> None:
+        if self.classes < 2 or self.n < 2 * self.classes or self.vocab < self.classes or self.n_words < 1:
+            raise ConfigError(f"data.sbm: need classes >= 2, n >= 2 * classes, vocab >= classes and n_words >= 1, "
+                              f"got {self}")
+        if not (0 <= self.h <= 1 and 0 <= self.rho <= 1 and self.deg >= 0):
+            raise ConfigError(f"data.sbm: h and rho must be in [0, 1] and deg >= 0, got {self}")
+        size = self.n // self.classes
+        if self.per_class < 1 or self.per_class * self.classes + self.num_val + self.num_test > size * self.classes:
+            raise ConfigError(f"data.sbm: {self.per_class} labels a class + {self.num_val} validation + "
+                              f"{self.num_test} test nodes do not fit in {size * self.classes} nodes")
+
+
+SBM_A = SBMConfig(deg=4, h=0.7, rho=0.3)  # spec §5.1 config A, feature-rich
+SBM_B = SBMConfig(deg=5, h=0.8, rho=0.25)  # config B, graph-rich
 
 
 def make_sbm_bow(seed: int = 0, n: int = 1000, classes: int = 4, deg: float = 4.0, h: float = 0.7, vocab: int = 300,

@@ -6,6 +6,8 @@ reloaded, not retrained, when the run resumes; the last phase is the run's own `
     run_dir/                   the last phase (what `genfeat run --resume` continues from its checkpoints)
 
     fit_phase(name, model, task, batches, cfg, run_dir)   -> (FitResult or None when reloaded, evaluation)
+    phase_record(run_dir, name)                           -> its phase.json: steps, best_step, train_seconds,
+                                                             evaluation (for the run's record, also when reloaded)
 
 A run stopped inside an earlier phase resumes it from that phase's latest checkpoint (bitwise, as `fit`); one
 stopped after it reloads its kept weights and recorded evaluation and goes on. Universal schema's USchema
@@ -15,7 +17,7 @@ pre-training before the multi-facet model (thesis C Algorithm 2) is such a phase
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -45,10 +47,11 @@ def in_earlier_phase(run_dir: str | Path) -> bool:
 
 
 def fit_phase(name: str, model: nn.Module, task: Task, batches: Iterator, cfg: TrainConfig, run_dir: str | Path,
-              method: Step | None = None, desc: str | None = None, select: bool = True
-              ) -> tuple[FitResult | None, dict[str, float]]:
-    """Train `model` on `task` as the earlier phase `name` (`fit_task` in run_dir/phases/<name>), or, when that
-    phase has finished before, load its kept weights into `model` and return (None, its recorded evaluation)."""
+              method: Step | None = None, desc: str | None = None, select: bool = True,
+              final_splits: Iterable[str] | None = None) -> tuple[FitResult | None, dict[str, float]]:
+    """Train `model` on `task` as the earlier phase `name` (`fit_task` in run_dir/phases/<name>; `final_splits`
+    as there, () for a phase that is not evaluated), or, when that phase has finished before, load its kept
+    weights into `model` and return (None, its recorded evaluation)."""
     out = phase_dir(run_dir, name)
     done = out / DONE
     net = D.unwrap(model)
@@ -63,11 +66,19 @@ def fit_phase(name: str, model: nn.Module, task: Task, batches: Iterator, cfg: T
     if resume is not None:
         print(f"phase {name}: resuming from {resume}")
     res, scores = fit_task(model, task, batches, cfg, out, method=method, resume_from=resume,
-                           desc=desc or name, select=select)
+                           desc=desc or name, select=select, final_splits=final_splits)
     if D.current().is_main:
         atomic_write_text(done, json.dumps({"phase": name, "steps": res.step, "best_step": res.best_step,
-                                            "evaluation": scores}, indent=1) + "\n")
+                                            "train_seconds": res.wall_time, "evaluation": scores}, indent=1) + "\n")
     return res, scores
+
+
+def phase_record(run_dir: str | Path, name: str) -> dict:
+    """The finished phase `name`'s phase.json (steps, best_step, train_seconds, evaluation)."""
+    path = phase_dir(run_dir, name) / DONE
+    if not path.is_file():
+        raise FileNotFoundError(f"phase {name} of {run_dir} has not finished (no {path})")
+    return json.loads(path.read_text())
 
 
 def copy_parameters(target: nn.Module, source: nn.Module, names: list[str]) -> None:

@@ -24,33 +24,37 @@ The graph-regularised baselines come in two protocols, like Planetoid: `_t` uses
 every unlabeled node), `_i` never reads a test node (edges touching one are dropped, test nodes are not among
 the unlabeled), so they predict the test nodes from their features alone.
 
-Every trained baseline is selected on validation accuracy, like Planetoid. LP and GraphEmb ignore
-features; Feat ignores the graph. Nodes that LP cannot reach from any label get the most frequent
-training class (the count is reported).
+The trained baselines are full-graph networks: `forward()` returns the (N, C) logits of every node (dropout as the
+module's mode says), trained with every labeled node in each step and selected on validation accuracy, like
+Planetoid (`baseline_method` gives the network, its optimizer, the loss when the method adds a graph term, and the
+loop's settings; the recipe runs them through `paradigms.fit_task` on `tasks.node_classification`). LP and the
+TSVM stand-in are solvers: they return the predicted class of every node. LP and GraphEmb ignore features; Feat
+ignores the graph. Nodes that LP cannot reach from any label get the most frequent training class (the count is
+reported).
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from genfeat.config import require_at_least
 from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
-from genfeat.metrics.classification import split_accuracy
+from genfeat.losses.graph_regularisers import embedding_penalty, manifold_penalty
 from genfeat.nn.sparse_linear import SparseLinear, SparseRows
-from genfeat.train import checkpoint as C
-from genfeat.train.loop import TrainConfig, fit
+from genfeat.train.loop import TrainConfig, lr_lambda
 from genfeat.train.optim import adam
+from genfeat.train.step import LossFn, OneLoss, Step
+
+TRAINED = ("feat_lr", "feat_mlp", "gcn", "manireg_t", "manireg_i", "semiemb_t", "semiemb_i")
+LabeledLoss = Callable[[Tensor], tuple[Tensor, int]]  # (N, C) logits -> (mean loss over the labeled nodes, count)
 
 
 @dataclass(frozen=True)
@@ -81,35 +85,87 @@ class BaselineConfig:
             raise ConfigError("baseline.mlp_dropout and gcn_dropout must be in [0, 1), tsvm_threshold in (0, 1)")
 
 
-def fit_full_batch(logits_fn: Callable[[bool], Tensor], params: list[dict[str, Any]], data: GraphData,
-                   steps: int, eval_every: int, run_dir: str | Path, optimizer: str = "adam", lr: float = 0.01,
-                   modules: list[nn.Module] = (), penalty: Callable[[Tensor], Tensor] | None = None
-                   ) -> dict[str, Any]:
-    """Train on the labeled nodes with the full graph in every step (`train.fit`, a constant learning rate);
-    keep the best-validation state. `logits_fn(training)` returns (N, C) logits for every node; `penalty(logits)`
-    adds an unsupervised term over the graph (ManiReg, SemiEmb)."""
-    opt = (adam(params, decoupled=False, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr))
-    train, y = torch.from_numpy(data.train_idx), torch.from_numpy(data.labels)
-    net = nn.ModuleList(modules)
 
-    def loss(_: nn.Module, __: None) -> tuple[Tensor, int]:
-        z = logits_fn(True)
-        ce = F.cross_entropy(z[train], y[train])
-        return (ce if penalty is None else ce + penalty(z)), len(train)
+class NodeLogisticRegression(nn.Module):
+    """Multinomial logistic regression on every node's input row: the sparse bag of words (`SparseRows`) or a
+    dense (N, d) matrix (GraphEmb's frozen embeddings). Weights start at zero. forward() -> (N, C) logits."""
 
-    def evaluate(_: nn.Module) -> dict[str, float]:
-        with torch.no_grad():
-            return split_accuracy(logits_fn(False).argmax(-1).cpu(), data.labels, data.split_idx)
+    def __init__(self, inputs: SparseRows | Tensor, num_classes: int):
+        super().__init__()
+        self.layer = SparseLinear(inputs.shape[1], num_classes)
+        nn.init.zeros_(self.layer.weight)
+        self.sparse = isinstance(inputs, SparseRows)
+        if self.sparse:
+            self.inputs, self.ids = inputs, torch.arange(inputs.shape[0])
+        else:
+            self.register_buffer("inputs", inputs, persistent=False)
 
-    loop = TrainConfig(max_steps=steps, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
-                       log_every=eval_every, eval_every=eval_every, early_stop_metric="valid_acc",
-                       early_stop_mode="max")
-    res = fit(net, loss, itertools.repeat(None), loop, run_dir, evaluate=evaluate, optimizer=opt,
-              desc="full batch", unit="nodes")
-    C.load_model_weights(net, Path(run_dir) / C.WEIGHTS)  # the best-validation state
-    accuracies = {k: res.best_eval[k] for k in ("train_acc", "valid_acc", "test_acc")}
-    return {**accuracies, "best_step": res.best_step, "steps": res.step, "train_seconds": res.wall_time,
-            "params": sum(p.numel() for p in net.parameters())}
+    def forward(self) -> Tensor:
+        if self.sparse:
+            return self.layer(self.inputs, self.ids)
+        return self.inputs @ self.layer.weight + self.layer.bias  # (N, d) @ (d, C)
+
+    def param_groups(self, l2: float) -> list[dict[str, Any]]:
+        return [{"params": [self.layer.weight], "weight_decay": l2}, {"params": [self.layer.bias]}]
+
+
+class FeatureMLP(nn.Module):
+    """Feat's MLP on the bag of words: one ReLU hidden layer, dropout before the output layer."""
+
+    def __init__(self, features: Any, hidden: int, num_classes: int, dropout: float):
+        super().__init__()
+        self.x, self.ids = SparseRows(features), torch.arange(features.shape[0])
+        self.first, self.drop = SparseLinear(features.shape[1], hidden), nn.Dropout(dropout)
+        self.second = nn.Linear(hidden, num_classes)
+
+    def forward_with_hidden(self) -> tuple[Tensor, Tensor]:
+        """((N, C) logits, (N, hidden) hidden states): SemiEmb's loss reads the hidden layer of the same pass."""
+        h = torch.relu(self.first(self.x, self.ids))  # (N, hidden)
+        return self.second(self.drop(h)), h
+
+    def forward(self) -> Tensor:
+        return self.forward_with_hidden()[0]
+
+
+def sparse_dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    """Dropout on the stored values of a sparse COO tensor (Kipf & Welling's sparse input dropout): each non-zero
+    is zeroed with probability p and the rest scaled by 1 / (1 - p), as `F.dropout` on the dense matrix."""
+    if not training or p == 0.0:
+        return x
+    keep = torch.rand(x.values().shape) >= p
+    return torch.sparse_coo_tensor(x.indices(), x.values() * keep / (1.0 - p), x.shape, check_invariants=False)
+
+
+class GCN(nn.Module):
+    """Two GCNConv layers (PyTorch Geometric) over the whole graph on row-normalised features, kept sparse (a
+    dense (N, F) matrix of a 57k-node bag-of-words graph is gigabytes); dropout on the input's non-zeros and on
+    the hidden layer."""
+
+    def __init__(self, data: GraphData, hidden: int, dropout: float):
+        super().__init__()
+        try:
+            from torch_geometric.nn import GCNConv
+        except ImportError:
+            raise ConfigError("the GCN baseline needs PyTorch Geometric: pip install 'genfeat[graph]'") from None
+        import scipy.sparse as sp
+
+        feats = sp.csr_matrix(data.features, dtype=np.float32)
+        rowsum = np.asarray(feats.sum(1)).ravel()
+        feats = sp.diags(np.where(rowsum > 0, 1.0 / np.maximum(rowsum, 1e-12), 0.0)) @ feats  # Kipf's row norm
+        f = feats.tocoo()
+        self.register_buffer("x", torch.sparse_coo_tensor(
+            np.stack([f.row, f.col]).astype(np.int64), f.data.astype(np.float32), f.shape,
+            check_invariants=False).coalesce(), persistent=False)
+        a = data.adj.tocoo()
+        self.register_buffer("edge_index", torch.from_numpy(np.stack([a.row, a.col]).astype(np.int64)),
+                             persistent=False)
+        self.conv1, self.conv2 = GCNConv(data.num_features, hidden), GCNConv(hidden, data.num_classes)
+        self.dropout = dropout
+
+    def forward(self) -> Tensor:
+        h = sparse_dropout(self.x, self.dropout, self.training)
+        h = nn.functional.dropout(torch.relu(self.conv1(h, self.edge_index)), self.dropout, self.training)
+        return self.conv2(h, self.edge_index)  # (N, C)
 
 
 def graph_edges(data: GraphData, inductive: bool = False) -> Tensor:
@@ -124,68 +180,87 @@ def graph_edges(data: GraphData, inductive: bool = False) -> Tensor:
     return torch.from_numpy(np.stack([a.row[keep], a.col[keep]]).astype(np.int64))
 
 
-def logistic_regression(inputs: SparseRows | Tensor, data: GraphData, cfg: BaselineConfig,
-                        run_dir: str | Path, penalty: Callable[[Tensor], Tensor] | None = None) -> dict[str, Any]:
-    """Multinomial logistic regression on sparse rows or a dense (N, d) matrix, L2 on the weights."""
-    ids = torch.arange(data.num_nodes)
-    d_in = inputs.shape[1]
-    layer = SparseLinear(d_in, data.num_classes)
-    nn.init.zeros_(layer.weight)
-    if isinstance(inputs, SparseRows):
-        def logits(_: bool) -> Tensor:
-            return layer(inputs, ids)
-    else:
-        def logits(_: bool) -> Tensor:
-            return inputs @ layer.weight + layer.bias
-    params = [{"params": [layer.weight], "weight_decay": cfg.lr_l2}, {"params": [layer.bias]}]
-    return fit_full_batch(logits, params, data, cfg.lr_steps, cfg.eval_every * 5, run_dir, "sgd", cfg.lr_lr, [layer],
-                          penalty)
+def manireg_loss(labeled_loss: LabeledLoss, edges: Tensor, gamma: float) -> LossFn:
+    """ManiReg: the labeled nodes' loss + gamma * `manifold_penalty` over `edges`."""
+    def loss(model: nn.Module, _: Any) -> tuple[Tensor, int]:
+        z = model()  # (N, C)
+        sup, n = labeled_loss(z)
+        return sup + gamma * manifold_penalty(z, edges), n
+    return loss
 
 
-def manireg(data: GraphData, cfg: BaselineConfig, run_dir: str | Path, inductive: bool = False) -> dict[str, Any]:
-    """Feat + gamma * mean over the edges of ||softmax(z_i) - softmax(z_j)||^2 (module docstring)."""
-    e = graph_edges(data, inductive)
+def semiemb_loss(labeled_loss: LabeledLoss, edges: Tensor, pool: Tensor, cfg: BaselineConfig,
+                 gen: torch.Generator) -> LossFn:
+    """SemiEmb: the labeled nodes' loss + lambda * `embedding_penalty` on the MLP's hidden layer, with as many
+    random pairs from `pool` as there are edges, drawn from `gen` (the dropout stream is unchanged)."""
+    def loss(model: FeatureMLP, _: Any) -> tuple[Tensor, int]:
+        z, h = model.forward_with_hidden()
+        sup, n = labeled_loss(z)
+        a, b = (pool[torch.randint(len(pool), (edges.size(1),), generator=gen)] for _ in range(2))
+        return sup + cfg.semiemb_lambda * embedding_penalty(h, edges, a, b, cfg.semiemb_margin), n
+    return loss
 
-    def penalty(z: Tensor) -> Tensor:
-        p = F.softmax(z, -1)
-        return cfg.manireg_gamma * (p[e[0]] - p[e[1]]).pow(2).sum(-1).mean()
-    return logistic_regression(SparseRows(data.features), data, cfg, run_dir,
-                               penalty if cfg.manireg_gamma > 0 and e.size(1) else None)
+
+def labeled_only(labeled_loss: LabeledLoss) -> LossFn:
+    """Feat, its MLP, GCN: the labeled nodes' loss on the network's logits of every node."""
+    def loss(model: nn.Module, _: Any) -> tuple[Tensor, int]:
+        return labeled_loss(model())
+    return loss
 
 
-def feature_mlp(data: GraphData, cfg: BaselineConfig, run_dir: str | Path, embedding_loss: bool = False,
-                inductive: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Feat's MLP; with `embedding_loss`, SemiEmb (module docstring): the hidden states of the last forward pass
-    get the pull / push loss, its random pairs from their own generator (the dropout stream is unchanged)."""
-    x, ids = SparseRows(data.features), torch.arange(data.num_nodes)
-    first, drop = SparseLinear(data.num_features, cfg.mlp_hidden), nn.Dropout(cfg.mlp_dropout)
-    second = nn.Linear(cfg.mlp_hidden, data.num_classes)
-    net = nn.ModuleList([first, drop, second])
-    hidden: list[Tensor] = []
+@dataclass
+class BaselineMethod:
+    """A trained baseline for `paradigms.fit_task`: the full-graph network, its Step (one update a step with its
+    optimizer, on the labeled nodes' loss plus the method's graph term, if any) and the loop's settings (a
+    constant learning rate, evaluation every `eval_every` steps)."""
 
-    def logits(_: bool) -> Tensor:
-        h = F.relu(first(x, ids))  # (N, hidden)
-        hidden[:] = [h]
-        return second(drop(h))
-    penalty = None
-    if embedding_loss and cfg.semiemb_lambda > 0:
-        e, gen = graph_edges(data, inductive), torch.Generator().manual_seed(seed)
+    net: nn.Module
+    step: Step
+    loop: TrainConfig
+
+
+def full_batch_loop(steps: int, eval_every: int) -> TrainConfig:
+    return TrainConfig(max_steps=steps, schedule="constant", warmup_steps=0, clip_norm=0.0, precision="fp32",
+                       log_every=eval_every, eval_every=eval_every)
+
+
+def baseline_method(name: str, data: GraphData, cfg: BaselineConfig, labeled_loss: LabeledLoss, seed: int = 0,
+                    inputs: Tensor | None = None) -> BaselineMethod:
+    """The baseline `name` (one of TRAINED) on `data`; `inputs` (N, d): logistic regression on these rows instead
+    of the bag of words (GraphEmb's classifier). `_i` methods never read a test node (module docstring)."""
+    if name not in TRAINED:
+        raise ConfigError(f"{name} is not a trained baseline ({', '.join(TRAINED)})")
+    inductive = name.endswith("_i")
+    if name == "feat_lr" or name.startswith("manireg_"):
+        net = NodeLogisticRegression(SparseRows(data.features) if inputs is None else inputs, data.num_classes)
+        opt = torch.optim.SGD(net.param_groups(cfg.lr_l2), lr=cfg.lr_lr)
+        loop = full_batch_loop(cfg.lr_steps, cfg.eval_every * 5)
+        edges = graph_edges(data, inductive) if name.startswith("manireg_") else None
+        term = edges is not None and cfg.manireg_gamma > 0 and edges.size(1) > 0
+        loss = manireg_loss(labeled_loss, edges, cfg.manireg_gamma) if term else labeled_only(labeled_loss)
+        return BaselineMethod(net, OneLoss(loss, opt, lr_lambda(loop)), loop)
+    loop = full_batch_loop(cfg.epochs, cfg.eval_every)
+    if name == "gcn":
+        net = GCN(data, cfg.gcn_hidden, cfg.gcn_dropout)
+        groups = [{"params": list(net.conv1.parameters()), "weight_decay": cfg.adam_weight_decay},
+                  {"params": list(net.conv2.parameters()), "weight_decay": 0.0}]
+        opt = adam(groups, decoupled=False, lr=cfg.adam_lr)
+        return BaselineMethod(net, OneLoss(labeled_only(labeled_loss), opt, lr_lambda(loop)), loop)
+    net = FeatureMLP(data.features, cfg.mlp_hidden, data.num_classes, cfg.mlp_dropout)
+    opt = adam([{"params": list(net.parameters()), "weight_decay": cfg.adam_weight_decay}], decoupled=False,
+               lr=cfg.adam_lr)
+    loss = labeled_only(labeled_loss)
+    if name.startswith("semiemb_") and cfg.semiemb_lambda > 0:
         pool = torch.from_numpy(np.setdiff1d(np.arange(data.num_nodes), data.test_idx) if inductive
                                 else np.arange(data.num_nodes))
-
-        def penalty(_: Tensor) -> Tensor:
-            h = hidden[0]
-            pull = (h[e[0]] - h[e[1]]).pow(2).sum(-1).mean()
-            a, b = (pool[torch.randint(len(pool), (e.size(1),), generator=gen)] for _ in range(2))
-            push = F.relu(cfg.semiemb_margin - (h[a] - h[b]).norm(dim=-1)).pow(2).mean()
-            return cfg.semiemb_lambda * (pull + push)
-    params = [{"params": list(net.parameters()), "weight_decay": cfg.adam_weight_decay}]
-    return fit_full_batch(logits, params, data, cfg.epochs, cfg.eval_every, run_dir, "adam", cfg.adam_lr, [net],
-                          penalty)
+        loss = semiemb_loss(labeled_loss, graph_edges(data, inductive), pool, cfg, torch.Generator().manual_seed(seed))
+    return BaselineMethod(net, OneLoss(loss, opt, lr_lambda(loop)), loop)
 
 
-def tsvm(data: GraphData, cfg: BaselineConfig, inductive: bool = False, seed: int = 0) -> dict[str, Any]:
-    """The transductive-SVM stand-in (module docstring): self-training around a linear SVC on the features."""
+def tsvm(data: GraphData, cfg: BaselineConfig, inductive: bool = False, seed: int = 0
+         ) -> tuple[np.ndarray, dict[str, Any]]:
+    """The transductive-SVM stand-in (module docstring): self-training around a linear SVC on the features.
+    Returns the predicted class of every node (N,) and the solve's counts."""
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.semi_supervised import SelfTrainingClassifier
     from sklearn.svm import SVC
@@ -198,14 +273,14 @@ def tsvm(data: GraphData, cfg: BaselineConfig, inductive: bool = False, seed: in
     clf = SelfTrainingClassifier(svc, threshold=cfg.tsvm_threshold)
     clf.fit(data.features[seen], y[seen])
     pred = clf.predict(data.features).astype(np.int64)
-    return {**split_accuracy(pred, data.labels, data.split_idx), "self_labeled": int((clf.labeled_iter_ > 0).sum()),
-            "train_seconds": time.perf_counter() - t0,  # one-vs-one linear SVMs: C(C-1)/2 weight vectors + biases
-            "params": (data.num_features + 1) * data.num_classes * (data.num_classes - 1) // 2,
-            "steps": int(clf.n_iter_), "best_step": None}
+    params = (data.num_features + 1) * data.num_classes * (data.num_classes - 1) // 2  # one-vs-one linear SVMs
+    return pred, {"self_labeled": int((clf.labeled_iter_ > 0).sum()), "train_seconds": time.perf_counter() - t0,
+                  "params": params, "steps": int(clf.n_iter_), "best_step": None}
 
 
-def label_propagation(data: GraphData) -> dict[str, Any]:
-    """Harmonic-function label propagation, exact (sparse LU) on every component that holds a label."""
+def label_propagation(data: GraphData) -> tuple[np.ndarray, dict[str, Any]]:
+    """Harmonic-function label propagation, exact (sparse LU) on every component that holds a label. Returns the
+    predicted class of every node (N,) and the solve's counts."""
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
     from scipy.sparse.linalg import spsolve
@@ -228,42 +303,6 @@ def label_propagation(data: GraphData) -> dict[str, Any]:
         scores[unl] = f_u.reshape(len(unl), c)
     majority = np.bincount(data.labels[lab], minlength=c).argmax()
     pred = np.where(reach, scores.argmax(1), majority)
-    return {**split_accuracy(pred, data.labels, data.split_idx),
-            "unreachable_nodes": int((~reach).sum()), "train_seconds": time.perf_counter() - t0, "params": 0,
-            "steps": 0, "best_step": None}
+    return pred, {"unreachable_nodes": int((~reach).sum()), "train_seconds": time.perf_counter() - t0, "params": 0,
+                  "steps": 0, "best_step": None}
 
-
-def sparse_dropout(x: Tensor, p: float, training: bool) -> Tensor:
-    """Dropout on the stored values of a sparse COO tensor (Kipf & Welling's sparse input dropout): each non-zero
-    is zeroed with probability p and the rest scaled by 1 / (1 - p), as `F.dropout` on the dense matrix."""
-    if not training or p == 0.0:
-        return x
-    keep = torch.rand(x.values().shape) >= p
-    return torch.sparse_coo_tensor(x.indices(), x.values() * keep / (1.0 - p), x.shape, check_invariants=False)
-
-
-def gcn(data: GraphData, cfg: BaselineConfig, run_dir: str | Path) -> dict[str, Any]:
-    try:
-        from torch_geometric.nn import GCNConv
-    except ImportError:
-        raise ConfigError("the GCN baseline needs PyTorch Geometric: pip install 'genfeat[graph]'") from None
-    import scipy.sparse as sp
-
-    feats = sp.csr_matrix(data.features, dtype=np.float32)
-    rowsum = np.asarray(feats.sum(1)).ravel()
-    feats = sp.diags(np.where(rowsum > 0, 1.0 / np.maximum(rowsum, 1e-12), 0.0)) @ feats  # Kipf's row norm
-    f = feats.tocoo()  # kept sparse: a dense (N, F) matrix of a 57k-node bag-of-words graph is gigabytes
-    x = torch.sparse_coo_tensor(np.stack([f.row, f.col]).astype(np.int64), f.data.astype(np.float32),
-                                f.shape, check_invariants=False).coalesce()
-    a = data.adj.tocoo()
-    edge_index = torch.from_numpy(np.stack([a.row, a.col]).astype(np.int64))
-    conv1, conv2 = GCNConv(data.num_features, cfg.gcn_hidden), GCNConv(cfg.gcn_hidden, data.num_classes)
-    net = nn.ModuleList([conv1, conv2])
-
-    def logits(training: bool) -> Tensor:
-        h = sparse_dropout(x, cfg.gcn_dropout, training)
-        h = F.dropout(F.relu(conv1(h, edge_index)), cfg.gcn_dropout, training)
-        return conv2(h, edge_index)
-    params = [{"params": list(conv1.parameters()), "weight_decay": cfg.adam_weight_decay},
-              {"params": list(conv2.parameters()), "weight_decay": 0.0}]
-    return fit_full_batch(logits, params, data, cfg.epochs, cfg.eval_every, run_dir, "adam", cfg.adam_lr, [net])

@@ -29,7 +29,7 @@ from genfeat.data.planetoid import GraphData
 from genfeat.errors import ConfigError
 from genfeat.losses.graph_context import context_loss
 from genfeat.models.planetoid.model import Planetoid
-from genfeat.models.planetoid.sampler import ContextSampler
+from genfeat.models.planetoid.sampler import ContextSampler, SamplerConfig
 from genfeat.nn.sparse_linear import SparseRows
 from genfeat.train.loop import TrainConfig
 from genfeat.train.step import Step, Update
@@ -100,6 +100,12 @@ def context_nodes_for(data: GraphData, variant: str, unseen: str = "test") -> np
         return None
     held = data.test_idx if unseen == "test" else np.union1d(data.test_idx, data.val_idx)
     return np.setdiff1d(np.arange(data.num_nodes), held)
+
+
+def make_sampler(data: GraphData, cfg: SamplerConfig, variant: str, seed: int) -> ContextSampler:
+    """Algorithm 2's sampler for the variant's context nodes (`context_nodes_for`)."""
+    return ContextSampler(data.adj, data.labels, data.train_idx, cfg,
+                          context_nodes=context_nodes_for(data, variant, cfg.unseen), seed=seed)
 
 
 class Algorithm3(Step):
