@@ -118,11 +118,12 @@ def sampler_throughput() -> dict[str, float]:
 
 
 def timing_alone(settings: dict[str, dict[str, str]]) -> dict[str, float]:
-    """Training seconds of one run with nothing else running, torch's default threads."""
-    out = {"torch_threads": torch.get_num_threads()}
+    """Training seconds of one run with nothing else running, at the library's thread count (train/threads.py),
+    which the runs' summaries record."""
+    out: dict[str, float] = {}
     for m in ("planetoid_t", "planetoid_i", "gcn"):
-        cfg = config(m, 0, "linuxdoc fixed", settings)
-        out[m] = run_summary(cfg)["train_s"]
+        summary = run_summary(config(m, 0, "linuxdoc fixed", settings))
+        out |= {m: summary["train_s"], "torch_threads": summary["machine"]["torch_threads"]}
     return out
 
 

@@ -26,8 +26,9 @@ the unlabeled), so they predict the test nodes from their features alone.
 
 The trained baselines are full-graph networks: `forward()` returns the (N, C) logits of every node (dropout as the
 module's mode says), trained with every labeled node in each step and selected on validation accuracy, like
-Planetoid (`baseline_method` gives the network, its optimizer, the loss when the method adds a graph term, and the
-loop's settings; the recipe runs them through `paradigms.fit_task` on `tasks.node_classification`). LP and the
+Planetoid (`baseline_method` gives the network, its Step, one update a step on the labeled nodes' loss plus the
+method's graph term if it has one, and the loop's settings; the recipe runs them through `paradigms.fit_task` on
+`tasks.node_classification`). LP and the
 TSVM stand-in are solvers: they return the predicted class of every node. LP and GraphEmb ignore features; Feat
 ignores the graph. Nodes that LP cannot reach from any label get the most frequent training class (the count is
 reported).
