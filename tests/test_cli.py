@@ -108,7 +108,7 @@ def test_print_config_is_loadable(capsys):
     (["run", "gan_ssl", "--train.ld_form", "hindge"], "ld_form must be one of indicator, hinge"),
     (["run", "xlnet_race", "--init", "pretrianed"], "init must be pretrained, scratch, body"),
     (["run", "xlnet_classify", "--train.dropout", "1.5"], r"train.dropout must be in \[0, 1\)"),
-    (["run", "facets", "--loss.lam", "-0.4"], "loss.lam and neg_weight must be >= 0"),
+    (["run", "facets", "--loss.lam", "-0.4"], "loss: lam and neg_weight must be >= 0"),
     (["run", "facets", "--data.window", "0"], "window must be >= 1"),
     (["run", "planetoid", "--baseline.semiemb_lambda", "-0.1"], r"baseline.semiemb_lambda=-0.1: must be >= 0"),
     (["run", "lm", "--sample.temperature", "0"], "temperature must be a finite number > 0"),

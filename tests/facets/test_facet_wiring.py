@@ -13,7 +13,7 @@ import torch
 
 from genfeat.analysis import facet_scores as S
 from genfeat.data.facets import build_vocab, collate, sentence_examples, target_composition, tokenize
-from genfeat.losses.nnsc import NNSCObjective, nnsc_coefficients, nnsc_loss, rotated_negatives
+from genfeat.losses.nnsc import NNSCConfig, NNSCObjective, nnsc_coefficients, nnsc_loss, rotated_negatives
 from genfeat.models.facets import Encoded, FacetConfig, FacetModel
 
 CFG = FacetConfig(vocab_size=40, d_model=16, d_target=8, k=3, n_enc=1, n_dec=2, n_head=2, d_inner=32, max_len=12,
@@ -289,3 +289,18 @@ def test_the_run_keeps_the_weights_best_on_the_metric_it_names(tmp_path):
     assert s["valid_er_pos"] == pytest.approx(best["valid_er_pos"], abs=1e-5)  # the summary keeps 5 digits
     others = {min(evals, key=lambda r: r["valid_loss"])["step"], max(evals, key=lambda r: r["valid_er_pos"])["step"]}
     assert best["step"] not in others  # the test tells the three selections apart
+
+
+def test_the_nnsc_config_section_builds_the_objective_it_names():
+    """`loss.*` (facets) and `nnsc.*` (interactive) reach the objective field by field, each off its default."""
+    cfg = NNSCConfig(lam=0.7, solver="kmeans", kmeans_assign="min_dist", iters=9, neg_weight=0.5, batch_groups=3)
+    table = torch.randn(5, 4) * 3
+    obj = cfg.objective(table, seed=1)
+    assert (obj.lam, obj.method, obj.assign, obj.iters, obj.neg_weight, obj.batch_groups) == (
+        0.7, "kmeans", "min_dist", 9, 0.5, 3)
+    assert torch.allclose(obj.table, torch.nn.functional.normalize(table, dim=1))
+    assert torch.equal(torch.rand(3, generator=obj.gen), torch.rand(3, generator=torch.Generator().manual_seed(1)))
+    for bad in ({"batch_groups": 0}, {"solver": "adam"}, {"kmeans_assign": "nearest"}, {"lam": -1.0},
+                {"neg_weight": -1.0}, {"iters": 0}):
+        with pytest.raises(ValueError):
+            NNSCConfig(**bad)

@@ -29,6 +29,7 @@ and contribute nothing. Losses are means over each example's real words, then ov
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -207,3 +208,32 @@ class NNSCObjective:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.gen.set_state(state["gen"])
+
+
+@dataclass(frozen=True)
+class NNSCConfig:
+    """The NNSC objective's settings as a run config section (`loss.*` of `facets`, `nnsc.*` of `interactive`)."""
+
+    lam: float = 0.4  # λ of Eq. 3.1 (the reference's 0.2 with its ½ on the squared error)
+    solver: str = "rmsprop"  # rmsprop (the reference's 60 iterations) | pgd (exact) | kmeans (the ablation)
+    kmeans_assign: str = "max_cos"  # the k-means facet of a word: max_cos (the reference) | min_dist (Eq. 3.8)
+    iters: int = 60
+    neg_weight: float = 1.0
+    batch_groups: int = 1  # negatives within this many groups of a batch (a torchrun rank's share is one: one
+    # process with W groups trains what W ranks do)
+
+    def __post_init__(self) -> None:
+        if self.batch_groups < 1:
+            raise ValueError(f"batch_groups must be >= 1, got {self.batch_groups}")
+        if self.kmeans_assign not in ASSIGN:
+            raise ValueError(f"kmeans_assign must be one of {', '.join(ASSIGN)}, got {self.kmeans_assign!r}")
+        if self.solver not in METHODS:
+            raise ValueError(f"solver must be one of {', '.join(METHODS)}, got {self.solver!r}")
+        if self.lam < 0 or self.neg_weight < 0 or self.iters < 1:
+            raise ValueError(f"lam and neg_weight must be >= 0 and iters >= 1, got {self.lam}, {self.neg_weight} "
+                             f"and {self.iters}")
+
+    def objective(self, table: Tensor, seed: int) -> NNSCObjective:
+        """The training objective over target vectors `table` (V_t, E), its random stream seeded by `seed`."""
+        return NNSCObjective(table, self.lam, self.solver, self.iters, seed, self.neg_weight,
+                             batch_groups=self.batch_groups, assign=self.kmeans_assign)

@@ -62,7 +62,7 @@ from genfeat.data.facets import (
 from genfeat.data.sentences import documents
 from genfeat.data.topic_corpus import topic_corpus, topic_examples
 from genfeat.errors import ConfigError
-from genfeat.losses.nnsc import ASSIGN, METHODS, NNSCObjective
+from genfeat.losses.nnsc import NNSCConfig
 from genfeat.models.facets import FacetConfig, FacetModel
 from genfeat.paradigms import fit_task
 from genfeat.tasks.facet_prediction import METRICS, NeighbourWordFacets
@@ -70,28 +70,6 @@ from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig, check_early_stop_metric
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
-
-
-@dataclass(frozen=True)
-class NNSCConfig:
-    lam: float = 0.4  # λ of Eq. 3.1 (the reference's 0.2 with its ½ on the squared error)
-    solver: str = "rmsprop"  # rmsprop (the reference's 60 iterations) | pgd (exact) | kmeans (the ablation)
-    kmeans_assign: str = "max_cos"  # the k-means facet of a word: max_cos (the reference) | min_dist (Eq. 3.8)
-    iters: int = 60
-    neg_weight: float = 1.0
-    batch_groups: int = 1  # negatives within this many groups of a batch (a torchrun rank's share is one: one
-    # process with W groups trains what W ranks do)
-
-    def __post_init__(self) -> None:
-        if self.batch_groups < 1:
-            raise ConfigError(f"loss.batch_groups must be >= 1, got {self.batch_groups}")
-        if self.kmeans_assign not in ASSIGN:
-            raise ConfigError(f"loss.kmeans_assign must be one of {', '.join(ASSIGN)}, got {self.kmeans_assign!r}")
-        if self.solver not in METHODS:
-            raise ConfigError(f"loss.solver must be one of {', '.join(METHODS)}, got {self.solver!r}")
-        if self.lam < 0 or self.neg_weight < 0 or self.iters < 1:
-            raise ConfigError(f"loss.lam and neg_weight must be >= 0 and iters >= 1, got {self.lam}, "
-                              f"{self.neg_weight} and {self.iters}")
 
 
 @dataclass(frozen=True)
@@ -194,9 +172,7 @@ def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> 
     if target_vecs.shape[1] != cfg.model.d_target:
         raise ConfigError(f"model.d_target={cfg.model.d_target} but the vectors have {target_vecs.shape[1]} dimensions")
     vectors = torch.from_numpy(target_vecs).float()  # (V_t, E); the objective unit-normalises them
-    lc = cfg.loss
-    objective = NNSCObjective(vectors, lc.lam, lc.solver, lc.iters, cfg.seed, lc.neg_weight,
-                              batch_groups=lc.batch_groups, assign=lc.kmeans_assign)
+    objective = cfg.loss.objective(vectors, cfg.seed)
     table = objective.table  # (V_t, E) unit rows
     mcfg = dataclasses.replace(cfg.model, vocab_size=len(vocab), max_len=dc.max_len)
     tw = {w: i for i, w in enumerate(target_words)}

@@ -18,6 +18,7 @@ drawn from a fixed seed (`loss`, the primary metric: what the reference selects 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -28,6 +29,16 @@ from genfeat.losses import nll
 from genfeat.metrics import perplexity
 from genfeat.models.gpt.insertion import Insertions
 from genfeat.tasks.base import Task
+
+
+@dataclass(frozen=True)
+class HintConfig:
+    """HintSampler's settings as a run config section (`hints.*`): insertion points per sequence, the most words
+    inserted at one, the fewest tokens left after the last."""
+
+    n_points: int = 5
+    max_n: int = 10
+    min_rest: int = 20
 
 
 class HintSampler:

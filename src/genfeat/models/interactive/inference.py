@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from genfeat.config import from_dict, recorded_run
-from genfeat.data.tokenizers import GENFEAT_FILE, Tokenizer, load_tokenizer
+from genfeat.config import atomic_write_text, from_dict, recorded_run
+from genfeat.data.tokenizers import GENFEAT_FILE, Tokenizer, load_tokenizer, save_tokenizer
 from genfeat.models.facets import FacetConfig, FacetModel
 from genfeat.models.gpt import GPTConfig, GPTDecoder, build_gpt_lm
 from genfeat.models.gpt.insertion import Insertions
@@ -69,6 +69,20 @@ class InteractiveGenerator:
         gen = torch.Generator().manual_seed(seed)
         for t in stream(self.lm, ids, max_new_tokens, top_k, generator=gen, inserts=inserts):
             yield int(t)
+
+
+def save_word_space(run_dir: str | Path, words: Sequence[str], pad_id: int, stop: np.ndarray, generator: GPTConfig,
+                    table: Tensor, tokenizer: Tokenizer | None = None) -> None:
+    """What `load_run` reads beside the weights: words.json (the words topics are shown in, their stop mask, the
+    padding id, the generator's GPT config without its condition layers), vectors.npy (the (V, E) unit word
+    vectors) and, for real prose, the model tokens' tokenizer."""
+    run = Path(run_dir)
+    atomic_write_text(run / WORDS, json.dumps({
+        "words": list(words), "pad_id": pad_id, "stop": np.asarray(stop).tolist(),
+        "generator": dataclasses.asdict(dataclasses.replace(generator, cond_dim=0))}) + "\n")
+    np.save(run / VECTORS, table.numpy())
+    if tokenizer is not None:
+        save_tokenizer(tokenizer, run)
 
 
 def load_run(run_dir: str | Path) -> InteractiveGenerator:
