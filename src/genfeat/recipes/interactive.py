@@ -23,9 +23,10 @@ topic centres in word-vector space) in one run directory.
                 decoder over a copy of the generator's decoder) trained with the NNSC loss (Eq. 3.2, Algorithm 3:
                 positives the continuation's non-stop words, negatives another prompt's), selected on the exact
                 validation loss
-    evaluation  `tasks.topic_worlds.held_out_claims`: tiny, the spec §8.2 claims G1-G4 on held-out documents (`tasks.topic_options.chain_claims`);
-                prose: Table 4.1 on the test split (`tasks.prose_options.option_table`: Sim, Sim Short, Sim Diff
-                of ours, K-means / Sample local, K-means / LDA / Sample global)
+    evaluation  `tasks.topic_worlds.held_out_claims`: tiny, the spec §8.2 claims G1-G4 on held-out documents
+                (`tasks.topic_options.chain_claims`); prose, Table 4.1 on the test split
+                (`tasks.prose_options.option_table`: Sim, Sim Short, Sim Diff of ours, K-means / Sample local,
+                K-means / LDA / Sample global)
 
 Run directory: phases/generator/ (the conditional generator's weights and evaluation), model.safetensors (the
 option generator, whose encoder is its own copy of the decoder), words.json (the words topics are shown in, their
