@@ -1,6 +1,8 @@
 """The GDAN training method (spec gdan.md §5.3 tests 2, 7, 9, 10, 11): per-dataset averaging, stop-gradients, the
 reward's tag, the test-time tag and the labelling-rate bookkeeping."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -8,6 +10,7 @@ import torch
 from genfeat.data.qa import QAExample, QAVocab, article_split, context_question, labelled_pool, qa_rows
 from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
 from genfeat.paradigms.generative_adaptation import METHODS, GenerativeAdaptation, Method, dann_lambda
+from genfeat.tasks.question_generation import compare_generators, generated
 
 PARAS = [tuple(f"w{i} w{i + 1} x{i} . per_{i} moved to city_{i % 3} in y19{i:02d} .".split()) for i in range(8)]
 
@@ -212,3 +215,23 @@ def test_truncation_keeps_the_answer_in_its_window():
         assert len(e.paragraph) == 10 and e.answer == " ".join(p[span[0]:span[1] + 1])
     with pytest.raises(ValueError, match="does not fit"):
         truncate(QAExample(p, ("q",), (0, 20)), 10)
+
+
+def test_compare_generators_reads_each_generator_and_keeps_the_final_one():
+    _, _, vocab = world()
+    pairs = [QAExample(p, None, (9, 9), f"u{i}") for i, p in enumerate(PARAS)]
+    model = model_for(METHODS["gdan"], vocab)
+    mle = copy.deepcopy(model)
+    with torch.no_grad():  # the "final" generator: moved away from the MLE one
+        for p in model.generator.parameters():
+            p.add_(torch.randn_like(p))
+    final = {k: v.clone() for k, v in model.generator.state_dict().items()}
+    details, rows = compare_generators(model, mle.generator.state_dict(), pairs, vocab, seed=3, n_shown=5)
+    assert all(torch.equal(v, final[k]) for k, v in model.generator.state_dict().items())
+    mle.reader.load_state_dict(model.reader.state_dict())
+    held = qa_rows(pairs, vocab)
+    assert details["reward_mle"] == generated(mle, mle.generator, held, vocab, 3)["reward"]
+    assert details["reward_final"] == generated(model, model.generator, held, vocab, 3)["reward"]
+    assert details["reward_mle"] != details["reward_final"]
+    assert [r["answer"] for r in rows] == [e.answer for e in pairs[:5]] and set(rows[0]) == {
+        "paragraph", "answer", "mle", "final"}

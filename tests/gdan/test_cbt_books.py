@@ -140,6 +140,7 @@ def fixture_set(monkeypatch):
 
 @pytest.mark.parametrize("method", ["context", "gdan"])
 def test_recipe_on_the_cbt_source(fixture_set, tmp_path, monkeypatch, method):
+    from genfeat.data import qa_worlds
     from genfeat.data.qa_worlds import cbt_world
     from genfeat.recipes import gdan
 
@@ -156,13 +157,13 @@ def test_recipe_on_the_cbt_source(fixture_set, tmp_path, monkeypatch, method):
     assert all(u.paragraph in train_passages and u.paragraph not in asked for u in data["unlabelled"])
     assert data["dev"] == fixture_set["valid"] and data["test"] == fixture_set["test"]
     holes = []
-    real_context_question = gdan.context_question
+    real_context_question = qa_worlds.context_question
 
     def context_question(*args):
         holes.append(args[3])
         return real_context_question(*args)
 
-    monkeypatch.setattr(gdan, "context_question", context_question)
+    monkeypatch.setattr(qa_worlds, "context_question", context_question)
     summary = gdan.run(cfg, tmp_path)
     n_test = len(fixture_set["test"])
     correct = summary["test_accuracy"] * n_test / 100  # an accuracy over exactly the test questions
@@ -226,6 +227,7 @@ def test_the_real_set_is_the_recorded_one(monkeypatch):
 
 def test_word_vectors_start_d_and_g_embeddings(tmp_path):
     from genfeat.errors import ConfigError
+    from genfeat.models.gdan import build_gdan
     from genfeat.recipes import gdan
 
     qs = cbt.unit_questions(cbt.Unit("book/one", "train", sentences(30)), LEXICON, seed=0)
@@ -235,9 +237,9 @@ def test_word_vectors_start_d_and_g_embeddings(tmp_path):
     cfg = dataclasses.replace(cfg, method="gdan", model=dataclasses.replace(
         cfg.model, d_embed=3, reader_hidden=4, generator_hidden=4, word_vectors=str(tmp_path / "vec.txt")))
     torch.manual_seed(0)
-    model = gdan.build_model(cfg, vocab)
+    model = build_gdan(cfg.model, vocab, cfg.data.out_vocab, generator=True, tags=True, domain=False)
     for embed in (model.reader.embed, model.generator.embed):
         assert embed.weight[vocab["anna"]].tolist() == [1, 2, 3] and embed.weight[vocab["river"]].tolist() == [4, 5, 6]
         assert embed.weight[vocab["boris"]].abs().sum() > 0 and embed.weight[0].abs().sum() == 0  # random; padding
     with pytest.raises(ConfigError, match="d_embed 3"):
-        gdan.build_model(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, d_embed=5)), vocab)
+        build_gdan(dataclasses.replace(cfg.model, d_embed=5), vocab, cfg.data.out_vocab, True, True, False)

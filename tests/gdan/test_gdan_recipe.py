@@ -54,13 +54,24 @@ def test_gdan_resumes_across_the_generator_phase(tmp_path, capsys):
         assert_same(summary_numbers(a), summary_numbers(b), f"{name}: summary")
 
 
-def test_passage_only_blanks_every_question():
-    from genfeat.recipes.gdan import load_world, tiny
+def test_passage_only_blanks_every_question(tmp_path, monkeypatch):
+    from genfeat.data.qa_worlds import load_world
+    from genfeat.recipes import gdan
 
-    cfg = dataclasses.replace(tiny(), method="passage_only")
-    data = load_world(cfg)
+    data = load_world(gdan.tiny().data, 0, blank_questions=True)
     assert all(e.question is None for k in ("labelled", "dev", "test") for e in data[k])
-    assert all(e.question for e in load_world(tiny())["labelled"])
+    assert all(e.question for e in load_world(gdan.tiny().data, 0)["labelled"])
+    seen = {}
+
+    def spy(*args, **kw):
+        seen[kw.get("blank_questions", False)] = out = load_world(*args, **kw)
+        return out
+
+    monkeypatch.setattr(gdan, "load_world", spy)
+    for method in ("passage_only", "sl"):
+        assert main(["run", "gdan", *SMALL, "--method", method, "--out", str(tmp_path / method)]) == 0
+    assert set(seen) == {True, False}  # the control's run, and only it, reads the blanked world
+    assert all(e.question is None for e in seen[True]["labelled"])
 
 
 def test_gdan_refuses_several_ranks(monkeypatch, tmp_path, capsys):
@@ -91,14 +102,15 @@ def squad_fixture(root, n_articles, prefix):
 
 
 def test_squad_preset_runs_the_thesis_protocol_on_squad_files(tmp_path):
-    from genfeat.recipes.gdan import load_world, squad
+    from genfeat.data.qa_worlds import load_world
+    from genfeat.recipes.gdan import squad
 
     root = tmp_path / "squad"
     squad_fixture(root, 40, "train")
     squad_fixture(root, 5, "dev")
     cfg = squad()
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, root=str(root), rate=0.5, heldout=5))
-    data = load_world(cfg)
+    data = load_world(cfg.data, cfg.seed)
     assert len(data["labelled"]) == 40  # floor(0.5 · 80 original questions), from the 90 % pool
     assert {e.article for e in data["test"]}.isdisjoint({e.article for e in data["labelled"]})
     assert len(data["test"]) == 8 and len(data["dev"]) == 10

@@ -6,6 +6,7 @@ unlabelled (paragraph, answer) pairs U that questions are generated for, `heldou
     squad_world(root, rate, seed, max_paragraph, heldout)   the thesis's protocol on SQuAD files
     cbt_world(rate, seed, heldout)                          the CBT-style books cloze set (`data.cbt_books`)
     synthetic_world(cfg, seed, heldout)                     the spec's synthetic world (`data.qa_synthetic`)
+    load_world(QADataConfig, seed)                           the one `data.source` names (a run config's `data.*`)
 
 L is `rate` × the training questions, drawn with `seed` (`qa.labelled_pool`); the test split is one for every seed.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from genfeat.data.answer_extraction import SUBSTITUTE_TYPES
 from genfeat.data.qa import (
     QAExample,
     article_split,
+    context_question,
     labelled_pool,
     squad_paragraphs,
     squad_word_examples,
@@ -33,6 +36,27 @@ from genfeat.data.qa import (
 from genfeat.data.qa_synthetic import SyntheticQAConfig, synthetic_qa
 from genfeat.data.squad import load_squad_json
 from genfeat.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class QADataConfig:
+    source: str = "synthetic"  # synthetic | squad | cbt_books
+    synthetic: SyntheticQAConfig = field(default_factory=SyntheticQAConfig)
+    root: str = ""  # squad: the directory holding the SQuAD train and dev JSON files
+    rate: float = 0.1  # squad, cbt_books: the labelling rate, a fraction of the training questions (max 0.9)
+    max_paragraph: int = 400  # squad: paragraphs cut to this many tokens around the answer
+    heldout: int = 500  # unlabelled pairs held out of training (Q1's reward, the generator's health)
+    context_window: int = 3  # W of the Context pseudo-questions (thesis 5; spec §5.1: 3 for short sentences)
+    out_vocab: int = 20000  # G's output vocabulary (capped at the vocabulary)
+    batch_size: int = 32
+
+    def __post_init__(self) -> None:
+        if self.source not in ("synthetic", "squad", "cbt_books"):
+            raise ConfigError(f"data.source must be synthetic, squad or cbt_books, got {self.source!r}")
+        if not 0 < self.rate <= 0.9:
+            raise ConfigError(f"data.rate must be in (0, 0.9], got {self.rate}")
+        if min(self.heldout, self.context_window, self.batch_size) < 1 or self.out_vocab < 7:
+            raise ConfigError("data.heldout, context_window and batch_size must be >= 1, data.out_vocab >= 7")
 
 
 def squad_file(root: Path, split: str) -> Path:
@@ -90,3 +114,25 @@ def synthetic_world(cfg: SyntheticQAConfig, seed: int, heldout: int) -> dict[str
     w = synthetic_qa(dataclasses.replace(cfg, seed=cfg.seed + 1000 * seed, n_unlabelled=cfg.n_unlabelled + heldout))
     return {"labelled": w.labelled, "unlabelled": w.unlabelled[:-heldout], "heldout": w.unlabelled[-heldout:],
             "dev": w.dev, "test": w.test}
+
+
+def load_world(dc: QADataConfig, seed: int, blank_questions: bool = False) -> dict[str, Any]:
+    """The world `dc.source` names, drawn for run seed `seed`; `blank_questions`: every question of L, dev and test
+    blanked (one <unk>: the passage-only control)."""
+    if dc.source == "squad":
+        out = squad_world(dc.root, dc.rate, seed, dc.max_paragraph, dc.heldout)
+    elif dc.source == "cbt_books":
+        out = cbt_world(dc.rate, seed, dc.heldout)
+    else:
+        out = synthetic_world(dc.synthetic, seed, dc.heldout)
+    if blank_questions:
+        out |= {k: [dataclasses.replace(e, question=None) for e in out[k]] for k in ("labelled", "dev", "test")}
+    return out
+
+
+def with_context_questions(examples: list[QAExample], window: int) -> list[QAExample]:
+    """The Context baseline's pseudo-questions (`qa.context_question`, `window` words each side of the answer); a
+    cloze pair's holds the placeholder `xxxxx` between its two windows."""
+    return [dataclasses.replace(e, question=context_question(e.paragraph, e.span, window,
+                                                             cbt.PLACEHOLDER if e.candidates else None))
+            for e in examples]

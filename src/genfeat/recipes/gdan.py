@@ -62,67 +62,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from genfeat.config import atomic_write_text
-from genfeat.data import cbt_books as cbt
 from genfeat.data.batches import StreamBatches, ZipBatches
-from genfeat.data.qa import (
-    BOS,
-    D_GEN,
-    D_TRUE,
-    PAD,
-    QAVocab,
-    context_question,
-    qa_rows,
-)
+from genfeat.data.qa import QAVocab, qa_rows
 from genfeat.data.qa_synthetic import SyntheticQAConfig
-from genfeat.data.qa_worlds import cbt_world, squad_world, synthetic_world
-from genfeat.data.word_vectors import named_vectors, vocab_table
+from genfeat.data.qa_worlds import QADataConfig, load_world, with_context_questions
 from genfeat.errors import ConfigError
-from genfeat.models.gdan import GDAN, GatedAttentionReader, GeneratorConfig, QuestionGenerator, ReaderConfig
+from genfeat.models.gdan import GDANModelConfig, build_gdan
 from genfeat.paradigms import fit_phase, fit_task
 from genfeat.paradigms.generative_adaptation import METHODS, GenerativeAdaptation
-from genfeat.tasks.question_generation import QuestionGeneration, generated, question_health
+from genfeat.tasks.question_generation import QuestionGeneration, compare_generators
 from genfeat.tasks.word_span_qa import WordSpanQA
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
-
-
-@dataclass(frozen=True)
-class QADataConfig:
-    source: str = "synthetic"  # synthetic | squad | cbt_books
-    synthetic: SyntheticQAConfig = field(default_factory=SyntheticQAConfig)
-    root: str = ""  # squad: the directory holding the SQuAD train and dev JSON files
-    rate: float = 0.1  # squad, cbt_books: the labelling rate, a fraction of the training questions (max 0.9)
-    max_paragraph: int = 400  # squad: paragraphs cut to this many tokens around the answer
-    heldout: int = 500  # unlabelled pairs held out of training (Q1's reward, the generator's health)
-    context_window: int = 3  # W of the Context pseudo-questions (thesis 5; spec §5.1: 3 for short sentences)
-    out_vocab: int = 20000  # G's output vocabulary (capped at the vocabulary)
-    batch_size: int = 32
-
-    def __post_init__(self) -> None:
-        if self.source not in ("synthetic", "squad", "cbt_books"):
-            raise ConfigError(f"data.source must be synthetic, squad or cbt_books, got {self.source!r}")
-        if not 0 < self.rate <= 0.9:
-            raise ConfigError(f"data.rate must be in (0, 0.9], got {self.rate}")
-        if min(self.heldout, self.context_window, self.batch_size) < 1 or self.out_vocab < 7:
-            raise ConfigError("data.heldout, context_window and batch_size must be >= 1, data.out_vocab >= 7")
-
-
-@dataclass(frozen=True)
-class GDANModelConfig:
-    d_embed: int = 32
-    reader_hidden: int = 32  # per direction
-    n_hops: int = 2
-    dropout: float = 0.2
-    inter_layer_rnn: bool = True
-    generator_hidden: int = 64
-    max_question: int = 12  # T'
-    max_span: int = 15
-    word_vectors: str = ""  # "glove-6b-50d" or a GloVe / word2vec text file: D's and G's embeddings start there
 
 
 @dataclass(frozen=True)
@@ -199,44 +154,6 @@ SOURCE_NAMES = {"synthetic": "the synthetic QA world", "squad": "SQuAD", "cbt_bo
 PRESETS = {"cbt_books": cbt_books, "squad": squad, "synthetic": synthetic, "tiny": tiny}
 
 
-def load_world(cfg: GDANRunConfig) -> dict[str, Any]:
-    """{"labelled", "unlabelled", "heldout", "dev", "test"}: lists of `QAExample`s; a built set adds "sha256"."""
-    dc = cfg.data
-    if dc.source == "squad":
-        out = squad_world(dc.root, dc.rate, cfg.seed, dc.max_paragraph, dc.heldout)
-    elif dc.source == "cbt_books":
-        out = cbt_world(dc.rate, cfg.seed, dc.heldout)
-    else:
-        out = synthetic_world(dc.synthetic, cfg.seed, dc.heldout)
-    if cfg.method == "passage_only":  # every question blanked (one <unk>), in training and evaluation
-        out |= {k: [dataclasses.replace(e, question=None) for e in out[k]] for k in ("labelled", "dev", "test")}
-    return out
-
-
-def build_model(cfg: GDANRunConfig, vocab: QAVocab) -> GDAN:
-    m, method = cfg.model, METHODS[cfg.method]
-    reader = GatedAttentionReader(ReaderConfig(len(vocab), m.d_embed, m.reader_hidden, m.n_hops, m.dropout,
-                                               m.inter_layer_rnn))
-    generator = None
-    if method.uses_generator:
-        never = tuple(vocab[w] for w in (PAD, BOS, D_TRUE, D_GEN))
-        generator = QuestionGenerator(GeneratorConfig(len(vocab), min(cfg.data.out_vocab, len(vocab)), m.d_embed,
-                                                      m.generator_hidden, max_len=m.max_question, never=never))
-    tags = (vocab[D_TRUE], vocab[D_GEN]) if method.tags else None
-    model = GDAN(reader, generator, tags, domain=method.reward == "domain")
-    if m.word_vectors:
-        words, vectors = named_vectors(m.word_vectors, set(vocab.words))
-        if vectors.shape[1] != m.d_embed:
-            raise ConfigError(f"model.word_vectors {m.word_vectors!r} has {vectors.shape[1]} dimensions; set "
-                              f"--model.d_embed {vectors.shape[1]}")
-        table, found = vocab_table(list(vocab.words), words, vectors)
-        found[vocab[PAD]] = False
-        with torch.no_grad():  # words without a vector keep their random start
-            for embed in (reader.embed, *((generator.embed,) if generator else ())):
-                embed.weight[torch.from_numpy(found)] = torch.from_numpy(table[found])
-    return model
-
-
 def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     info = D.setup(cfg.train.device)
@@ -244,14 +161,13 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
         raise ConfigError("gdan trains in one process (its generator samples on the fly); run it without torchrun")
     seed_everything(cfg.seed)
     method, ac, dc = METHODS[cfg.method], cfg.adapt, cfg.data
-    data = load_world(cfg)
+    data = load_world(dc, cfg.seed, blank_questions=cfg.method == "passage_only")
     data_sha256 = data.pop("sha256", None)
     if method.pseudo == "context":
-        data["unlabelled"] = [dataclasses.replace(e, question=context_question(  # a cloze pair's holds `xxxxx`
-            e.paragraph, e.span, dc.context_window, cbt.PLACEHOLDER if e.candidates else None))
-            for e in data["unlabelled"]]
+        data["unlabelled"] = with_context_questions(data["unlabelled"], dc.context_window)
     vocab = QAVocab.build(data["labelled"] + data["unlabelled"], questions_first=True)
-    model = build_model(cfg, vocab)
+    model = build_gdan(cfg.model, vocab, dc.out_vocab, generator=method.uses_generator, tags=method.tags,
+                       domain=method.reward == "domain")
     run_dir = Path(run_dir)
     g_eval = {}
     if method.uses_generator:
@@ -285,20 +201,9 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
         "vocab": len(vocab), "d_updates": res.step * rounds, **({"data_sha256": data_sha256} if data_sha256 else {}),
         "d_paragraphs_per_s": res.count / max(res.train_time, 1e-9) if res.train_time else None}
     if method.uses_generator:
-        held = qa_rows(data["heldout"], vocab)
-        final = {k: v.clone() for k, v in model.generator.state_dict().items()}
-        model.generator.load_state_dict(mle_state)
-        mle = generated(model, model.generator, held, vocab, cfg.seed)
-        model.generator.load_state_dict(final)
-        last = generated(model, model.generator, held, vocab, cfg.seed)
-        details |= {"reward_mle": mle["reward"], "reward_final": last["reward"],
-                    "generator_tokens_per_s": last["tokens_per_s"], "generator_dev_nll": g_eval.get("dev_nll"),
-                    "health_mle": question_health(mle["questions"], mle["copied"]),
-                    "health_final": question_health(last["questions"], last["copied"])}
-        details["generated_nll_last20"] = step.tail_generated_nll
-        atomic_write_text(run_dir / "questions.jsonl", "".join(json.dumps({
-            "paragraph": " ".join(e.paragraph), "answer": e.answer, "mle": " ".join(a), "final": " ".join(b)}) + "\n"
-            for e, a, b in zip(data["heldout"][:20], mle["questions"], last["questions"], strict=False)))
+        shown, questions = compare_generators(model, mle_state, data["heldout"], vocab, cfg.seed)
+        details |= shown | {"generator_dev_nll": g_eval.get("dev_nll"), "generated_nll_last20": step.tail_generated_nll}
+        atomic_write_text(run_dir / "questions.jsonl", "".join(json.dumps(q) + "\n" for q in questions))
     n_params = sum(p.numel() for p in model.parameters())
     return record_fit(run_dir, f"GDAN {cfg.method} on {SOURCE_NAMES[dc.source]} "
                       f"(|L| = {len(data['labelled'])})",

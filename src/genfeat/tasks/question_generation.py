@@ -14,6 +14,10 @@ answer_mask, question, question_mask it returns the mean negative log-likelihood
                                                               mean_length
     generated(model, generator, rows, vocab, seed)            one sampled question a row, its reward under the
                                                               reader (d_true), its words and copy flags, tokens/s
+    compare_generators(model, mle_state, examples, vocab, seed)   the MLE generator (its state `mle_state`) and the
+                                                              final one on the same pairs under the final D: the
+                                                              summary's reward_mle / reward_final (Q1), health and
+                                                              speed, and the first `n_shown` pairs' questions
 """
 
 from __future__ import annotations
@@ -115,3 +119,22 @@ def generated(model: GDAN, generator: QuestionGenerator, rows: dict, vocab: QAVo
     model.train(was)
     return {"reward": float(torch.cat(rewards).mean()), "questions": questions, "copied": copied,
             "tokens_per_s": n_tok / max(secs, 1e-9)}
+
+
+def compare_generators(model: GDAN, mle_state: Mapping[str, Tensor], examples: Sequence[QAExample], vocab: QAVocab,
+                       seed: int, n_shown: int = 20) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """(details, rows): one question sampled per pair by the MLE generator and by `model.generator` as it is, both
+    under the model's reader; `model.generator` is left as it was. rows: paragraph, answer, mle, final."""
+    held = qa_rows(examples, vocab)
+    final = {k: v.clone() for k, v in model.generator.state_dict().items()}
+    model.generator.load_state_dict(mle_state)
+    mle = generated(model, model.generator, held, vocab, seed)
+    model.generator.load_state_dict(final)
+    last = generated(model, model.generator, held, vocab, seed)
+    details = {"reward_mle": mle["reward"], "reward_final": last["reward"],
+               "generator_tokens_per_s": last["tokens_per_s"],
+               "health_mle": question_health(mle["questions"], mle["copied"]),
+               "health_final": question_health(last["questions"], last["copied"])}
+    rows = [{"paragraph": " ".join(e.paragraph), "answer": e.answer, "mle": " ".join(a), "final": " ".join(b)}
+            for e, a, b in zip(examples[:n_shown], mle["questions"], last["questions"], strict=False)]
+    return details, rows
