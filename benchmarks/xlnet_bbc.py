@@ -29,7 +29,7 @@ from typing import Any
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
-from genfeat.data.labelled import load_labelled
+from genfeat.data.labelled import load_labelled, per_class_subset
 from genfeat.data.plm_corpus import encode_documents, pretrain_documents
 from genfeat.models.xlnet.inference import load_pretrained
 from genfeat.registry import RECIPES
@@ -73,7 +73,7 @@ def probes(args) -> dict[str, Any]:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    from genfeat.data.pair_inputs import pair_inputs
+    from genfeat.data.pair_inputs import encode_pairs
     from genfeat.models.xlnet import XLNet
     from genfeat.train.checkpoint import checkpoint_dirs, load_weights
 
@@ -81,15 +81,10 @@ def probes(args) -> dict[str, Any]:
     texts = {k: [a for a, _ in v[0]] for k, v in data.items()}
     ys = {k: v[1] for k, v in data.items()}
 
-    def labeled(seed):
-        rng = np.random.default_rng(seed)  # the draw run_classify makes with this seed
-        return np.sort(np.concatenate([rng.choice(np.flatnonzero(ys["train"] == c), 20, replace=False)
-                                       for c in np.unique(ys["train"])]))
-
     def fit_eval(xtr, xte):
         out = []
         for seed in args.seeds:
-            idx = labeled(seed)
+            idx = per_class_subset(ys["train"], 20, seed)  # the draw xlnet_classify makes with this seed
             clf = LogisticRegression(max_iter=2000, C=10.0).fit(xtr[idx], ys["train"][idx])
             out.append(float((clf.predict(xte) == ys["test"]).mean()))
         return out
@@ -112,8 +107,7 @@ def probes(args) -> dict[str, Any]:
     def inputs(run: Path) -> dict[str, dict[str, torch.Tensor]]:
         """The labeled articles in this run's tokenizer, encoded once for every probe of the run."""
         tok = load_pretrained(run)[0]
-        return {k: pair_inputs([tok.encode(" ".join(t.split())) for t in texts[k]], None, args.max_len,
-                               tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"]) for k in ("train", "test")}
+        return {k: encode_pairs(tok, [(t, None) for t in texts[k]], args.max_len) for k in ("train", "test")}
 
     def probe(run: Path, net: XLNet) -> list[float]:
         feats = {}

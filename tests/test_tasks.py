@@ -430,3 +430,14 @@ def test_density_estimation_scores_bits_per_dimension():
         by_hand = (-net.log_prob(x) / (36 * torch.log(torch.tensor(2.0)))).mean().item()
     assert task.evaluate(net, "test")["test_bits_per_dim"] == pytest.approx(by_hand, rel=1e-5)
     assert (task.metric, task.mode, task.unit) == ("bits_per_dim", "min", "images")
+
+
+def test_multiple_choice_accuracy_by_group():
+    from genfeat.tasks.classification import MultipleChoice
+
+    labels = torch.tensor([0, 1, 2, 0, 1])
+    task = MultipleChoice({"test": {"input_ids": torch.zeros(5, 3, 2, dtype=torch.long), "labels": labels}})
+    pred = torch.tensor([[9, 0, 0], [0, 0, 9], [0, 0, 9], [0, 9, 0], [0, 9, 0.]])  # right: rows 0, 2, 4
+    by = task.accuracy_by(pred, "test", ["middle", "high", "high", "middle", "high"])
+    assert by == {"middle": 0.5, "high": pytest.approx(2 / 3)} and list(by) == ["middle", "high"]
+    assert task.score(pred, "test")["accuracy"] == pytest.approx(0.6)

@@ -26,8 +26,10 @@ from genfeat.recipes import (
     transformer_xl,
     universal_schema,
     xlnet,
+    xlnet_classify,
     xlnet_dependency,
-    xlnet_finetune,
+    xlnet_race,
+    xlnet_squad,
 )
 
 
@@ -52,13 +54,12 @@ RECIPES: dict[str, Recipe] = {
                              "memory, or the masked-LM baseline on the same network (thesis Y §2.2)",
                              xlnet.XLNetPretrainConfig, xlnet.PRETRAIN_PRESETS, xlnet.run_pretrain, "bbc_small"),
     "xlnet_classify": Recipe("xlnet_classify", "XLNet fine-tuning: sequence classification / regression (BBC News "
-                             "with few labels, GLUE TSVs)", xlnet_finetune.XLNetClassifyConfig,
-                             xlnet_finetune.CLASSIFY_PRESETS, xlnet_finetune.run_classify, "bbc_100"),
-    "xlnet_race": Recipe("xlnet_race", "XLNet fine-tuning: RACE multiple choice", xlnet_finetune.XLNetRaceConfig,
-                         xlnet_finetune.RACE_PRESETS, xlnet_finetune.run_race, "race"),
+                             "with few labels, GLUE TSVs)", xlnet_classify.XLNetClassifyConfig,
+                             xlnet_classify.PRESETS, xlnet_classify.run, "bbc_100"),
+    "xlnet_race": Recipe("xlnet_race", "XLNet fine-tuning: RACE multiple choice", xlnet_race.XLNetRaceConfig,
+                         xlnet_race.PRESETS, xlnet_race.run, "race"),
     "xlnet_squad": Recipe("xlnet_squad", "XLNet fine-tuning: SQuAD 2.0 span extraction with answerability",
-                          xlnet_finetune.XLNetSquadConfig, xlnet_finetune.SQUAD_PRESETS, xlnet_finetune.run_squad,
-                          "squad2"),
+                          xlnet_squad.XLNetSquadConfig, xlnet_squad.PRESETS, xlnet_squad.run, "squad2"),
     "xlnet_dependency": Recipe("xlnet_dependency", "XLNet's mechanism on synthetic data with analytic optima: the "
                                "permutation LM vs a masked LM (D1) or a left-to-right LM (D2) (thesis Y §2.2)",
                                xlnet_dependency.XLNetDependencyConfig, xlnet_dependency.PRESETS, xlnet_dependency.run,

@@ -8,7 +8,8 @@ import torch
 from genfeat.losses.classification import classification_loss
 from genfeat.models.xlnet.config import tiny
 from genfeat.models.xlnet.heads import XLNetClassifier
-from genfeat.recipes.xlnet_finetune import SQUAD_PRESETS, FinetuneConfig
+from genfeat.paradigms.finetune import FinetuneConfig
+from genfeat.recipes.xlnet_squad import PRESETS as SQUAD_PRESETS
 from genfeat.train.optim import adam, finetune_optimizer, finetune_param_groups
 
 

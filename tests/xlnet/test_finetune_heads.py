@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from genfeat.data.pair_inputs import SEG_CLS, SEG_PAD, pair_inputs
+from genfeat.data.pair_inputs import SEG_CLS, SEG_PAD, encode_pairs, pair_inputs
 from genfeat.data.text_classification import load_bbc_news, load_glue_tsv, stratified_split
 from genfeat.errors import DataError
 from genfeat.losses.classification import classification_loss
@@ -27,6 +27,20 @@ def test_pair_inputs_layout_and_truncation():
     assert single["input_ids"][0].tolist() == [7, 8, SEP, CLS]
     with pytest.raises(ValueError):
         pair_inputs([[1]], [[2]], 3, SEP, CLS, PAD)
+
+
+def test_encode_pairs_collapses_whitespace_and_reads_the_special_ids():
+    class Tok:  # one id per word, so the layout is readable
+        ids = {"<sep>": SEP, "<cls>": CLS, "<pad>": PAD}
+
+        def encode(self, text):
+            assert "  " not in text and "\n" not in text
+            return [10 + len(w) for w in text.split(" ")]
+
+    single = encode_pairs(Tok(), [("ab  c\n d", None), ("xyz", None)], 8)
+    assert single["input_ids"].tolist() == [[12, 11, 11, SEP, CLS], [PAD, PAD, 13, SEP, CLS]]
+    pair = encode_pairs(Tok(), [("ab", "c d")], 8)
+    assert pair["input_ids"].tolist() == [[12, SEP, 11, 11, SEP, CLS]] and pair["token_type_ids"][0, 2] == 1
 
 
 @pytest.mark.parametrize("pool", ["last", "mean"])

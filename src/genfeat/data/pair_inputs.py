@@ -2,11 +2,18 @@
 
 XLNet (thesis Y §2.2.3; the reference's classification layout): [A, <sep>, (B, <sep>,) <cls>], left-padded so
 <cls> is the last token; segment ids A 0, B 1, <cls> 2, padding 4 (only equality matters).
+
+    pair_inputs(a_ids, b_ids | None, max_len, sep_id, cls_id, pad_id)   token ids -> input_ids, token_type_ids,
+                                                                        attention_mask
+    encode_pairs(tok, pairs, max_len)                                   (text_a, text_b | None) pairs through a
+                                                                        SentencePiece tokenizer (whitespace runs
+                                                                        collapsed) into that layout
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -37,3 +44,11 @@ def pair_inputs(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]] | None, m
         out["token_type_ids"][r, T - len(ids):] = torch.tensor(seg)
         out["attention_mask"][r, T - len(ids):] = 1
     return out
+
+
+def encode_pairs(tok: Any, pairs: Sequence[tuple[str, str | None]], max_len: int) -> dict[str, Tensor]:
+    """`pair_inputs` of `tok`'s ids (`tok.encode`, `tok.ids` with <sep>, <cls>, <pad>) of each text, its whitespace
+    runs collapsed to one space; a pair task when the first pair has a text_b."""
+    a = [tok.encode(" ".join(p[0].split())) for p in pairs]
+    b = None if pairs and pairs[0][1] is None else [tok.encode(" ".join(p[1].split())) for p in pairs]
+    return pair_inputs(a, b, max_len, tok.ids["<sep>"], tok.ids["<cls>"], tok.ids["<pad>"])

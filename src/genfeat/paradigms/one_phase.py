@@ -2,7 +2,7 @@
 
     fit_task      one phase: train a network on a task, select the weights on the task's primary metric of its
                   selection split (valid, or dev), load them back and evaluate the splits. Pretrain -> fine-tune
-                  is two of these, the second starting from the first's weights (`recipes/xlnet_finetune.py`);
+                  is two of these, the second starting from the first's weights (`paradigms/finetune.py`);
                   alternating, adversarial and warm-up schedules are `train.step.Step`s (Planetoid's Algorithm3,
                   the complement GAN).
 

@@ -1,5 +1,5 @@
 """XLNet pretraining: the permutation LM, or the masked-LM baseline on the same network (thesis Y §2.2; spec
-xlnet.md §2.13). Fine-tuning is in `genfeat.recipes.xlnet_finetune`.
+xlnet.md §2.13). Fine-tuning: `recipes/xlnet_classify.py`, `xlnet_race.py`, `xlnet_squad.py`.
 
     genfeat data fetch bbc-news
     genfeat run xlnet_pretrain --preset bbc_small --out runs/xlnet-plm                       # permutation LM

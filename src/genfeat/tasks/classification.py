@@ -70,7 +70,14 @@ class SequenceClassification(Task):
 
 
 class MultipleChoice(SequenceClassification):
-    """Rows (N, C, T) with the index of the right option as the label (RACE); accuracy."""
+    """Rows (N, C, T) with the index of the right option as the label (RACE); accuracy, and `accuracy_by` a
+    grouping of the split's rows (RACE's middle / high school)."""
 
     def score(self, pred: Tensor, split: str) -> dict[str, float]:
         return {"accuracy": float((pred.argmax(-1) == self.data[split]["labels"]).float().mean())}
+
+    def accuracy_by(self, pred: Tensor, split: str, groups: list[str]) -> dict[str, float]:
+        """{group: accuracy over the split's rows in it}, for every group of `groups` (one name per row)."""
+        right = pred.argmax(-1) == self.data[split]["labels"]
+        names = np.array(groups)
+        return {g: float(right[torch.from_numpy(names == g)].float().mean()) for g in dict.fromkeys(groups)}
