@@ -29,7 +29,8 @@ from typing import Any
 
 from benchmarks.common import mean_std, reading, render, result_args, write_results
 from benchmarks.sweep import Job, Sweep
-from genfeat.data.labelled import load_labelled, per_class_subset
+from genfeat.data.few_labels import per_class_subset
+from genfeat.data.labelled import load_labelled
 from genfeat.data.plm_corpus import encode_documents, pretrain_documents
 from genfeat.models.xlnet.inference import load_pretrained
 from genfeat.registry import RECIPES

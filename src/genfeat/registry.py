@@ -21,6 +21,7 @@ from genfeat.recipes import (
     lm,
     multi2spe,
     multi_cls,
+    pixelcnn,
     planetoid,
     seqrec,
     transformer_xl,
@@ -101,7 +102,7 @@ RECIPES: dict[str, Recipe] = {
     "multi2spe": Recipe("multi2spe", "Multi²SPE: a multi-CLS paper encoder trained on citation triplets (thesis C "
                         "§5.3)", multi2spe.Multi2SPERunConfig, multi2spe.PRESETS, multi2spe.run, "tiny"),
     "pixelcnn": Recipe("pixelcnn", "PixelCNN density model of training images (the frozen p(x) of the LD term)",
-                       gan_ssl.PixelCNNRunConfig, gan_ssl.PIXELCNN_PRESETS, gan_ssl.run_pixelcnn, "mnist"),
+                       pixelcnn.PixelCNNRunConfig, pixelcnn.PRESETS, pixelcnn.run, "mnist"),
 }
 
 # Short names for common (recipe, preset) pairs.

@@ -14,7 +14,6 @@ import pytest
 from genfeat.data.images import (
     FASHION_DIR,
     MNIST_PKL,
-    labeled_subset,
     load_cifar10,
     load_fashion_mnist,
     load_mnist,
@@ -101,9 +100,3 @@ def test_cifar10_batches(tmp_path):
         load_cifar10(tmp_path)
 
 
-def test_labeled_subset_is_balanced_and_seeded():
-    y = np.repeat(np.arange(10), 30)
-    a, b, c = labeled_subset(y, 10, 0), labeled_subset(y, 10, 0), labeled_subset(y, 10, 1)
-    assert np.bincount(y[a]).tolist() == [10] * 10 and np.array_equal(a, b) and not np.array_equal(a, c)
-    with pytest.raises(DataError):
-        labeled_subset(y, 31, 0)

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from genfeat.data.labelled import check_options, evenly_limited, load_labelled, per_class_subset, read_labelled_dir
+from genfeat.data.labelled import check_options, evenly_limited, load_labelled, read_labelled_dir
 from genfeat.errors import ConfigError, DataError
 
 
@@ -91,16 +91,6 @@ def test_options_a_task_does_not_read_are_refused():
             check_options(task, data_dir, cols or ("text", "text_b", "label"))
     with pytest.raises(DataError, match="no such folder"):
         load_labelled("dir:/nonexistent/genfeat")
-
-
-def test_per_class_subset_draws_each_class_alike_and_refuses_a_small_class():
-    y = np.array([0] * 10 + [1] * 6 + [2] * 8)
-    a, b = per_class_subset(y, 3, seed=0), per_class_subset(y, 3, seed=1)
-    assert list(np.bincount(y[a])) == [3, 3, 3] and list(a) == sorted(a) and len(set(a)) == 9
-    assert not np.array_equal(a, b) and np.array_equal(a, per_class_subset(y, 3, seed=0))
-    assert np.array_equal(per_class_subset(y, 0, seed=0), np.arange(len(y)))
-    with pytest.raises(ConfigError, match="labels_per_class 7 is more than class 1's 6"):
-        per_class_subset(y, 7, seed=0)
 
 
 def test_evenly_limited_spreads_over_the_split():

@@ -145,8 +145,8 @@ def test_torchrun_gan_ssl_runs_data_parallel(mnist_pickle, tmp_path):
 
 
 def test_a_data_root_that_mnist_would_ignore_is_refused():
+    from genfeat.data.images import ImageDataConfig
     from genfeat.errors import ConfigError
-    from genfeat.recipes.gan_ssl import ImageDataConfig
 
     for dataset in ("mnist", "fashion_mnist"):
         with pytest.raises(ConfigError, match=f"data.root is for svhn and cifar10; {dataset} is read from the data "

@@ -72,22 +72,10 @@ def test_classifier_starts_from_the_pretrained_facet_heads(bert_dir, bbc_article
 
 def test_classify_config_rejects_an_unknown_aggregation():
     """Checked with the config: a plain-BERT run (K = 0) never builds the facet pooler that reads it."""
-    from genfeat.errors import ConfigError
     from genfeat.recipes.multi_cls import MultiCLSClassifyConfig
 
     with pytest.raises(ConfigError, match="aggregation"):
         MultiCLSClassifyConfig(aggregation="mean")
-
-
-def test_each_seed_draws_its_own_subset():
-    from genfeat.recipes.multi_cls import labeled_subset
-
-    a, b = labeled_subset(1000, 100, 0), labeled_subset(1000, 100, 1)
-    assert len(a) == len(set(a.tolist())) == 100 and not np.array_equal(a, b)
-    assert np.array_equal(a, labeled_subset(1000, 100, 0))
-    assert np.array_equal(labeled_subset(50, 50, 0), np.arange(50)) and len(labeled_subset(50, 0, 3)) == 50
-    with pytest.raises(ConfigError, match="labels 1,000,000,000 is more than the 50 training examples"):
-        labeled_subset(50, 10**9, 0)  # not quietly all 50
 
 
 def test_classify_on_glue_and_superglue_files(bert_dir, tmp_path):

@@ -7,10 +7,11 @@
     read_idx(path)          the IDX format (gzip or raw) of MNIST / Fashion-MNIST
     load_svhn_mat(path)     the standard SVHN `train_32x32.mat` / `test_32x32.mat` (X: 32x32x3xN, y: 1..10, 10 = 0)
     load_cifar10(dir)       CIFAR-10 python batches (`data_batch_1..5`, `test_batch`)
+    load_images(ImageDataConfig)   `image_splits` of a run config's `data.*` section (dataset, root, limit_train)
     image_splits(dataset)   train / valid / test tensors as the complement GAN reads them (below)
 
-Every loader returns `ImageSplit(x float32 (N, C, H, W) in [0, 1], y int64 (N,))`; `labeled_subset` draws a
-class-balanced labeled set with a fixed seed (the thesis's "100 labels" = 10 per class).
+Every loader returns `ImageSplit(x float32 (N, C, H, W) in [0, 1], y int64 (N,))`; the class-balanced labeled set
+(the thesis's "100 labels" = 10 per class) is `data.few_labels.per_class_subset`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from genfeat.data.sources import require
 from genfeat.errors import ConfigError, DataError
 
 MNIST_PKL = "mnist/data/mnist.pkl.gz"
+DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
 COLOUR32 = ("svhn", "cifar10")  # 32x32x3 images, given to their (conv) networks in [-1, 1]
 VALID_HELD_OUT = 5000  # training images held out for validation where the files have no validation split
 FASHION_DIR = "usr/share/datasets/fashion-mnist"
@@ -135,15 +137,6 @@ def load_cifar10(root: str | Path) -> dict[str, ImageSplit]:
             "test": ImageSplit(xt.astype(np.float32) / 255.0, yt)}
 
 
-def labeled_subset(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
-    """Indices of a class-balanced labeled set (per_class of each class), fixed by the seed."""
-    rng = np.random.default_rng(seed)
-    classes = np.unique(y)
-    if any((y == c).sum() < per_class for c in classes):
-        raise DataError(f"fewer than {per_class} examples in some class")
-    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in classes]))
-
-
 def image_splits(dataset: str, root: str = "", limit_train: int = 0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """{"train", "valid", "test"} -> (x, y): MNIST-shaped x (N, 1, 28, 28) in [0, 1] on the k/255 grid; SVHN and
     CIFAR-10 x (N, 3, 32, 32) in [-1, 1]. Where the files have no validation split, the last 5,000 training
@@ -178,3 +171,21 @@ def image_splits(dataset: str, root: str = "", limit_train: int = 0) -> dict[str
     if limit_train:
         out["train"] = (out["train"][0][: limit_train], out["train"][1][: limit_train])
     return out
+
+
+@dataclass(frozen=True)
+class ImageDataConfig:
+    dataset: str = "mnist"  # mnist | fashion_mnist | svhn | cifar10
+    root: str = ""  # svhn / cifar10: the directory holding the standard files (they cannot be fetched offline)
+    limit_train: int = 0  # > 0: use only the first N training images (tests, quick looks)
+
+    def __post_init__(self) -> None:
+        if self.dataset not in DATASETS:
+            raise ConfigError(f"data.dataset must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
+        if self.root and self.dataset not in COLOUR32:
+            raise ConfigError(f"data.root is for svhn and cifar10; {self.dataset} is read from the data home "
+                              f"(`genfeat data fetch {self.dataset.replace('_', '-')}`)")
+
+
+def load_images(dc: ImageDataConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    return image_splits(dc.dataset, dc.root, dc.limit_train)

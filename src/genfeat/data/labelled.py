@@ -21,7 +21,7 @@ error naming the file and line.
 `load_labelled(...)` -> (splits {"train", "valid", "test"} -> ((text_a, text_b | None) pairs, labels), whether it
 is regression (STS-B only), the class names (None for GLUE / SuperGLUE and regression), and the splits' sha256).
 `check_options(...)` refuses the options a task does not read. `evenly_limited(splits, n)` keeps n examples a split
-(quick looks, tests); `per_class_subset(labels, per_class, seed)` draws a few-label training set.
+(quick looks, tests); few-label training sets: `data.few_labels`.
 """
 
 from __future__ import annotations
@@ -100,20 +100,6 @@ def evenly_limited(splits: Splits, n: int) -> Splits:
             idx = idx[np.linspace(0, len(idx) - 1, n).round().astype(np.int64)]
         out[k] = ([pairs[i] for i in idx], y[idx])
     return out
-
-
-def per_class_subset(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
-    """Sorted indices of `per_class` examples drawn without replacement from each class (in class order, one
-    `default_rng(seed)`); per_class = 0: every index. A class with fewer examples is a ConfigError."""
-    if per_class == 0:
-        return np.arange(len(labels))
-    classes, counts = np.unique(labels, return_counts=True)
-    if counts.min() < per_class:
-        raise ConfigError(f"labels_per_class {per_class} is more than class {classes[counts.argmin()]}'s "
-                          f"{counts.min()} training examples")
-    rng = np.random.default_rng(seed)
-    return np.sort(np.concatenate([rng.choice(np.flatnonzero(labels == c), per_class, replace=False)
-                                   for c in classes]))
 
 
 def split_file(folder: Path, split: str) -> Path | None:

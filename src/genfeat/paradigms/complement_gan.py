@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from genfeat.data.images import labeled_subset
+from genfeat.data.few_labels import per_class_subset
 from genfeat.data.ssl_batches import SSLBatches
 from genfeat.data.synthetic2d import Toy2D, ToyBatches
 from genfeat.errors import ConfigError
@@ -101,7 +101,8 @@ def fit_gan_ssl(cfg: GanSSLConfig, disc: nn.Module, gen: nn.Module | None, x_tra
     dev = info.device
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    lab = torch.from_numpy(labeled_subset(y_train.numpy(), cfg.labeled_per_class, cfg.seed))
+    lab = torch.from_numpy(per_class_subset(y_train.numpy(), cfg.labeled_per_class, cfg.seed,
+                                            "train.labeled_per_class"))
     n_unl = len(x_train)
     iters = n_unl // cfg.batch_unlabeled
     if iters < 1:

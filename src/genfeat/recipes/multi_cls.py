@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from genfeat.data.batches import EpochBatches
+from genfeat.data.few_labels import random_subset
 from genfeat.data.labelled import check_options, load_labelled
 from genfeat.data.multi_cls import TripleBatches
 from genfeat.data.sentences import bbc_documents
@@ -229,17 +230,6 @@ def classify_tiny() -> MultiCLSClassifyConfig:
 CLASSIFY_PRESETS = {"bbc": classify_bbc, "tiny": classify_tiny}
 
 
-def labeled_subset(n_train: int, labels: int, seed: int) -> np.ndarray:
-    """The fine-tuning seed's own `labels` training indices (all of them when labels is 0), sorted; every model
-    sees the same subset for the same seed. More labels than training examples is a ConfigError."""
-    if labels > n_train:
-        raise ConfigError(f"labels {labels:,} is more than the {n_train:,} training examples: give at most "
-                          f"{n_train:,} (0: all of them)")
-    if labels == 0 or labels == n_train:
-        return np.arange(n_train)
-    return np.sort(np.random.default_rng([seed, 1_000_003]).choice(n_train, labels, replace=False))
-
-
 def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
@@ -249,7 +239,7 @@ def run_classify(cfg: MultiCLSClassifyConfig, run_dir: Path, resume_from: Path |
     model, tok, k = load_classifier(cfg.pretrained, n_labels, cfg.dropout, cfg.k, cfg.aggregation, cfg.insert_bias)
     check_max_len("max_len", cfg.max_len, next(m for m in model.modules() if isinstance(m, BertModel)).cfg.max_len)
     model.to(info.device)
-    sub = labeled_subset(len(data["train"][1]), cfg.labels, cfg.seed)
+    sub = random_subset(len(data["train"][1]), cfg.labels, cfg.seed)
     rows = {name: encode_rows(tok, pairs, y, sub if name == "train" else np.arange(len(y)), cfg.max_len - k)
             for name, (pairs, y) in data.items()}
     if k:

@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 
-from genfeat.data.labelled import check_options, evenly_limited, load_labelled, per_class_subset
+from genfeat.data.few_labels import per_class_subset
+from genfeat.data.labelled import check_options, evenly_limited, load_labelled
 from genfeat.data.pair_inputs import encode_pairs
 from genfeat.errors import ConfigError
 from genfeat.models.xlnet.heads import XLNetClassifier
