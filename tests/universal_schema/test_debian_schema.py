@@ -77,10 +77,10 @@ def test_debian_recipe_extracts_relations_of_held_out_heads(archive, tmp_path, m
     import json
 
     from genfeat.cli import main
-    from genfeat.recipes import universal_schema as R
+    from genfeat.data import schema_sources
 
     root, wn = archive
-    monkeypatch.setattr(R, "debian_schema", lambda seed: debian_schema(root, wn, seed=5, test_fraction=0.5,
+    monkeypatch.setattr(schema_sources, "debian_schema", lambda seed: debian_schema(root, wn, seed=5, test_fraction=0.5,
                                                                        valid_fraction=0.0))
     out = tmp_path / init
     assert main(["run", "universal_schema", "--preset", "debian", "--data.pair_init", init, "--data.vectors",

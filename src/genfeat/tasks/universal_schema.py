@@ -5,11 +5,12 @@ a co-occurrence matrix's instances, validate on held-out instances, and score ro
                 validation loss (the reference's), with its negatives drawn from a fixed seed at every evaluation
     objectives  `FacetObjective`: Eq. 3.9 (+ γ Ω of Eq. B.1 when the rows have SIF vectors and the model H) for
                 `MultiFacetSchema`; `LogisticObjective`: USchema / CUSchema's binary cross-entropy with one random
-                entity pair per observed one
+                entity pair per observed one; `objective_for(kind, ...)` the one a model kind trains with
     probes      `synthetic_claims`: the spec §10.2 claims U1-U5 of a model on `data.schema_synthetic`'s probes
     scoring     `pattern_facets`: any model's facets of new pattern texts (entailment, `tasks.pattern_entailment`);
                 `relation_scores`: every row against every KB relation row (relation extraction,
-                `tasks.relation_extraction`)
+                `tasks.relation_extraction`); `extraction_scores`: a run's valid / test re_* (and, with the
+                USchema phase's model, uschema_re_* and the max ensemble's ensemble_re_*)
 
 Batch rows: input_ids (n, T) left-padded, row_types (n,), row_ids (n,), pair_ids / pair_mask / pair_counts (n, N),
 sif (n, d_word) when given. A loss's count is the batch's real (row, pair) positives ("pairs").
@@ -36,6 +37,7 @@ from genfeat.losses.universal_schema import (
 )
 from genfeat.models.universal_schema.model import all_row_facets
 from genfeat.tasks.base import Task
+from genfeat.tasks.relation_extraction import RelationExtraction
 from genfeat.train import distributed as D
 
 Rows = dict[str, Tensor]
@@ -106,6 +108,14 @@ class LogisticObjective(FacetObjective):
             int(b["pair_mask"].sum()), {}
 
 
+def objective_for(kind: str, n_pairs: int, gamma: float = 0.0, assign: str = "min_dist", seed: int = 0,
+                  batch_groups: int = 1) -> FacetObjective:
+    """`FacetObjective` for the multi-facet model, `LogisticObjective` over `n_pairs` for USchema / CUSchema."""
+    if kind == "multi_facet":
+        return FacetObjective(gamma, assign, seed, batch_groups)
+    return LogisticObjective(n_pairs, seed, batch_groups)
+
+
 class SchemaTraining(Task):
     metric, mode, unit = "loss", "min", "pairs"
     splits = ("valid",)
@@ -173,6 +183,23 @@ def relation_scores(model: nn.Module, matrix: SchemaMatrix) -> np.ndarray:
                                             "row_ids": torch.arange(n)})
     rel = torch.from_numpy(np.flatnonzero(matrix.row_types == RELATION))
     return sim_matrix(f, f[rel], m, None if m is None else m[rel]).double().numpy()
+
+
+def extraction_scores(model: nn.Module, matrix: SchemaMatrix, uschema: nn.Module | None = None
+                      ) -> tuple[dict[str, float], dict[str, Any]]:
+    """({split}_re_{metric} of `model` on the held-out heads, and with `uschema` {split}_uschema_re_* and
+    {split}_ensemble_re_*, the max of both scorers}, the extraction set's stats). `matrix` has a pair split."""
+    task = RelationExtraction(matrix)
+    sim = relation_scores(model, matrix)
+
+    def named(scores: dict[str, float], what: str) -> dict[str, float]:  # valid_f1 -> valid_{what}_f1
+        return {f"{k.split('_')[0]}_{what}_{k.split('_')[1]}": v for k, v in scores.items()}
+
+    out = named(task.evaluate(sim), "re")
+    if uschema is not None:
+        us_sim = relation_scores(uschema, matrix)
+        out |= named(task.evaluate(us_sim), "uschema_re") | named(task.ensemble(us_sim, sim), "ensemble_re")
+    return out, task.stats()
 
 
 def _unit(x: Tensor) -> Tensor:

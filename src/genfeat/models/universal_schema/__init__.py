@@ -2,6 +2,7 @@
 
 from genfeat.models.universal_schema.config import UniversalSchemaConfig
 from genfeat.models.universal_schema.inference import VOCAB, load_run
+from genfeat.models.universal_schema.method import SchemaOptimConfig, schema_method
 from genfeat.models.universal_schema.model import (
     CompositionalSchema,
     MultiFacetSchema,
@@ -9,7 +10,8 @@ from genfeat.models.universal_schema.model import (
     USchema,
     all_row_facets,
     build_model,
+    input_table_start,
 )
 
-__all__ = ["VOCAB", "CompositionalSchema", "MultiFacetSchema", "RowOutput", "USchema", "UniversalSchemaConfig",
-           "all_row_facets", "build_model", "load_run"]
+__all__ = ["VOCAB", "CompositionalSchema", "MultiFacetSchema", "RowOutput", "SchemaOptimConfig", "USchema",
+           "UniversalSchemaConfig", "all_row_facets", "build_model", "input_table_start", "load_run", "schema_method"]
