@@ -305,6 +305,56 @@ def test_cbow_avg_and_max_are_the_mean_and_max_cosine_to_the_columns_training_pa
             assert not got[2].any()  # no training paper: 0
 
 
+def test_document_baselines_score_cbow_and_its_mixture_at_the_lambda_valid_picks():
+    from genfeat.models.citation.cbow import mix
+    from genfeat.tasks.citation import CitationEvalConfig, document_baselines
+
+    data = small_data()
+    model = small_model(data).eval()
+    task = CitationPrediction(data, ks=(5,))
+    vecs = np.random.default_rng(1).normal(size=(len(data.vocab), 6))
+    cfg = CitationEvalConfig(baselines=("cbow_max",), lambdas=(0.0, 0.5, 1.0))
+    got = document_baselines(task, model, vecs, cfg)
+    doc = CBOWScorer(sif_bag_vectors(data.input_ids, vecs, data.word_probs()),
+                     {k: data.pairs(k, "train") for k in ("author", "citer")}, "max")
+    per_lambda = {}
+    for lam in cfg.lambdas:
+        per_lambda[lam] = {}
+        for s in ("valid", "test"):
+            cold = task.model_scores(model, s)
+            per_lambda[lam] |= task.evaluate_scores(
+                lambda k, p, c, cold=cold, lam=lam: mix(cold(k, p, c), doc(k, p, c), lam), s)
+    best = max(cfg.lambdas, key=lambda lam: per_lambda[lam]["valid_author_ap"])
+    assert got["model+cbow_max"]["lambda"] == best
+    for key, value in per_lambda[best].items():
+        assert got["model+cbow_max"][key] == pytest.approx(value, abs=1e-5)
+    for key in ("valid_author_ap", "test_cite_ap"):
+        want = task.evaluate_scores(doc, key.split("_")[0])[key]
+        assert got["cbow_max"][key] == pytest.approx(want, abs=1e-5)
+    assert document_baselines(task, model, vecs, CitationEvalConfig(baselines=())) == {}
+
+
+def test_load_citations_draws_the_synthetic_graph_for_the_run_seed_and_reads_vectors_for_real_sources(tmp_path):
+    from genfeat.data import citation_sources as S
+    from genfeat.errors import ConfigError
+
+    dc = S.CitationDataConfig(synthetic=SyntheticCitationConfig(n_topics=6, n_papers=120, n_test=30, n_valid=20,
+                                                                n_citers=12, n_authors=10, topics_per_paper=2))
+    (a, none), (b, _) = S.load_citations(dc, 0), S.load_citations(dc, 1)
+    assert none is None and a.checksum != b.checksum
+    assert a.checksum == S.load_citations(dc, 0)[0].checksum
+    (tmp_path / "v.txt").write_text(f"{a.vocab[-1]} 1 2\nnotaword 3 4\n")
+    S.READERS["s2orc"], old = (lambda path, seed: a), S.READERS["s2orc"]
+    try:
+        data, table = S.load_citations(S.CitationDataConfig(source="s2orc:x", vectors=str(tmp_path / "v.txt")), 0)
+    finally:
+        S.READERS["s2orc"] = old
+    assert data is a and table.shape == (len(a.vocab), 2)
+    assert table[-1].tolist() == [1.0, 2.0] and not table[:-1].any()
+    with pytest.raises(ConfigError, match="data.source"):
+        S.CitationDataConfig(source="arxiv:x")
+
+
 # ------------------------------------------------------------------------ the synthetic graph
 def test_the_synthetic_graph_follows_spec_13():
     syn = synthetic_citations(SyntheticCitationConfig(seed=0))
@@ -344,6 +394,14 @@ def test_the_recipe_trains_the_thesis_network_with_magnitude_heads_and_types(enc
     assert set(s["baselines"]) == {"cbow_avg", "cbow_max", "model+cbow_avg", "model+cbow_max"}
     assert s["baselines"]["model+cbow_max"]["lambda"] == 0.2
     assert s["model"] == f"K=5 {encoder}" and s["best_step"] in (10, 20)
+    from genfeat.models.citation import load_run
+    from genfeat.train.checkpoint import WEIGHTS, load_weights
+
+    model, info, config = load_run(tmp_path / "run")  # what `genfeat affinity` reads: the kept weights, exactly
+    saved = load_weights(tmp_path / "run" / WEIGHTS)
+    assert model.state_dict().keys() == saved.keys()
+    assert all(torch.equal(v, saved[k]) for k, v in model.state_dict().items())
+    assert not model.training and len(info["vocab"]) == model.cfg.vocab_size and config["model"]["encoder"] == encoder
 
 
 # ------------------------------------------------------------------------ the Debian citation graph
@@ -485,14 +543,12 @@ def test_affinity_in_openreview_layout_trained_on_the_archives_and_as_is(tmp_pat
 
     import torch
 
-    from genfeat.config import from_dict
     from genfeat.data.citations import paper_inputs
     from genfeat.data.openreview import read_archives, read_submissions
-    from genfeat.recipes import citation as R
-    from genfeat.runner import saved_run
+    from genfeat.models.citation import load_run
 
-    cfg = from_dict(R.CitationRunConfig, saved_run(run)["config"])
-    model, info = R.load_model(run, cfg)
+    model, info, config = load_run(run)
+    assert config["data"]["source"].startswith("archives:") and config["model"]["k"] == model.cfg.k
     subs = read_submissions(venue / "submissions.json")
     ids, types, _ = paper_inputs([t for _, t, _ in subs], [a for *_, a in subs], np.ones(3, bool),
                                  vocab=info["vocab"])

@@ -285,17 +285,12 @@ def cmd_affinity(args: argparse.Namespace) -> int:
     from genfeat.analysis.facet_scores import sif_bag_vectors
     from genfeat.data.citations import paper_inputs
     from genfeat.data.openreview import read_archives, read_submissions
-    from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
+    from genfeat.data.word_vectors import vocab_vectors
     from genfeat.models.citation import affinity as A
-    from genfeat.recipes import citation as R
-    from genfeat.runner import saved_run
+    from genfeat.models.citation import load_run
 
-    saved = saved_run(args.run_dir)
-    if saved.get("recipe") != "citation":
-        raise ConfigError(f"{args.run_dir} is a {saved.get('recipe')!r} run, not a citation run")
-    cfg = from_dict(R.CitationRunConfig, saved["config"])
     t0 = time.perf_counter()
-    model, info = R.load_model(Path(args.run_dir), cfg)
+    model, info, config = load_run(args.run_dir)
     archives, subs = read_archives(args.archives), read_submissions(args.submissions)
     reviewers = list(archives)
     papers = [(t, a, r) for r, name in enumerate(reviewers) for t, a in archives[name]]
@@ -310,7 +305,7 @@ def cmd_affinity(args: argparse.Namespace) -> int:
     owner = np.array([r for _, _, r in papers])
     scores = {}
     if args.method in ("max-facet", "mixture"):
-        trained = cfg.data.source.startswith("archives:") and set(reviewers) <= set(info["authors"])
+        trained = config["data"]["source"].startswith("archives:") and set(reviewers) <= set(info["authors"])
         if trained:
             at = {a: i for i, a in enumerate(info["authors"])}
             scores["max-facet"] = A.trained_affinity(model, ids[P:], types[P:],
@@ -322,9 +317,7 @@ def cmd_affinity(args: argparse.Namespace) -> int:
             "as is: each reviewer through the facets of their papers"
         print(f"max-facet: {how}")
     if args.method in ("cbow-max", "mixture"):
-        words, vecs = load_glove() if args.vectors == "glove-6b-50d" else \
-            read_word_vectors(args.vectors, vocab=set(info["vocab"]))
-        table, _ = vocab_table(info["vocab"], words, vecs)
+        table, _ = vocab_vectors(info["vocab"], args.vectors)
         v = sif_bag_vectors(ids.numpy(), table, np.asarray(info["word_probs"]))
         scores["cbow-max"] = A.cbow_max_affinity(v[P:], v[:P], owner, len(reviewers))
     s = scores[args.method] if args.method != "mixture" else \

@@ -10,11 +10,11 @@ import torch
 
 from genfeat.data.schema_sources import SchemaDataConfig, load_schema, token_probs
 from genfeat.errors import ConfigError
+from genfeat.models.facets import input_table_start
 from genfeat.models.universal_schema import (
     SchemaOptimConfig,
     UniversalSchemaConfig,
     build_model,
-    input_table_start,
     schema_method,
 )
 from genfeat.tasks import universal_schema as T

@@ -24,7 +24,7 @@ from genfeat.data.debian_schema import debian_schema
 from genfeat.data.news_patterns import news_patterns
 from genfeat.data.schema_synthetic import SyntheticSchema, SyntheticSchemaConfig, synthetic_schema
 from genfeat.data.universal_schema import SchemaMatrix
-from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
+from genfeat.data.word_vectors import vocab_vectors
 from genfeat.data.wordnet_schema import wordnet_schema
 from genfeat.errors import ConfigError
 
@@ -68,9 +68,7 @@ def load_schema(dc: SchemaDataConfig, seed: int, vectors_wanted: bool
         return syn.matrix, syn, vecs
     matrix = news_patterns(dc.corpus, dc.min_pairs) if dc.source == "news" else \
         debian_schema(seed=dc.split_seed) if dc.source == "debian" else wordnet_schema(seed=dc.split_seed)
-    words, vecs = load_glove() if dc.vectors == "glove-6b-50d" else \
-        read_word_vectors(dc.vectors, vocab=set(matrix.vocab))
-    table, found = vocab_table(matrix.vocab, words, vecs)
+    table, found = vocab_vectors(matrix.vocab, dc.vectors)
     print(f"word vectors: {int(found.sum()):,} of {len(matrix.vocab):,} tokens ({dc.vectors})")
     return matrix, None, table
 

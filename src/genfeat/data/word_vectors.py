@@ -45,6 +45,12 @@ def named_vectors(name: str, vocab: set[str] | None = None) -> tuple[list[str], 
     return read_word_vectors(name, vocab=vocab)
 
 
+def vocab_vectors(vocab: list[str], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """`vocab_table` of `named_vectors(name)`: (table (len(vocab), d) with zeros where a word has no vector, found
+    (V,) bool)."""
+    return vocab_table(vocab, *named_vectors(name, vocab=set(vocab)))
+
+
 def analogy_questions(lowercase: bool = True) -> list[tuple[str, str, str, str, str]]:
     """Mikolov et al. (2013) analogy quadruples as (category, a, b, c, d): 19,544 lines in 14 categories."""
     path = require("gensim-testdata", ANALOGIES) / ANALOGIES

@@ -47,47 +47,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from genfeat.analysis.facet_scores import sif_bag_vectors
 from genfeat.config import atomic_write_text
-from genfeat.data.citation_readers import read_s2orc, read_specter
-from genfeat.data.citation_synthetic import SyntheticCitationConfig, synthetic_citations
-from genfeat.data.citations import KINDS, CitationData
-from genfeat.data.debian_citations import debian_citations
-from genfeat.data.openreview import archive_citations
-from genfeat.data.word_vectors import load_glove, read_word_vectors, vocab_table
-from genfeat.errors import ConfigError
-from genfeat.metrics.multi_positive import TIES
-from genfeat.models.citation import CitationConfig, CitationModel
-from genfeat.models.citation.cbow import CBOWScorer, mix
+from genfeat.data.citation_sources import CitationDataConfig, load_citations
+from genfeat.data.citation_synthetic import SyntheticCitationConfig
+from genfeat.models.citation import VOCAB, CitationConfig, CitationModel
+from genfeat.models.facets import input_table_start
 from genfeat.paradigms import fit_task
-from genfeat.tasks.citation import CitationPrediction
+from genfeat.tasks.citation import CitationEvalConfig, CitationPrediction, document_baselines
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
-
-BASELINES = {"cbow_avg": "mean", "cbow_max": "max"}
-READERS = {"archives": archive_citations, "specter": read_specter, "s2orc": read_s2orc}  # data.source KIND:PATH
-VOCAB = "citation_vocab.json"  # the run's words, their training probabilities and its column names
-
-
-@dataclass(frozen=True)
-class CitationDataConfig:
-    source: str = "synthetic"  # synthetic | debian (`data.debian_citations`, after `genfeat data fetch
-    #                            debian-packages`) | archives:DIR (reviewer archives, `data.openreview`: authorship)
-    #                            | specter:DIR | s2orc:FILE (`data.citation_readers`)
-    synthetic: SyntheticCitationConfig = field(default_factory=SyntheticCitationConfig)
-    split_seed: int = 0  # debian: the cold-start split's seed
-    vectors: str = "glove-6b-50d"  # debian: the fixed word vectors (encoder start, Ω, CBOW): glove-6b-50d or a
-    #                                GloVe / word2vec text file
-    batch_size: int = 64  # positive pairs per step, each with its negative paper
-
-    def __post_init__(self) -> None:
-        if self.source not in ("synthetic", "debian") and self.source.split(":", 1)[0] not in READERS:
-            raise ConfigError(f"data.source must be synthetic, debian, archives:DIR, specter:DIR or s2orc:FILE, got "
-                              f"{self.source!r}")
 
 
 @dataclass(frozen=True)
@@ -95,25 +67,6 @@ class CitationLossConfig:
     alpha: float = 5.0  # authorship (Eq. 3.14)
     beta: float = 1.0  # citation
     gamma: float = 10.0  # Ω (Appendix B.3); used when the data has word vectors
-
-
-@dataclass(frozen=True)
-class CitationEvalConfig:
-    ks: tuple[int, ...] = (50, 200)
-    ties: str = "average"  # scikit-learn's, the thesis's evaluation
-    baselines: tuple[str, ...] = ("cbow_avg", "cbow_max")
-    lambdas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # mixtures: λ chosen on valid
-    mix_metric: str = "author_ap"  # the thesis picks λ by the K = 1 model's authorship MAP
-    metric: str = "cite_ap"  # model selection on valid (archives: author_ap, they have no citations)
-
-    def __post_init__(self) -> None:
-        if self.ties not in TIES:
-            raise ConfigError(f"eval.ties must be one of {', '.join(TIES)}, got {self.ties!r}")
-        bad = sorted(set(self.baselines) - set(BASELINES))
-        if bad:
-            raise ConfigError(f"eval.baselines: unknown {bad}; known: {', '.join(BASELINES)}")
-        if any(not 0 <= x <= 1 for x in self.lambdas):
-            raise ConfigError("eval.lambdas must lie in [0, 1]")
 
 
 def train_config(**kw: Any) -> TrainConfig:
@@ -175,27 +128,9 @@ def debian_cpu() -> CitationRunConfig:
 PRESETS = {"tiny": tiny, "r2": r2, "debian": debian, "debian_cpu": debian_cpu}
 
 
-# ----------------------------------------------------------------------------------------- pieces
-def load_data(cfg: CitationRunConfig) -> tuple[CitationData, np.ndarray | None]:
-    """(the data, the fixed word vectors of its vocabulary (zeros for words without one) or None)."""
-    if cfg.data.source == "synthetic":
-        syn = dataclasses.replace(cfg.data.synthetic, seed=cfg.data.synthetic.seed + cfg.seed)
-        return synthetic_citations(syn).data, None
-    kind, _, path = cfg.data.source.partition(":")
-    data = READERS[kind](path, seed=cfg.data.split_seed) if kind in READERS else \
-        debian_citations(seed=cfg.data.split_seed)
-    if cfg.data.vectors == "glove-6b-50d":
-        words, vecs = load_glove()
-    else:
-        words, vecs = read_word_vectors(cfg.data.vectors, vocab=set(data.vocab))
-    table, found = vocab_table(data.vocab, words, vecs)
-    print(f"word vectors: {int(found.sum()):,} of {len(data.vocab):,} words ({cfg.data.vectors})")
-    return data, table
-
-
 def run(cfg: CitationRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    data, vectors = load_data(cfg)
+    data, vectors = load_citations(cfg.data, cfg.seed)
     print(data.summary())
     sif = None
     if vectors is not None:  # Eq. B.4's p^aw, scaled to unit length (a deviation: the module docstring)
@@ -208,23 +143,19 @@ def run(cfg: CitationRunConfig, run_dir: Path, resume_from: Path | None = None) 
     seed_everything(cfg.seed)
     mcfg = dataclasses.replace(cfg.model, vocab_size=len(data.vocab), max_len=data.input_ids.shape[1])
     d_word = vectors.shape[1] if vectors is not None and cfg.loss.gamma else 0
-    init = None
-    if vectors is not None and vectors.shape[1] == mcfg.d_model:  # the input table starts from the word vectors
-        init = torch.randn(len(data.vocab), mcfg.d_model) * 0.02
-        has = torch.from_numpy(np.abs(vectors).sum(1) > 0)
-        init[has] = torch.from_numpy(vectors)[has]
+    init = input_table_start(vectors, mcfg.d_model)  # the input table starts from the word vectors
     model = CitationModel(mcfg, data.n_authors, data.n_citers, d_word, init).to(info.device)
     n_params = sum(p.numel() for p in model.parameters())
     batches = task.batches(cfg.data.batch_size, cfg.seed, info.rank, info.world_size)
     name = f"K={mcfg.k} {mcfg.encoder}"
-    if info.is_main:  # what inference on new text needs (`genfeat affinity`)
+    if info.is_main:  # what inference on new text needs (`genfeat affinity`, `models.citation.load_run`)
         atomic_write_text(Path(run_dir) / VOCAB, json.dumps(
             {"vocab": data.vocab, "word_probs": data.word_probs().tolist(), "authors": data.author_names,
              "citers": data.citer_names}) + "\n")
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc=f"citation {name}")
 
-    baselines = evaluate_baselines(task, model, data, vectors, cfg.eval)
+    baselines = document_baselines(task, model, vectors, cfg.eval)
     return record_fit(
         run_dir, f"Cold-start citation / authorship prediction, {name} on {data.name}", scores, fit=res, started=t0,
         params=n_params, details={"model": name, "dataset": data.stats() | {"name": data.name},
@@ -232,47 +163,3 @@ def run(cfg: CitationRunConfig, run_dir: Path, resume_from: Path | None = None) 
         notes=[data.summary(), "Per-column ranking of the split's papers, scikit-learn's tie rules; "
                f"`baselines` holds CBOW Avg / Max and their mixtures with the model (λ on valid "
                f"{cfg.eval.mix_metric})."])
-
-
-def evaluate_baselines(task: CitationPrediction, model: CitationModel, data: CitationData,
-                       vectors: np.ndarray | None, cfg: CitationEvalConfig) -> dict[str, dict[str, float]]:
-    """{name: valid and test metrics} of each CBOW baseline (one-hot word vectors when the data has none) and of
-    its mixture with the model, λ chosen on valid."""
-    if not cfg.baselines:
-        return {}
-    vecs = vectors if vectors is not None else np.eye(len(data.vocab))
-    paper_vecs = sif_bag_vectors(data.input_ids, vecs, data.word_probs())
-    train_pairs = {k: data.pairs(k, "train") for k in KINDS}
-    out: dict[str, dict[str, float]] = {}
-    cold = {s: task.model_scores(model.eval(), s) for s in task.splits}
-    for name in cfg.baselines:
-        doc = CBOWScorer(paper_vecs, train_pairs, BASELINES[name])
-        res = {}
-        for s in task.splits:
-            def variants(kind, papers, cols, s=s, doc=doc):
-                d, c = doc(kind, papers, cols), cold[s](kind, papers, cols)
-                return {"doc": d} | {lam: mix(c, d, lam) for lam in cfg.lambdas}
-            res[s] = task.evaluate_variants(variants, s)
-        best = max(cfg.lambdas, key=lambda lam: res["valid"][lam][f"valid_{cfg.mix_metric}"])
-        out[name] = {k: round(v, 5) for s in task.splits for k, v in res[s]["doc"].items()}
-        out[f"model+{name}"] = {k: round(v, 5) for s in task.splits for k, v in res[s][best].items()} | \
-            {"lambda": best}
-    return out
-
-def load_model(run_dir: Path, cfg: CitationRunConfig) -> tuple[CitationModel, dict[str, Any]]:
-    """A finished run's model (eval mode, CPU) and its `citation_vocab.json` (vocab, word_probs, authors, citers)."""
-    from genfeat.train.checkpoint import WEIGHTS, load_model_weights, load_weights
-
-    path = Path(run_dir) / VOCAB
-    if not path.is_file():
-        raise ConfigError(f"{run_dir} has no {VOCAB} (a citation run writes it when it starts)")
-    info = json.loads(path.read_text())
-    weights = load_weights(Path(run_dir) / WEIGHTS)
-    d_word = weights["H.weight"].shape[1] if "H.weight" in weights else 0
-    mcfg = dataclasses.replace(cfg.model, vocab_size=len(info["vocab"]),
-                               max_len=weights["net.encoder.pos.weight"].shape[0]
-                               if "net.encoder.pos.weight" in weights else cfg.model.max_len)
-    model = CitationModel(mcfg, weights["author.weight"].shape[0],
-                          weights["citer.weight"].shape[0], d_word)
-    load_model_weights(model, Path(run_dir) / WEIGHTS)
-    return model.eval(), info

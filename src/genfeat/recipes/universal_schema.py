@@ -52,12 +52,12 @@ from genfeat.analysis.facet_scores import sif_bag_vectors
 from genfeat.config import atomic_write_text
 from genfeat.data.schema_sources import SchemaDataConfig, load_schema, token_probs
 from genfeat.data.universal_schema import SPECIALS
+from genfeat.models.facets import input_table_start
 from genfeat.models.universal_schema import (
     VOCAB,
     SchemaOptimConfig,
     UniversalSchemaConfig,
     build_model,
-    input_table_start,
     schema_method,
 )
 from genfeat.paradigms import copy_parameters, fit_phase, fit_task

@@ -14,31 +14,38 @@
     primary   cite_ap (`metric`)
 
 `evaluate_scores(score_fn, split)` evaluates any scorer (the CBOW baselines, the λ-mixtures) with the same
-protocol: score_fn(kind, papers, columns) -> (len(columns), len(papers)) scores.
+protocol: score_fn(kind, papers, columns) -> (len(columns), len(papers)) scores. `document_baselines(task, model,
+vectors, CitationEvalConfig)`: CBOW Avg / Max (thesis C Table 3.8's document-similarity rows) and each one's
+λ-mixture with the model, λ chosen on valid.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
+from genfeat.analysis.facet_scores import sif_bag_vectors
 from genfeat.data.batches import EpochBatches, rank_share
 from genfeat.data.citations import KINDS, PAD, CitationData
+from genfeat.errors import ConfigError
 from genfeat.losses.max_facet import (
     autoencoder_regulariser,
     inverse_frequency_weights,
     max_facet_score,
     weighted_square_loss,
 )
-from genfeat.metrics.multi_positive import multi_positive_metrics
+from genfeat.metrics.multi_positive import TIES, multi_positive_metrics
+from genfeat.models.citation.cbow import CBOWScorer, mix
 from genfeat.tasks.ranking import QueryMetricSums, RankingTask, average_query_metrics
 from genfeat.train import distributed as D
 
 PREFIX = {"author": "author", "citer": "cite"}
+BASELINES = {"cbow_avg": "mean", "cbow_max": "max"}
 ScoreFn = Callable[[str, np.ndarray, np.ndarray], Tensor]  # kind, papers (n,), columns (m,) -> (m, n)
 
 
@@ -195,3 +202,50 @@ class CitationPrediction(RankingTask):
             for v, metrics in batch.items():
                 sums.setdefault(v, QueryMetricSums()).add(metrics)
         return {v: acc.means(split) for v, acc in sums.items()}
+
+
+@dataclass(frozen=True)
+class CitationEvalConfig:
+    ks: tuple[int, ...] = (50, 200)
+    ties: str = "average"  # scikit-learn's, the thesis's evaluation
+    baselines: tuple[str, ...] = ("cbow_avg", "cbow_max")
+    lambdas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # mixtures: λ chosen on valid
+    mix_metric: str = "author_ap"  # the thesis picks λ by the K = 1 model's authorship MAP
+    metric: str = "cite_ap"  # model selection on valid (archives: author_ap, they have no citations)
+
+    def __post_init__(self) -> None:
+        if self.ties not in TIES:
+            raise ConfigError(f"eval.ties must be one of {', '.join(TIES)}, got {self.ties!r}")
+        bad = sorted(set(self.baselines) - set(BASELINES))
+        if bad:
+            raise ConfigError(f"eval.baselines: unknown {bad}; known: {', '.join(BASELINES)}")
+        if any(not 0 <= x <= 1 for x in self.lambdas):
+            raise ConfigError("eval.lambdas must lie in [0, 1]")
+
+
+def document_baselines(task: CitationPrediction, model: nn.Module, vectors: np.ndarray | None,
+                       cfg: CitationEvalConfig) -> dict[str, dict[str, float]]:
+    """{name: valid and test metrics} of each CBOW baseline of `cfg.baselines` over SIF-weighted word vectors
+    (one-hot words when the data has no vectors), and {model+name: the same of its λ-mixture with `model`, plus
+    the λ chosen on valid `cfg.mix_metric`}; rounded to 5 places."""
+    if not cfg.baselines:
+        return {}
+    data = task.data
+    vecs = vectors if vectors is not None else np.eye(len(data.vocab))
+    paper_vecs = sif_bag_vectors(data.input_ids, vecs, data.word_probs())
+    train_pairs = {k: data.pairs(k, "train") for k in KINDS}
+    out: dict[str, dict[str, float]] = {}
+    cold = {s: task.model_scores(model.eval(), s) for s in task.splits}
+    for name in cfg.baselines:
+        doc = CBOWScorer(paper_vecs, train_pairs, BASELINES[name])
+        res = {}
+        for s in task.splits:
+            def variants(kind, papers, cols, s=s, doc=doc):
+                d, c = doc(kind, papers, cols), cold[s](kind, papers, cols)
+                return {"doc": d} | {lam: mix(c, d, lam) for lam in cfg.lambdas}
+            res[s] = task.evaluate_variants(variants, s)
+        best = max(cfg.lambdas, key=lambda lam: res["valid"][lam][f"valid_{cfg.mix_metric}"])
+        out[name] = {k: round(v, 5) for s in task.splits for k, v in res[s]["doc"].items()}
+        out[f"model+{name}"] = {k: round(v, 5) for s in task.splits for k, v in res[s][best].items()} | \
+            {"lambda": best}
+    return out

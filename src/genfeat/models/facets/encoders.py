@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -55,6 +56,18 @@ def token_embedding(cfg: FacetConfig, init: Tensor | None = None) -> nn.Embeddin
             emb.weight.copy_(F.normalize(init.float(), dim=-1) * math.sqrt(cfg.d_model))
             emb.weight[cfg.pad_id].zero_()
     return emb
+
+
+def input_table_start(vectors: np.ndarray | None, d_model: int) -> Tensor | None:
+    """The input table's start from word vectors (n_vocab, d_word) when they are `d_model` wide: a token's vector
+    where it has one (a non-zero row), N(0, 0.02²) elsewhere (drawn from torch's global stream); else None (the
+    encoder's own initialisation)."""
+    if vectors is None or vectors.shape[1] != d_model:
+        return None
+    init = torch.randn(len(vectors), d_model) * 0.02
+    has = torch.from_numpy(np.abs(vectors).sum(1) > 0)
+    init[has] = torch.from_numpy(vectors).float()[has]
+    return init
 
 
 class TokenEncoder(nn.Module):

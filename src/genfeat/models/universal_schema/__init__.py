@@ -10,8 +10,7 @@ from genfeat.models.universal_schema.model import (
     USchema,
     all_row_facets,
     build_model,
-    input_table_start,
 )
 
 __all__ = ["VOCAB", "CompositionalSchema", "MultiFacetSchema", "RowOutput", "SchemaOptimConfig", "USchema",
-           "UniversalSchemaConfig", "all_row_facets", "build_model", "input_table_start", "load_run", "schema_method"]
+           "UniversalSchemaConfig", "all_row_facets", "build_model", "load_run", "schema_method"]

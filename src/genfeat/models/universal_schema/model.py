@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -126,17 +125,6 @@ def build_model(cfg: UniversalSchemaConfig, n_rows: int, n_pairs: int, d_word: i
     if cfg.kind == "cuschema":
         return CompositionalSchema(cfg, n_pairs, init_embedding)
     return MultiFacetSchema(cfg, n_pairs, d_word, init_embedding)
-
-
-def input_table_start(vectors: np.ndarray | None, d_model: int) -> Tensor | None:
-    """The token table's start from word vectors (n_vocab, d_word) when they are `d_model` wide: a token's vector
-    where it has one (a non-zero row), N(0, 0.02²) elsewhere (drawn from torch's global stream); else None."""
-    if vectors is None or vectors.shape[1] != d_model:
-        return None
-    init = torch.randn(len(vectors), d_model) * 0.02
-    has = torch.from_numpy(np.abs(vectors).sum(1) > 0)
-    init[has] = torch.from_numpy(vectors).float()[has]
-    return init
 
 
 @torch.no_grad()
