@@ -10,7 +10,7 @@ from genfeat.errors import ConfigError
 from genfeat.heads.config import HeadConfig, named_head
 from genfeat.losses import nll
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
-from genfeat.recipes.lm import lm_loss
+from genfeat.tasks.language_modeling import lm_loss
 
 V = 50
 

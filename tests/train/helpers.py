@@ -9,7 +9,7 @@ import torch
 
 from genfeat.data.streams import OrderedSegments, ShuffledWindows
 from genfeat.models.gpt import GPTConfig, build_gpt_lm
-from genfeat.recipes.lm import lm_loss
+from genfeat.tasks.language_modeling import lm_loss
 
 TOKENS = np.random.default_rng(0).integers(0, 40, size=4000)
 

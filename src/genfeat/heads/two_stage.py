@@ -11,7 +11,7 @@ SEP and itself, candidate c_j to the context, SEP, the slot and itself (the cand
 each candidate is scored as if appended alone). The stage-2 logit of c_j is (A f_2)ᵀ B h2_{c_j} (h2: last-layer
 output, after the final LayerNorm); the output logits are the detached stage-1 log-probabilities with the
 candidates' entries incremented by it (`merge="add"`, the reference default) or replaced (`"assign"`). Training
-adds the stage-1 NLL (`HeadOutput.aux`; `genfeat.recipes.lm.lm_loss`) to the stage-2 NLL.
+adds the stage-1 NLL (`HeadOutput.aux`; `genfeat.tasks.language_modeling.lm_loss`) to the stage-2 NLL.
 
 Vectorised, with no KV cache and no per-position re-run: in a causal decoder the keys and values of x_<=t in
 layer l are the stage-1 pass's own (block l's input is `all_hidden[l]`), so each layer projects them once from the

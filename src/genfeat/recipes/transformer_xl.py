@@ -31,9 +31,9 @@ from genfeat.errors import ConfigError
 from genfeat.models.transformer_xl import TXLConfig, build_txl_lm
 from genfeat.models.transformer_xl import config as txl_presets
 from genfeat.models.transformer_xl.evaluation import TXLEvalConfig, eval_nll
-from genfeat.recipes import lm
-from genfeat.recipes.lm import check_sample_prompt
-from genfeat.tasks.generation import SampleConfig
+from genfeat.paradigms import causal_lm
+from genfeat.paradigms.causal_lm import Arch
+from genfeat.tasks.generation import SampleConfig, check_sample_prompt
 from genfeat.tasks.language_modeling import MemoryLMLoss
 from genfeat.train.loop import TrainConfig
 
@@ -48,7 +48,7 @@ class TXLRunConfig:
     sample: SampleConfig = field(default_factory=SampleConfig)
 
     def __post_init__(self) -> None:
-        check_sample_prompt(self.data, self.sample)
+        check_sample_prompt(self.data.tokenizer, self.sample)
 
 
 def txl_nll(model: torch.nn.Module, tokens: np.ndarray, cfg: TXLRunConfig, split: str) -> tuple[float, int]:
@@ -64,9 +64,9 @@ def _check(cfg: TXLRunConfig) -> None:
         raise ConfigError("Transformer-XL memory needs data.iterator=ordered (contiguous streams)")
 
 
-TXL = lm.Arch("transformer_xl", build_txl_lm, MemoryLMLoss, txl_nll, _check)
-run = partial(lm.run, arch=TXL)
-load_for_generation = partial(lm.load_for_generation, arch=TXL)
+TXL = Arch("transformer_xl", build_txl_lm, MemoryLMLoss, txl_nll, _check)
+run = partial(causal_lm.train_causal_lm, arch=TXL)
+load_for_generation = partial(causal_lm.load_for_generation, arch=TXL)
 
 
 # ----------------------------------------------------------------------------------------- presets

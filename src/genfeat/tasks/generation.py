@@ -18,6 +18,8 @@ from genfeat.errors import ConfigError
 from genfeat.models.lm import CausalLM
 from genfeat.models.sampling import sample, stream
 
+CHAR_LEVEL = ("char", "byte")  # tokenizers without an end-of-sentence token (LMs evaluated in bits per character)
+
 
 @dataclass(frozen=True)
 class SampleConfig:
@@ -34,6 +36,14 @@ class SampleConfig:
         if not math.isfinite(self.temperature) or self.temperature <= 0:
             raise ValueError(f"temperature must be a finite number > 0, got {self.temperature}")
 
+
+
+def check_sample_prompt(tokenizer: str, sample: SampleConfig) -> None:
+    """Before step 1: char and byte tokenizers have no end-of-sentence token to start a sample from, so the
+    samples written after training need a prompt."""
+    if tokenizer in CHAR_LEVEL and sample.n > 0 and not sample.prompt:
+        raise ValueError(f"sample.prompt is empty and the {tokenizer} tokenizer has no end-of-sentence token "
+                         "to start the samples from: give --sample.prompt TEXT (or --sample.n 0)")
 
 
 def text_deltas(tok: Tokenizer, ids: Iterable[int], stop_at_eos: bool = False) -> Iterator[str]:
