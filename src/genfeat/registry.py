@@ -20,7 +20,8 @@ from genfeat.recipes import (
     interactive,
     lm,
     multi2spe,
-    multi_cls,
+    multi_cls_classify,
+    multi_cls_pretrain,
     pixelcnn,
     planetoid,
     seqrec,
@@ -82,12 +83,12 @@ RECIPES: dict[str, Recipe] = {
                      facets.PRESETS, facets.run, "bbc_glove50"),
     "multi_cls_pretrain": Recipe("multi_cls_pretrain", "Multi-CLS BERT continued pretraining: K facet CLS tokens, "
                                  "MLM + TF-IDF + SO + MCQT with hard negatives (thesis C §5.2)",
-                                 multi_cls.MultiCLSPretrainConfig, multi_cls.PRETRAIN_PRESETS, multi_cls.run_pretrain,
-                                 "minilm_bbc"),
+                                 multi_cls_pretrain.MultiCLSPretrainConfig, multi_cls_pretrain.PRESETS,
+                                 multi_cls_pretrain.run, "minilm_bbc"),
     "multi_cls_classify": Recipe("multi_cls_classify", "Multi-CLS BERT (or plain BERT) few-shot fine-tuning with the "
                                  "mean-subtracted facet aggregation; accuracy and ECE (thesis C §5.2)",
-                                 multi_cls.MultiCLSClassifyConfig, multi_cls.CLASSIFY_PRESETS, multi_cls.run_classify,
-                                 "bbc"),
+                                 multi_cls_classify.MultiCLSClassifyConfig, multi_cls_classify.PRESETS,
+                                 multi_cls_classify.run, "bbc"),
     "universal_schema": Recipe("universal_schema", "multi-facet universal schema: relation extraction and pattern "
                                "entailment (thesis C §3.3), with the USchema / CUSchema baselines",
                                universal_schema.UniversalSchemaRunConfig, universal_schema.PRESETS,

@@ -15,7 +15,7 @@ import torch
 from genfeat.cli import main
 from genfeat.errors import ConfigError
 from genfeat.models.bert import BertConfig, BertModel, save_pretrained
-from genfeat.recipes.multi_cls import PRETRAIN_METRICS
+from genfeat.recipes.multi_cls_pretrain import PRETRAIN_METRICS
 from tests.recipe_data import COMMON, TOPICS
 
 
@@ -72,7 +72,7 @@ def test_classifier_starts_from_the_pretrained_facet_heads(bert_dir, bbc_article
 
 def test_classify_config_rejects_an_unknown_aggregation():
     """Checked with the config: a plain-BERT run (K = 0) never builds the facet pooler that reads it."""
-    from genfeat.recipes.multi_cls import MultiCLSClassifyConfig
+    from genfeat.recipes.multi_cls_classify import MultiCLSClassifyConfig
 
     with pytest.raises(ConfigError, match="aggregation"):
         MultiCLSClassifyConfig(aggregation="mean")
@@ -128,15 +128,17 @@ def test_released_script_flag_freezes_the_inserted_maps_and_fine_tuning_adds_a_z
     from safetensors.torch import load_file
 
     from genfeat.config import override
+    from genfeat.models.bert import from_pretrained
     from genfeat.models.multi_cls.inference import build_pretrainer, load_classifier
-    from genfeat.recipes import multi_cls as R
+    from genfeat.recipes import multi_cls_pretrain as R
+    from genfeat.train.seed import seed_everything
 
     out = tmp_path / "frozen"
     assert main(["run", "multi_cls_pretrain", "--preset", "tiny", "--init", str(bert_dir),
                  "--train_inserted_layers_in_pretraining", "false", "--out", str(out)]) == 0
     cfg = override(R.pretrain_tiny(), {"init": str(bert_dir)})
-    R.seed_everything(cfg.seed)  # the recipe's own initialisation, rebuilt
-    bert, _ = R.from_pretrained(bert_dir)
+    seed_everything(cfg.seed)  # the recipe's own initialisation, rebuilt
+    bert, _ = from_pretrained(bert_dir)
     fresh = build_pretrainer(cfg.objective, cfg.model, bert).state_dict()
     trained = load_file(str(out / "model.safetensors"))
     changed = [k for k, v in fresh.items() if not torch.equal(v, trained[k])]

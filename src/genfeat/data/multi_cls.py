@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -33,7 +34,25 @@ import numpy as np
 import torch
 
 from genfeat.data.batches import rank_share
-from genfeat.errors import DataError
+from genfeat.errors import ConfigError, DataError
+
+
+@dataclass(frozen=True)
+class PretrainData:
+    corpus: str = "bbc-news"  # the BBC News training-split articles
+    split_seed: int = 0  # the BBC split shared with multi_cls_classify
+    max_len: int = 128  # total, with [CLS], the K facets and the [SEP]s
+    n_triples: int = 10  # N: 3N sequences per batch (the thesis's BERT-Base batch of 30)
+    hard_negatives: bool = True
+    batch_groups: int = 1  # the loss on this many groups of a batch's triples, averaged (a torchrun rank's share is
+    # one: one process with W groups trains what W ranks do)
+    valid_batches: int = 8
+    limit_docs: int = 0  # > 0: the first N documents (tests)
+
+    def __post_init__(self) -> None:
+        if self.batch_groups < 1 or self.n_triples % self.batch_groups:
+            raise ConfigError(f"data.batch_groups must be >= 1 and divide data.n_triples={self.n_triples}, got "
+                              f"{self.batch_groups}")
 
 
 def _rescaled(v: np.ndarray) -> np.ndarray:

@@ -32,3 +32,10 @@ class BertConfig:
             raise ConfigError(f"model.activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}")
         if min(self.vocab_size, self.d_model, self.n_layer, self.n_head, self.d_inner, self.max_len) < 1:
             raise ConfigError("model sizes must be positive")
+
+
+def check_max_len(name: str, max_len: int, positions: int) -> None:
+    """ConfigError when the option `name` asks for more tokens than the encoder has positions."""
+    if max_len > positions:
+        raise ConfigError(f"{name} {max_len} is longer than the pretrained encoder's {positions} positions "
+                          f"(max_position_embeddings): give at most {positions}")
