@@ -124,8 +124,8 @@ def test_synthetic_world_truth(world):
 
 def test_the_recipe_reads_the_synthetic_worlds_by_name():
     """data.dataset synthetic:A|B[:SEED] is `make_world` of that world and seed, with the model's history length."""
+    from genfeat.data.seqrec_sources import SeqRecDataConfig, load_seqdata
     from genfeat.errors import ConfigError
-    from genfeat.recipes.seqrec import SeqRecDataConfig, load_seqdata
 
     data = load_seqdata(SeqRecDataConfig(dataset="synthetic:B:3"), 12)
     ref, _ = make_world("B", seed=3, history_len=12)
@@ -135,3 +135,37 @@ def test_the_recipe_reads_the_synthetic_worlds_by_name():
     for bad in ("synthetic:C", "synthetic:A:x", "synthetic"):
         with pytest.raises(ConfigError, match="synthetic"):
             load_seqdata(SeqRecDataConfig(dataset=bad), 20)
+
+
+def test_example_batches_cover_an_epoch_once_split_over_ranks_and_resume_where_they_stopped():
+    from genfeat.data.seqrec import ExampleBatches
+
+    ex = make_world("A", seed=0, history_len=8)[0].train
+    n, b = len(ex), 64
+    one = ExampleBatches(ex, b, seed=5)
+    epoch = [next(one) for _ in range(one.steps_per_epoch)]
+    assert one.steps_per_epoch == -(-n // b) and len(epoch[-1][2]) == n - b * (one.steps_per_epoch - 1)
+    seen = np.concatenate([e[0].numpy() for e in epoch])  # every history row once (rows matched by content)
+    assert sorted(map(bytes, seen)) == sorted(map(bytes, ex.history))
+    assert not np.array_equal(next(one)[0].numpy(), epoch[0][0].numpy())  # each epoch draws its own order
+    ranks = [ExampleBatches(ex, b, seed=5, rank=r, world_size=2) for r in range(2)]
+    again = ExampleBatches(ex, b, seed=5)
+    for _ in range(one.steps_per_epoch + 2):  # into the next epoch: a new permutation
+        whole, parts = next(again), [next(r) for r in ranks]
+        for i in range(3):
+            assert np.array_equal(whole[i].numpy(), np.concatenate([p[i].numpy() for p in parts]))
+    state = again.state_dict()
+    resumed = ExampleBatches(ex, b, seed=5)
+    resumed.load_state_dict(state)
+    assert all(np.array_equal(x.numpy(), y.numpy()) for x, y in zip(next(again), next(resumed), strict=True))
+
+
+def test_training_batches_hold_about_batch_size_targets_whether_prefixes_or_windows():
+    from genfeat.data.seqrec_sources import SeqRecDataConfig, training_batches
+
+    data = make_world("A", seed=0, history_len=10)[0]
+    rows, per_batch, batches = training_batches(data, SeqRecDataConfig(batch_size=32), 10, seed=0)
+    assert rows is data.train and per_batch == 32 and len(next(batches)[2]) == 32
+    rows, per_batch, batches = training_batches(data, SeqRecDataConfig(batch_size=32, stride=3), 10, seed=0)
+    assert len(rows) < len(data.train) and per_batch == round(32 * len(rows) / rows.n_targets) < 32
+    assert len(next(batches)[0]) == per_batch and batches.steps_per_epoch == -(-len(rows) // per_batch)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from genfeat.data.sources import require
 from genfeat.errors import DataError
@@ -236,3 +237,43 @@ def make_seqdata(inter: Interactions, max_len: int = 50, min_user_inter: int = 5
     seqs, tokens = build_sequences(inter, min_user_inter)
     train, valid, test = leave_one_out(seqs, max_len)
     return SeqData(seqs, len(tokens) - 1, tokens, train, valid, test, inter.name)
+
+
+class ExampleBatches:
+    """Endless shuffled mini-batches of training rows, one permutation per epoch (seeded), the last batch of an
+    epoch the remainder; its position is checkpointed (`state_dict`), so a resumed run sees the same batches.
+    Rows: prefix examples (batches of (history, length, target)) or windows (batches of (inputs, targets)).
+    `batch_size` is the global batch: under torchrun rank r of W keeps the r-th of W near-equal contiguous parts
+    of every batch (`tasks.ranking.next_item_loss` normalises by the global count, so the ranks together compute
+    one process's loss)."""
+
+    def __init__(self, ex: Examples | Windows, batch_size: int, seed: int, rank: int = 0, world_size: int = 1):
+        self.arrays = (ex.history, ex.length, ex.target) if isinstance(ex, Examples) else (ex.inputs, ex.targets)
+        if batch_size < world_size:
+            raise ValueError(f"a batch of {batch_size} rows does not split over {world_size} ranks")
+        self.rank, self.world_size = rank, world_size
+        self.n, self.batch_size, self.seed = len(ex), batch_size, seed
+        self.epoch, self.pos = 0, 0
+        self.steps_per_epoch = -(-len(ex) // batch_size)
+        self._perm, self._perm_epoch = np.arange(0), -1
+
+    def __iter__(self) -> ExampleBatches:
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, ...]:
+        if self.pos >= self.steps_per_epoch:
+            self.epoch, self.pos = self.epoch + 1, 0
+        if self._perm_epoch != self.epoch:
+            self._perm = np.random.default_rng([self.seed, self.epoch]).permutation(self.n)
+            self._perm_epoch = self.epoch
+        idx = self._perm[self.pos * self.batch_size: (self.pos + 1) * self.batch_size]
+        self.pos += 1
+        if self.world_size > 1:
+            idx = np.array_split(idx, self.world_size)[self.rank]
+        return tuple(torch.from_numpy(a[idx]) for a in self.arrays)
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "pos": self.pos}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.pos = state["epoch"], state["pos"]

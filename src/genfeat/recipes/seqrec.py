@@ -29,20 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-
-from genfeat.data.seqrec import (
-    Examples,
-    SeqData,
-    Windows,
-    load_atomic_inter,
-    load_ml1m_ratings,
-    load_ml100k,
-    make_seqdata,
-    training_windows,
-)
-from genfeat.data.seqrec_synthetic import synthetic_world
+from genfeat.data.seqrec_sources import SeqRecDataConfig, load_seqdata, training_batches
 from genfeat.errors import ConfigError
 from genfeat.heads.config import head_name
 from genfeat.metrics.ranking import TIES
@@ -53,20 +40,6 @@ from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
-
-
-@dataclass(frozen=True)
-class SeqRecDataConfig:
-    dataset: str = "ml-100k"  # ml-100k | atomic:PATH | ml1m:PATH | synthetic:A[:SEED] | synthetic:B[:SEED] (spec §11's
-    #   worlds with known next-item distributions, `data.seqrec_synthetic`; SEED draws the world, default 0)
-    user_field: str = "user_id"
-    item_field: str = "item_id"
-    time_field: str = "timestamp"
-    min_user_inter: int = 5
-    batch_size: int = 128  # targets per batch (windows: as many windows as hold this many targets on average)
-    eval_batch_size: int = 1024
-    stride: int = 0  # 0: one prefix example per target (RecBole, the thesis); k >= 1: training windows
-    #                  (`genfeat.data.seqrec.training_windows`; 1 keeps every history exact, k cuts the rows ~k-fold)
 
 
 @dataclass(frozen=True)
@@ -137,82 +110,17 @@ PRESETS = {"sasrec_ml100k": sasrec_ml100k, "gru4rec_ml100k": gru4rec_ml100k, "re
            "tiny": tiny}
 
 
-# ----------------------------------------------------------------------------------------- pieces
-def load_seqdata(cfg: SeqRecDataConfig, max_len: int) -> SeqData:
-    name = cfg.dataset
-    if name == "ml-100k":
-        inter = load_ml100k()
-    elif name.startswith("atomic:"):
-        inter = load_atomic_inter(name[7:], cfg.user_field, cfg.item_field, cfg.time_field)
-    elif name.startswith("ml1m:"):
-        inter = load_ml1m_ratings(name[5:])
-    elif name.startswith("synthetic:"):
-        return synthetic_world(name, max_len)[0]
-    else:
-        raise ConfigError(f"data.dataset must be ml-100k, atomic:PATH, ml1m:PATH or synthetic:A|B[:SEED], got {name!r}")
-    return make_seqdata(inter, max_len, cfg.min_user_inter)
-
-
-class ExampleBatches:
-    """Endless shuffled mini-batches of training rows, one permutation per epoch (seeded), the last batch of an
-    epoch the remainder; its position is checkpointed (`state_dict`), so a resumed run sees the same batches.
-    Rows: prefix examples (batches of (history, length, target)) or windows (batches of (inputs, targets)).
-    `batch_size` is the global batch: under torchrun rank r of W keeps the r-th of W near-equal contiguous parts
-    of every batch (`tasks.ranking.next_item_loss` normalises by the global count, so the ranks together compute
-    one process's loss)."""
-
-    def __init__(self, ex: Examples | Windows, batch_size: int, seed: int, rank: int = 0, world_size: int = 1):
-        self.arrays = (ex.history, ex.length, ex.target) if isinstance(ex, Examples) else (ex.inputs, ex.targets)
-        if batch_size < world_size:
-            raise ValueError(f"a batch of {batch_size} rows does not split over {world_size} ranks")
-        self.rank, self.world_size = rank, world_size
-        self.n, self.batch_size, self.seed = len(ex), batch_size, seed
-        self.epoch, self.pos = 0, 0
-        self.steps_per_epoch = -(-len(ex) // batch_size)
-        self._perm, self._perm_epoch = np.arange(0), -1
-
-    def __iter__(self) -> ExampleBatches:
-        return self
-
-    def __next__(self) -> tuple[torch.Tensor, ...]:
-        if self.pos >= self.steps_per_epoch:
-            self.epoch, self.pos = self.epoch + 1, 0
-        if self._perm_epoch != self.epoch:
-            self._perm = np.random.default_rng([self.seed, self.epoch]).permutation(self.n)
-            self._perm_epoch = self.epoch
-        idx = self._perm[self.pos * self.batch_size: (self.pos + 1) * self.batch_size]
-        self.pos += 1
-        if self.world_size > 1:
-            idx = np.array_split(idx, self.world_size)[self.rank]
-        return tuple(torch.from_numpy(a[idx]) for a in self.arrays)
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "pos": self.pos}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch, self.pos = state["epoch"], state["pos"]
-
-
 def run(cfg: SeqRecRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
+    """Train on data.train with early stopping on validation, evaluate the best weights; summary.json + report.md."""
     data = load_seqdata(cfg.data, cfg.model.max_len)
     print(data.summary())
-    return train_and_evaluate(cfg, data, run_dir, resume_from)[0]
-
-
-def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
-                       resume_from: Path | None = None) -> tuple[dict[str, Any], torch.nn.Module]:
-    """Train on data.train with early stopping on validation, evaluate the best weights; summary.json + report.md.
-    Returns (summary, model with the best weights, in eval mode)."""
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
     model = build_seqrec(cfg.model, data.n_items).to(info.device)
     n_params = sum(p.numel() for p in model.parameters())
-    rows = training_windows(data.sequences, cfg.model.max_len, cfg.data.stride) if cfg.data.stride else data.train
-    per_batch = cfg.data.batch_size
-    if cfg.data.stride:  # the same number of updates per epoch as prefix training, about batch_size targets each
-        per_batch = max(1, round(per_batch * len(rows) / max(rows.n_targets, 1)))
-    batches = ExampleBatches(rows, per_batch, cfg.seed, info.rank, info.world_size)
+    rows, per_batch, batches = training_batches(data, cfg.data, cfg.model.max_len, cfg.seed, info.rank,
+                                                info.world_size)
     spe = batches.steps_per_epoch
     budget = cfg.train.max_steps if cfg.train.max_steps is not None else cfg.epochs * spe
     tc = dataclasses.replace(cfg.train, max_steps=budget, eval_every=spe * cfg.train.eval_every,
@@ -242,4 +150,4 @@ def train_and_evaluate(cfg: SeqRecRunConfig, data: SeqData, run_dir: Path,
     print(f"valid Hit@{k} {final[f'valid_hit@{k}']:.4f} NDCG@{k} {final[f'valid_ndcg@{k}']:.4f}   test Hit@{k} "
           f"{final[f'test_hit@{k}']:.4f} NDCG@{k} {final[f'test_ndcg@{k}']:.4f}   ({summary['epochs']} epochs, "
           f"{summary['epoch_train_s']} s/epoch) -> {run_dir}")
-    return summary, model.eval()
+    return summary
