@@ -235,3 +235,27 @@ def test_compare_generators_reads_each_generator_and_keeps_the_final_one():
     assert details["reward_mle"] != details["reward_final"]
     assert [r["answer"] for r in rows] == [e.answer for e in pairs[:5]] and set(rows[0]) == {
         "paragraph", "answer", "mle", "final"}
+
+
+def test_the_budget_counts_d_updates_and_each_method_draws_the_streams_its_updates_read():
+    import numpy as np
+
+    from genfeat.errors import ConfigError
+    from genfeat.paradigms.generative_adaptation import METHODS, adaptation_batches, d_update_budget
+    from genfeat.train.loop import TrainConfig
+
+    train = TrainConfig(max_steps=300, eval_every=60)
+    rounds, tc = d_update_budget(train, METHODS["gdan"], t_d=5)
+    assert (rounds, tc.max_steps, tc.eval_every) == (5, 60, 12)
+    rounds, tc = d_update_budget(train, METHODS["gen_domain"], t_d=5)  # G fixed: one D update a step
+    assert (rounds, tc.max_steps, tc.eval_every) == (1, 300, 60)
+    with pytest.raises(ConfigError, match="multiples of adapt.t_d=7"):
+        d_update_budget(train, METHODS["gdan"], t_d=7)
+    lab, unl = torch.arange(10)[:, None], torch.arange(100, 120)[:, None]
+    streams = {name: set(adaptation_batches(METHODS[name], lab, unl, 4, np.random.default_rng(0)))
+               for name in ("sl", "context", "gen_domain", "gdan")}
+    assert streams == {"sl": {"labelled"}, "context": {"joint"}, "gen_domain": {"joint"},
+                       "gdan": {"joint", "unlabelled_g"}}
+    b = adaptation_batches(METHODS["gdan"], lab, unl, 4, np.random.default_rng(0))
+    joint = next(b["joint"])
+    assert joint["labelled"].max() < 10 and joint["unlabelled"].min() >= 100 and next(b["unlabelled_g"]).min() >= 100

@@ -139,7 +139,8 @@ def test_gcn_keeps_the_features_sparse(monkeypatch, tmp_path):
 
     from genfeat.data.graph_synthetic import make_sbm_bow
     from genfeat.models.planetoid import baselines as B
-    from genfeat.recipes.planetoid import PlanetoidRunConfig, run_method
+    from genfeat.paradigms.planetoid import run_method
+    from genfeat.recipes.planetoid import PlanetoidRunConfig
 
     def refuse(*a, **k):
         raise AssertionError("densified the feature matrix")

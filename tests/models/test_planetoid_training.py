@@ -13,9 +13,12 @@ import pytest
 import torch
 
 from genfeat.data.graph_synthetic import make_sbm_bow
+from genfeat.models.planetoid import Planetoid, PlanetoidConfig, PlanetoidTrainConfig, SamplerConfig
+from genfeat.models.planetoid.train import make_sampler
+from genfeat.paradigms.planetoid import run_method, train_planetoid
 from genfeat.recipes import planetoid as P
 
-FAST = P.PlanetoidTrainConfig(warmup_steps=600, rounds=300, eval_every=25)
+FAST = PlanetoidTrainConfig(warmup_steps=600, rounds=300, eval_every=25)
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +28,7 @@ def graph_only():
 
 def run(data, method, train=FAST, seed=0):
     cfg = P.PlanetoidRunConfig(method=method, train=train, seed=seed)
-    return P.run_method(cfg, data)
+    return run_method(cfg, data)
 
 
 def test_features_alone_are_at_chance_on_the_graph_only_graph(graph_only):
@@ -45,23 +48,23 @@ def test_inductive_context_steps_train_the_context_branch(graph_only, tmp_path):
     """Planetoid-I's embedding of a node is computed from its features; the context loss is what trains that
     branch, and its loss must fall."""
     data = graph_only
-    model = P.Planetoid(dataclasses.replace(P.PlanetoidConfig(), variant="I"), data.num_nodes, data.num_features,
+    model = Planetoid(dataclasses.replace(PlanetoidConfig(), variant="I"), data.num_nodes, data.num_features,
                         data.num_classes)
     before = [p.detach().clone() for p in model.context_parameters()]
-    sampler = P.make_sampler(data, P.SamplerConfig(), "I", seed=0)
+    sampler = make_sampler(data, SamplerConfig(), "I", seed=0)
     from genfeat.losses.graph_context import context_loss
     from genfeat.nn.sparse_linear import SparseRows
 
     x = SparseRows(data.features)
 
     def held_out_ctx_loss():
-        g = P.make_sampler(data, P.SamplerConfig(), "I", seed=123)
+        g = make_sampler(data, SamplerConfig(), "I", seed=123)
         i, c, gamma, _ = g.sample(2000)
         with torch.no_grad():
             return context_loss(model.context_embed(i, x), model.context(c), gamma, reduction="mean").item()
 
     start = held_out_ctx_loss()
-    P.train_planetoid(model, data, sampler, FAST, tmp_path, seed=0)
+    train_planetoid(model, data, sampler, FAST, tmp_path, seed=0)
     assert all(not torch.equal(a, b) for a, b in zip(before, model.context_parameters(), strict=True))
     assert held_out_ctx_loss() < start - 0.05
 
@@ -84,11 +87,11 @@ def test_model_selection_never_sees_test_labels(method):
 def test_context_budget_scales_with_the_graph_and_warns_when_thin(capsys):
     from genfeat.models.planetoid.train import context_budget
 
-    default = P.PlanetoidTrainConfig()
+    default = PlanetoidTrainConfig()
     assert context_budget(default, 2149) == (2000, 3000)  # the kernel-docs graph: the thesis's budget
     assert context_budget(default, 57000) == (38000, 57000)  # x19
     assert capsys.readouterr().err == ""
-    assert context_budget(P.PlanetoidTrainConfig(warmup_steps=10, rounds=20), 57000) == (10, 20)
+    assert context_budget(PlanetoidTrainConfig(warmup_steps=10, rounds=20), 57000) == (10, 20)
     assert "triples per node" in capsys.readouterr().err
 
 
@@ -99,13 +102,13 @@ def test_inductive_held_out_nodes_never_enter_a_triple(graph_only):
 
     data = graph_only
     for unseen, held in (("test", data.test_idx), ("valid+test", np.union1d(data.test_idx, data.val_idx))):
-        sampler = P.make_sampler(data, P.SamplerConfig(unseen=unseen), "I", seed=0)
+        sampler = make_sampler(data, SamplerConfig(unseen=unseen), "I", seed=0)
         seen = set()
         for _ in range(200):
             i, c, _, _ = sampler.sample(50)
             seen |= set(i.tolist()) | set(c.tolist())
         assert not seen & set(held.tolist()) and len(seen) > 0
-    assert set(P.make_sampler(data, P.SamplerConfig(unseen="valid+test"), "T", seed=0).context_nodes.tolist()) \
+    assert set(make_sampler(data, SamplerConfig(unseen="valid+test"), "T", seed=0).context_nodes.tolist()) \
         == set(range(data.num_nodes))
     with pytest.raises(ConfigError, match="unseen"):
-        P.SamplerConfig(unseen="valid")
+        SamplerConfig(unseen="valid")

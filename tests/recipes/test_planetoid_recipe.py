@@ -12,6 +12,7 @@ from genfeat.cli import main
 from genfeat.data.graphs import GraphDataConfig, load_graph
 from genfeat.errors import ConfigError
 from genfeat.models.planetoid.train import make_sampler
+from genfeat.paradigms.planetoid import run_method
 from genfeat.recipes import planetoid as P
 
 
@@ -159,7 +160,7 @@ def test_graph_baselines_reduce_to_their_feature_baselines(tmp_path):
             "semiemb": {"off": ("semiemb_t", off), "on": ("semiemb_t", cfg.baseline), "plain": ("feat_mlp", off)}}
     for name, variants in runs.items():
         for run, (method, baseline) in variants.items():
-            P.run_method(dataclasses.replace(cfg, method=method, baseline=baseline), data, tmp_path / name / run)
+            run_method(dataclasses.replace(cfg, method=method, baseline=baseline), data, tmp_path / name / run)
         w = {r: _weights(tmp_path / name / r) for r in variants}
         assert all(np.array_equal(w["off"][k], w["plain"][k]) for k in w["plain"]), name
         assert not all(np.array_equal(w["on"][k], w["plain"][k]) for k in w["plain"]), name
@@ -181,7 +182,7 @@ def test_inductive_graph_baselines_never_read_test_nodes(tmp_path):
     cfg = P.tiny()
     for method in ("manireg_i", "semiemb_i", "manireg_t"):
         for tag, g in (("a", data), ("b", changed)):
-            P.run_method(dataclasses.replace(cfg, method=method), g, tmp_path / method / tag)
+            run_method(dataclasses.replace(cfg, method=method), g, tmp_path / method / tag)
         wa, wb = _weights(tmp_path / method / "a"), _weights(tmp_path / method / "b")
         gap = max(float((wa[k] - wb[k]).abs().max()) for k in wa)
         assert (gap > 1e-3) if method == "manireg_t" else (gap < 1e-5), (method, gap)

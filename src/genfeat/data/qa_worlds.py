@@ -37,6 +37,8 @@ from genfeat.data.qa_synthetic import SyntheticQAConfig, synthetic_qa
 from genfeat.data.squad import load_squad_json
 from genfeat.errors import ConfigError
 
+SOURCE_NAMES = {"synthetic": "the synthetic QA world", "squad": "SQuAD", "cbt_books": "the CBT-style books"}
+
 
 @dataclass(frozen=True)
 class QADataConfig:

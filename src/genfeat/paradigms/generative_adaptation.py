@@ -10,7 +10,8 @@ description each.
                (GDAN, Eq. 3.9) | "gen": the same under d_gen (dual learning) | "domain": log P(human) of a domain
                classifier on D's mean-pooled paragraph states (Gen + GAN)
 
-One training step = `t_d` D updates then `t_g` G updates (when G is trained):
+One training step = `t_d` D updates then `t_g` G updates (when G is trained); `d_update_budget` turns a budget
+and evaluation period counted in D updates into steps, `adaptation_batches` draws the step's data streams:
 
     D update   data "joint" (a labelled and an unlabelled batch; "labelled" alone when pseudo is "none"):
                -(mean_L log P_D,tag_true(a | p, q) + mean_U log P_D,tag_gen(a | p, q_G)), each batch averaged on its
@@ -26,20 +27,25 @@ mean reward). `tail_generated_nll`: the mean generated_nll of the D updates in t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from genfeat.data.batches import StreamBatches, ZipBatches
 from genfeat.data.qa import trim_rows
+from genfeat.errors import ConfigError
 from genfeat.losses.reinforce import leave_one_out, reinforce_loss
 from genfeat.models.gdan import GDAN
 from genfeat.models.gdan.reader import answer_log_likelihood
 from genfeat.tasks.word_span_qa import reader_inputs
+from genfeat.train.loop import TrainConfig
 from genfeat.train.step import Step, Update
 
 
@@ -72,6 +78,45 @@ METHODS = {
     "gen_dual": Method("generated", tags=True, reward="gen"), "gen_domain": Method("generated", tags=True),
     "gdan": Method("generated", tags=True, reward="true"),
 }
+
+
+@dataclass(frozen=True)
+class GDANMethodConfig:
+    """The `adapt.*` section of a run: the alternation and the two learning rates."""
+
+    t_d: int = 5  # D updates per round (methods that train G)
+    t_g: int = 1  # G updates per round
+    lr_d: float = 5e-4
+    lr_g: float = 1e-4  # G's REINFORCE learning rate (its MLE phase: generator_train.lr)
+    greedy: bool = False  # D's generated questions: sampled (default) or greedy
+
+    def __post_init__(self) -> None:
+        if min(self.t_d, self.t_g) < 1 or not (self.lr_d > 0 and self.lr_g > 0):
+            raise ConfigError("adapt.t_d and t_g must be >= 1, adapt.lr_d and lr_g > 0")
+
+
+def d_update_budget(train: TrainConfig, method: Method, t_d: int) -> tuple[int, TrainConfig]:
+    """(D updates a step, `train` with max_steps and eval_every in steps): a method that trains G takes `t_d` D
+    updates a step, so `train`'s counts (D updates) must be multiples of it; the others one."""
+    rounds = t_d if method.reward is not None else 1
+    if train.max_steps % rounds or train.eval_every % rounds:
+        raise ConfigError(f"train.max_steps and train.eval_every count D updates: multiples of adapt.t_d={rounds}")
+    return rounds, dataclasses.replace(train, max_steps=train.max_steps // rounds,
+                                       eval_every=train.eval_every // rounds)
+
+
+def adaptation_batches(method: Method, labelled: Any, unlabelled: Any, batch_size: int, rng: np.random.Generator
+                       ) -> dict[str, Any]:
+    """The step's data streams over `data.qa.qa_rows`, drawn from `rng` in this order: "labelled" (pseudo "none")
+    or "joint" (a labelled and an unlabelled batch a D update), and "unlabelled_g" for G's updates."""
+    if method.pseudo == "none":
+        batches: dict[str, Any] = {"labelled": StreamBatches(labelled, batch_size, rng)}
+    else:
+        batches = {"joint": ZipBatches({"labelled": StreamBatches(labelled, batch_size, rng),
+                                        "unlabelled": StreamBatches(unlabelled, batch_size, rng)})}
+    if method.reward is not None:
+        batches["unlabelled_g"] = StreamBatches(unlabelled, batch_size, rng)
+    return batches
 
 
 def dann_lambda(progress: float) -> float:

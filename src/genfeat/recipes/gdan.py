@@ -32,21 +32,13 @@ generator's health (unk / repeat / copy rate, length) for both generators, its d
 throughput (paragraphs per second). questions.jsonl: 20 held-out pairs with the MLE and the final generator's
 questions.
 
-SQuAD (`data.source squad`): the thesis's protocol (spec §4.2): 10 % of the training file's articles as test (one
-split for every seed), `data.rate` × the original training questions drawn from the rest as L, the dev file for
-model selection; U = up to five rule-based answers a paragraph (`data.answer_extraction`, SQuAD's type
-distribution) from the training paragraphs outside the test articles that have no labelled question (the thesis
-draws U from other Wikipedia articles, which are not offline); paragraphs cut to `data.max_paragraph` tokens
-around the answer for training.
-
-CBT-style books (`data.source cbt_books`, after `genfeat data fetch austen kjv bbc-news wordnet`): the cloze set
-of `genfeat data build cbt-books` (split seed 0), L = data.rate × its 8,788 training questions, U = five typed
-words a passage (L's NE / CN distribution, `data.cbt_books.unlabelled_answers`) of the training passages without a
-labelled question, the valid split for selection; D is trained and read by the attention-sum over the answer
-word's occurrences (`models.gdan.reader.answer_log_likelihood`), the task scores accuracy over the 10 candidates,
-G writes the 21st sentence with its `xxxxx`, and Context's pseudo-question holds `xxxxx` between its two windows.
-`model.word_vectors` ("glove-6b-50d" or a vector file, with model.d_embed its dimension) starts D's and G's
-embeddings from pretrained vectors.
+SQuAD (`data.source squad`, spec §4.2) and the CBT-style books (`data.source cbt_books`, after `genfeat data fetch
+austen kjv bbc-news wordnet`): the protocols of `data.qa_worlds.squad_world` / `cbt_world` (L = data.rate × the
+training questions, U = five rule-based or typed answers a passage without a labelled question). On the books D is
+trained and read by the attention-sum over the answer word's occurrences (`models.gdan.reader.
+answer_log_likelihood`), the task scores accuracy over the 10 candidates, G writes the 21st sentence with its
+`xxxxx`. `model.word_vectors` ("glove-6b-50d" or a vector file, with model.d_embed its dimension) starts D's and
+G's embeddings from pretrained vectors.
 
 Deviations: the synthetic world stands in for SQuAD and Wikipedia on the CPU; Adam for D and G (the thesis: SGD);
 the books set is a CBT-protocol substitute (no children's books, taggers or NER offline: `data.cbt_books`).
@@ -64,33 +56,26 @@ from typing import Any
 import numpy as np
 
 from genfeat.config import atomic_write_text
-from genfeat.data.batches import StreamBatches, ZipBatches
+from genfeat.data.batches import StreamBatches
 from genfeat.data.qa import QAVocab, qa_rows
 from genfeat.data.qa_synthetic import SyntheticQAConfig
-from genfeat.data.qa_worlds import QADataConfig, load_world, with_context_questions
+from genfeat.data.qa_worlds import SOURCE_NAMES, QADataConfig, load_world, with_context_questions
 from genfeat.errors import ConfigError
 from genfeat.models.gdan import GDANModelConfig, build_gdan
 from genfeat.paradigms import fit_phase, fit_task
-from genfeat.paradigms.generative_adaptation import METHODS, GenerativeAdaptation
+from genfeat.paradigms.generative_adaptation import (
+    METHODS,
+    GDANMethodConfig,
+    GenerativeAdaptation,
+    adaptation_batches,
+    d_update_budget,
+)
 from genfeat.tasks.question_generation import QuestionGeneration, compare_generators
 from genfeat.tasks.word_span_qa import WordSpanQA
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 from genfeat.train.record import record_fit
 from genfeat.train.seed import seed_everything
-
-
-@dataclass(frozen=True)
-class GDANMethodConfig:
-    t_d: int = 5  # D updates per round (methods that train G)
-    t_g: int = 1  # G updates per round
-    lr_d: float = 5e-4
-    lr_g: float = 1e-4  # G's REINFORCE learning rate (its MLE phase: generator_train.lr)
-    greedy: bool = False  # D's generated questions: sampled (default) or greedy
-
-    def __post_init__(self) -> None:
-        if min(self.t_d, self.t_g) < 1 or not (self.lr_d > 0 and self.lr_g > 0):
-            raise ConfigError("adapt.t_d and t_g must be >= 1, adapt.lr_d and lr_g > 0")
 
 
 @dataclass(frozen=True)
@@ -150,7 +135,6 @@ def cbt_books() -> GDANRunConfig:
         train=dataclasses.replace(GDANRunConfig().train, max_steps=500, eval_every=125))
 
 
-SOURCE_NAMES = {"synthetic": "the synthetic QA world", "squad": "SQuAD", "cbt_books": "the CBT-style books"}
 PRESETS = {"cbt_books": cbt_books, "squad": squad, "synthetic": synthetic, "tiny": tiny}
 
 
@@ -179,21 +163,12 @@ def run(cfg: GDANRunConfig, run_dir: Path, resume_from: Path | None = None) -> d
     seed_everything(cfg.seed)  # D's phase draws the same streams whether G's phase ran now, before, or not at all
     rng = np.random.default_rng([cfg.seed, 2])
 
-    rounds = ac.t_d if method.reward is not None else 1
-    if cfg.train.max_steps % rounds or cfg.train.eval_every % rounds:
-        raise ConfigError(f"train.max_steps and train.eval_every count D updates: multiples of adapt.t_d={rounds}")
-    tc = dataclasses.replace(cfg.train, max_steps=cfg.train.max_steps // rounds,
-                             eval_every=cfg.train.eval_every // rounds)
+    rounds, tc = d_update_budget(cfg.train, method, ac.t_d)
     step = GenerativeAdaptation(model, method, lr_d=ac.lr_d, lr_g=ac.lr_g, t_d=rounds,
                                 t_g=ac.t_g, max_steps=tc.max_steps, seed=cfg.seed, greedy=ac.greedy)
     task = WordSpanQA({"dev": data["dev"], "test": data["test"]}, vocab, max_span=cfg.model.max_span)
-    lab, unl = qa_rows(data["labelled"], vocab), qa_rows(data["unlabelled"], vocab)
-    batches = {"labelled": StreamBatches(lab, dc.batch_size, rng)}
-    if method.pseudo != "none":
-        batches = {"joint": ZipBatches({"labelled": StreamBatches(lab, dc.batch_size, rng),
-                                        "unlabelled": StreamBatches(unl, dc.batch_size, rng)})}
-    if method.reward is not None:
-        batches["unlabelled_g"] = StreamBatches(unl, dc.batch_size, rng)
+    batches = adaptation_batches(method, qa_rows(data["labelled"], vocab), qa_rows(data["unlabelled"], vocab),
+                                 dc.batch_size, rng)
     res, scores = fit_task(model, task, batches, tc, run_dir, method=step, resume_from=resume_from,
                            desc=f"gdan {cfg.method}")
     details: dict[str, Any] = {
