@@ -1,6 +1,8 @@
 """The data section of a facet-embedding run (thesis C §3.2): which corpus, unit and target table, and the target
-table itself, `load_targets` (the word vectors the facets live among, or the synthetic corpus's own). Training
-(`recipes/facets.py`) and inference on a finished run (`models/facets/inference.py`) read a run's data the same way.
+table itself, `load_targets` (the word vectors the facets live among, or the synthetic corpus's own), and a run's
+examples, `training_data` (the input vocabulary, the target table and the train / valid sentences or phrases).
+Training (`recipes/facets.py`) and inference on a finished run (`models/facets/inference.py`) read a run's data the
+same way.
 """
 
 from __future__ import annotations
@@ -9,9 +11,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genfeat.data.topic_corpus import topic_corpus
+from genfeat.data.facets import (
+    EOS,
+    PAD,
+    UNK,
+    FacetExamples,
+    build_vocab,
+    noun_lexicon,
+    phrase_examples,
+    sentence_examples,
+    tokenize,
+)
+from genfeat.data.sentences import documents
+from genfeat.data.topic_corpus import topic_corpus, topic_examples
 from genfeat.data.word_vectors import named_vectors
 from genfeat.errors import ConfigError
+
+SYNTHETIC_SIZES = {"train": 16_000, "valid": 320}  # sentences of data.corpus=synthetic (1,000 steps of 16)
 
 
 @dataclass(frozen=True)
@@ -47,3 +63,28 @@ def load_targets(dc: FacetDataConfig, vocab_hint: set[str], d: int) -> tuple[lis
         corpus = topic_corpus(dc.split_seed, d=d)
         return corpus.words, corpus.vectors
     return named_vectors(dc.vectors, vocab_hint)
+
+
+def training_data(dc: FacetDataConfig, d_target: int, seed: int
+                  ) -> tuple[list[str], list[str], np.ndarray, dict[str, FacetExamples]]:
+    """(input vocabulary, target words, their vectors (V_t, E), {"train", "valid"} examples) of the configured corpus
+    and unit; `d_target` the synthetic corpus's width; the synthetic corpus's geometry is `split_seed`'s, its
+    sentences are drawn per split; `seed` draws the targets kept of a long list."""
+    if dc.corpus == "synthetic":
+        corpus = topic_corpus(dc.split_seed, d=d_target)
+        vocab = [PAD, UNK, EOS, *corpus.words]
+        ex = {k: topic_examples(corpus, vocab, n, seed=1000 * dc.split_seed + i)[0]
+              for i, (k, n) in enumerate(SYNTHETIC_SIZES.items())}
+        return vocab, corpus.words, corpus.vectors, ex
+    docs = documents(dc.corpus, dc.split_seed, dc.limit_docs, dedupe=dc.dedupe)
+    vocab = build_vocab(docs["train"], dc.min_count)
+    seen = {t for split in docs.values() for d in split for s in d for t in tokenize(s)}
+    target_words, target_vecs = load_targets(dc, seen, d_target)
+    if dc.unit == "phrase":
+        lexicon = noun_lexicon()
+        ex = {k: phrase_examples(v, vocab, target_words, lexicon, dc.window, dc.max_targets, seed,
+                                 dc.stop_words) for k, v in docs.items()}
+    else:
+        ex = {k: sentence_examples(v, vocab, target_words, dc.max_len, dc.max_targets, seed, dc.stop_words)
+              for k, v in docs.items()}
+    return vocab, target_words, target_vecs, ex

@@ -41,29 +41,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from genfeat.data.facet_targets import FacetDataConfig, load_targets
+from genfeat.data.facet_targets import FacetDataConfig, training_data
 from genfeat.data.facets import (
-    EOS,
-    PAD,
-    UNK,
     FacetBatches,
-    FacetExamples,
-    build_vocab,
     collate,
-    noun_lexicon,
-    phrase_examples,
-    sentence_examples,
     target_composition,
-    tokenize,
 )
-from genfeat.data.sentences import documents
-from genfeat.data.topic_corpus import topic_corpus, topic_examples
 from genfeat.errors import ConfigError
 from genfeat.losses.nnsc import NNSCConfig
-from genfeat.models.facets import FacetConfig, FacetModel
+from genfeat.models.facets import FacetConfig, FacetModel, word_table_start
 from genfeat.paradigms import fit_task
 from genfeat.tasks.facet_prediction import METRICS, NeighbourWordFacets
 from genfeat.train import distributed as D
@@ -105,9 +93,6 @@ def bbc_phrases() -> FacetRunConfig:
                                model=dataclasses.replace(base.model, cross_attention=False))
 
 
-SYNTHETIC_SIZES = {"train": 16_000, "valid": 320}  # sentences of data.corpus=synthetic (1,000 steps of 16)
-
-
 def synthetic() -> FacetRunConfig:
     """The spec's §10 reproduction: the synthetic two-topic corpus (`data/topic_corpus.py`, 48d targets), K = 3, a
     2 + 2-layer transformer of width 64, AdamW at 1e-3 (the spec's 3e-3 is for its bag-of-words MLP; this post-LN
@@ -135,52 +120,23 @@ PRESETS = {"bbc_glove50": bbc_glove50, "prose_glove50": prose_glove50, "bbc_phra
            "synthetic": synthetic, "tiny": tiny}
 
 
-def training_data(cfg: FacetRunConfig) -> tuple[list[str], list[str], np.ndarray, dict[str, FacetExamples]]:
-    """(input vocabulary, target words, their vectors (V_t, E), {"train", "valid"} examples) of the configured corpus
-    and unit; the synthetic corpus's geometry is `data.split_seed`'s, its sentences are drawn per split."""
-    dc = cfg.data
-    if dc.corpus == "synthetic":
-        corpus = topic_corpus(dc.split_seed, d=cfg.model.d_target)
-        vocab = [PAD, UNK, EOS, *corpus.words]
-        ex = {k: topic_examples(corpus, vocab, n, seed=1000 * dc.split_seed + i)[0]
-              for i, (k, n) in enumerate(SYNTHETIC_SIZES.items())}
-        return vocab, corpus.words, corpus.vectors, ex
-    docs = documents(dc.corpus, dc.split_seed, dc.limit_docs, dedupe=dc.dedupe)
-    vocab = build_vocab(docs["train"], dc.min_count)
-    seen = {t for split in docs.values() for d in split for s in d for t in tokenize(s)}
-    target_words, target_vecs = load_targets(dc, seen, cfg.model.d_target)
-    if dc.unit == "phrase":
-        if cfg.model.cross_attention:
-            raise ConfigError("data.unit=phrase needs model.cross_attention=false (the thesis's phrase model; preset "
-                              "bbc_phrases)")
-        lexicon = noun_lexicon()
-        ex = {k: phrase_examples(v, vocab, target_words, lexicon, dc.window, dc.max_targets, cfg.seed,
-                                 dc.stop_words) for k, v in docs.items()}
-    else:
-        ex = {k: sentence_examples(v, vocab, target_words, dc.max_len, dc.max_targets, cfg.seed, dc.stop_words)
-              for k, v in docs.items()}
-    return vocab, target_words, target_vecs, ex
-
-
 def run(cfg: FacetRunConfig, run_dir: Path, resume_from: Path | None = None) -> dict[str, Any]:
     check_early_stop_metric(cfg.train, METRICS)
     info = D.setup(cfg.train.device)
     t0 = time.perf_counter()
     seed_everything(cfg.seed)
     dc = cfg.data
-    vocab, target_words, target_vecs, ex = training_data(cfg)
+    if dc.unit == "phrase" and cfg.model.cross_attention:
+        raise ConfigError("data.unit=phrase needs model.cross_attention=false (the thesis's phrase model; preset "
+                          "bbc_phrases)")
+    vocab, target_words, target_vecs, ex = training_data(dc, cfg.model.d_target, cfg.seed)
     if target_vecs.shape[1] != cfg.model.d_target:
         raise ConfigError(f"model.d_target={cfg.model.d_target} but the vectors have {target_vecs.shape[1]} dimensions")
     vectors = torch.from_numpy(target_vecs).float()  # (V_t, E); the objective unit-normalises them
     objective = cfg.loss.objective(vectors, cfg.seed)
     table = objective.table  # (V_t, E) unit rows
     mcfg = dataclasses.replace(cfg.model, vocab_size=len(vocab), max_len=dc.max_len)
-    tw = {w: i for i, w in enumerate(target_words)}
-    init = torch.randn(len(vocab), mcfg.d_model) * 0.02
-    if mcfg.d_model == table.size(1):  # input embeddings from the target vectors where the dimensions agree
-        for i, w in enumerate(vocab):
-            if w in tw:
-                init[i] = table[tw[w]]
+    init = word_table_start(vocab, target_words, table, mcfg.d_model)  # the target vectors where widths agree
     model = FacetModel(mcfg, init_embedding=init).to(info.device)
     valid = [collate(ex["valid"].inputs[a: a + 64], ex["valid"].targets[a: a + 64])
              for a in range(0, min(len(ex["valid"]), 640), 64)]

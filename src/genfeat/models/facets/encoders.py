@@ -70,6 +70,18 @@ def input_table_start(vectors: np.ndarray | None, d_model: int) -> Tensor | None
     return init
 
 
+def word_table_start(vocab: list[str], words: list[str], table: Tensor, d_model: int) -> Tensor:
+    """The input table's start (len(vocab), d_model) from a word table (len(words), E): N(0, 0.02²) (drawn from
+    torch's global stream), with a vocabulary word's row of `table` where it has one and E == d_model."""
+    init = torch.randn(len(vocab), d_model) * 0.02
+    if d_model == table.size(1):
+        at = {w: i for i, w in enumerate(words)}
+        for i, w in enumerate(vocab):
+            if w in at:
+                init[i] = table[at[w]]
+    return init
+
+
 class TokenEncoder(nn.Module):
     """The part the facet network's own encoders share: the input table (`token_embedding`), the optional type
     table and the dropout."""
