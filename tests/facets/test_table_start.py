@@ -19,3 +19,11 @@ def test_vocabulary_words_start_from_their_rows_the_rest_small_and_random():
     wide = word_table_start(vocab, words, table, 3)  # widths differ: all random, the same draw
     torch.manual_seed(0)
     assert torch.equal(wide, torch.randn(4, 3) * 0.02)
+
+
+def test_the_phrase_model_without_cross_attention_is_refused_before_data_is_read(tmp_path, capsys):
+    from genfeat.cli import main
+
+    code = main(["run", "facets", "--preset", "tiny", "--data.unit", "phrase", "--data.corpus", "dir:/nonexistent",
+                 "--out", str(tmp_path / "run")])
+    assert code == 2 and "model.cross_attention=false" in capsys.readouterr().err
