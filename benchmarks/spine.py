@@ -104,12 +104,14 @@ def repeated(tree: Path, folder: str) -> dict[str, Any] | None:
 def suite(tree: Path) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(tree / "src"))
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tree, env=env,
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider"], cwd=tree, env=env,
                          capture_output=True, text=True)
     wall = time.perf_counter() - t0
     last = (out.stdout.strip().splitlines() or [""])[-1]
     counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", last)}
-    return {"wall_s": round(wall, 1), "counts": counts, "line": last, "returncode": out.returncode}
+    failed = [line.split(" - ")[0].removeprefix("FAILED ") for line in out.stdout.splitlines()
+              if line.startswith("FAILED ")]
+    return {"wall_s": round(wall, 1), "counts": counts, "line": last, "returncode": out.returncode, "failed": failed}
 
 
 def measure(rev: str, with_suite: bool) -> dict[str, Any]:
@@ -156,6 +158,10 @@ def markdown(record: dict[str, Any]) -> str:
         rows.append(("default suite", f"{b['suite']['line']} ({b['suite']['wall_s'] / 60:.1f} min)",
                      f"{h['suite']['line']} ({h['suite']['wall_s'] / 60:.1f} min)"))
     table = "\n".join(f"| {a} | {x} | {y} |" for a, x, y in rows)
+    failed = [f"- {which}: `{t}`" for which, rec in (("before", b), ("after", h))
+              for t in rec.get("suite", {}).get("failed", [])]
+    if failed:
+        table += "\n\nFailed in the suite:\n\n" + "\n".join(failed)
     sizes = sorted(set(b["recipes"]) | set(h["recipes"]))
     per = "\n".join(f"| {n} | {b['recipes'].get(n, '–')} | {h['recipes'].get(n, '–')} |" for n in sizes)
 

@@ -7,7 +7,9 @@
     genfeat data ls | fetch NAME... [--force] | verify [NAME...]
     genfeat data build TASK [--split-seed S] [--out DIR]      a built task's splits, sizes and sha256 (+ TSVs)
     genfeat generate RUN_DIR [--prompt TEXT] [-n N] [--max-new-tokens N] [--top-k K] [--temperature T]
-    genfeat affinity RUN_DIR --archives DIR --submissions FILE --out FILE [--method max-facet|cbow-max|mixture]
+    genfeat affinity RUN_DIR --archives DIR --submissions FILE --out FILE [--method max-facet|cbow-max|mixture|
+                     embedding-max]                  a citation or a multi2spe run
+    genfeat embed RUN_DIR --in papers.jsonl --out embeddings.jsonl [--facets]   Multi²SPE paper embeddings (SPECTER)
     genfeat eval entailment RUN_DIR --pairs FILE [--compare RUN_DIR...] [--json]   pattern entailment (Table 3.7)
     genfeat recl RUN_DIR... [--start 16 --step 16 --stop 128] [--r 0.1 1.0]   relative effective context length
     genfeat serve interactive RUN_DIR [--host 127.0.0.1] [--port 8000]    the interactive writing app (thesis C §4)
@@ -275,9 +277,36 @@ def cmd_facet_words(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_embed(args: argparse.Namespace) -> int:
+    """Multi²SPE embeddings of the papers in a SPECTER-format JSONL file, in its order, papers batched by length."""
+    import torch
+
+    from genfeat.data.scidocs import read_papers_jsonl
+    from genfeat.models.multi_cls.inference import load_paper_run
+    from genfeat.tasks.paper_ranking import PaperTable, embed_papers, encode_papers
+
+    if args.batch_size < 1:
+        raise ConfigError("--batch-size must be >= 1")
+    t0 = time.perf_counter()
+    model, tok, max_len = load_paper_run(args.run_dir)
+    papers = read_papers_jsonl(args.inp)
+    ids = encode_papers(tok, [t for _, t, _ in papers], [a for *_, a in papers], max_len)
+    facets = embed_papers(model, PaperTable.build(ids), args.batch_size, facets=True, desc="embed")  # (N, K, D)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w") as f:
+        for (pid, _, _), fk in zip(papers, facets, strict=True):
+            row = {"paper_id": pid, "embedding": [round(float(x), 6) for x in fk.sum(0)]}
+            if args.facets:
+                row["facets"] = [[round(float(x), 6) for x in v] for v in fk]
+            f.write(json.dumps(row) + "\n")
+    print(f"{len(papers)} papers, K = {facets.size(1)} facets of {facets.size(2)} -> {out} "
+          f"({time.perf_counter() - t0:.1f} s, {torch.get_num_threads()} threads)")
+    return 0
+
+
 def cmd_affinity(args: argparse.Namespace) -> int:
-    """Reviewer-paper affinities of a citation run for a venue in openreview-expertise's layout."""
-    import csv
+    """Reviewer-paper affinities of a citation or a multi2spe run for a venue in openreview-expertise's layout."""
 
     import numpy as np
     import torch
@@ -288,23 +317,41 @@ def cmd_affinity(args: argparse.Namespace) -> int:
     from genfeat.data.word_vectors import vocab_vectors
     from genfeat.models.citation import affinity as A
     from genfeat.models.citation import load_run
+    from genfeat.runner import saved_run
 
     t0 = time.perf_counter()
-    model, info, config = load_run(args.run_dir)
+    recipe = saved_run(args.run_dir).get("recipe")
+    method = args.method or ("embedding-max" if recipe == "multi2spe" else "max-facet")
+    if (recipe == "multi2spe") != (method == "embedding-max"):
+        raise ConfigError(f"--method {method} is for {'a multi2spe' if method == 'embedding-max' else 'a citation'} "
+                          f"run; {args.run_dir} is a {recipe} run")
     archives, subs = read_archives(args.archives), read_submissions(args.submissions)
     reviewers = list(archives)
     papers = [(t, a, r) for r, name in enumerate(reviewers) for t, a in archives[name]]
     if not papers:
         raise ConfigError(f"{args.archives}: the archives hold no papers")
+    P = len(papers)
+    owner = np.array([r for _, _, r in papers])
+    if method == "embedding-max":  # Multi²SPE as OpenReview uses SPECTER: the max cosine over a reviewer's papers
+        from genfeat.models.multi_cls.inference import load_paper_run
+        from genfeat.tasks.paper_ranking import PaperTable, embed_papers, encode_papers
+
+        enc, tok, max_len = load_paper_run(args.run_dir)
+        texts = [(t, a) for t, a, _ in papers] + [(t, a) for _, t, a in subs]
+        ids = encode_papers(tok, [t for t, _ in texts], [a for _, a in texts], max_len)
+        emb = embed_papers(enc, PaperTable.build(ids), desc="embed").numpy()
+        _write_affinities(args.out, subs, reviewers, A.cbow_max_affinity(emb[P:], emb[:P], owner, len(reviewers)))
+        print(f"{len(subs)} submissions x {len(reviewers)} reviewers ({P} archive papers), {method}: "
+              f"{time.perf_counter() - t0:.1f} s -> {args.out}")
+        return 0
+    model, info, config = load_run(args.run_dir)
     max_words = max(1, (model.cfg.max_len - 2) if model.cfg.encoder == "transformer" else 512)
     texts = [(t, a) for t, a, _ in papers] + [(t, a) for _, t, a in subs]
     ids, types, _ = paper_inputs([t for t, _ in texts], [a for _, a in texts], np.ones(len(texts), bool),
                                  max_words=max_words, vocab=info["vocab"])
     ids, types = torch.from_numpy(ids), torch.from_numpy(types)
-    P = len(papers)
-    owner = np.array([r for _, _, r in papers])
     scores = {}
-    if args.method in ("max-facet", "mixture"):
+    if method in ("max-facet", "mixture"):
         trained = config["data"]["source"].startswith("archives:") and set(reviewers) <= set(info["authors"])
         if trained:
             at = {a: i for i, a in enumerate(info["authors"])}
@@ -316,22 +363,28 @@ def cmd_affinity(args: argparse.Namespace) -> int:
         how = "the reviewer embeddings of a run trained on these archives" if trained else \
             "as is: each reviewer through the facets of their papers"
         print(f"max-facet: {how}")
-    if args.method in ("cbow-max", "mixture"):
+    if method in ("cbow-max", "mixture"):
         table, _ = vocab_vectors(info["vocab"], args.vectors)
         v = sif_bag_vectors(ids.numpy(), table, np.asarray(info["word_probs"]))
         scores["cbow-max"] = A.cbow_max_affinity(v[P:], v[:P], owner, len(reviewers))
-    s = scores[args.method] if args.method != "mixture" else \
-        args.lam * scores["max-facet"] + (1 - args.lam) * scores["cbow-max"]
-    out = Path(args.out)
+    s = scores[method] if method != "mixture" else args.lam * scores["max-facet"] + (1 - args.lam) * scores["cbow-max"]
+    _write_affinities(args.out, subs, reviewers, s)
+    print(f"{len(subs)} submissions x {len(reviewers)} reviewers ({P} archive papers), {method}: "
+          f"{time.perf_counter() - t0:.1f} s -> {args.out}")
+    return 0
+
+
+def _write_affinities(path: str, subs: list, reviewers: list[str], scores) -> None:
+    """openreview-expertise's rows submission,reviewer,score ((S, R) `scores`)."""
+    import csv
+
+    out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
         for i, (sid, _, _) in enumerate(subs):
             for r, name in enumerate(reviewers):
-                w.writerow([sid, name, f"{float(s[i, r]):.6g}"])
-    print(f"{len(subs)} submissions x {len(reviewers)} reviewers ({P} archive papers), {args.method}: "
-          f"{time.perf_counter() - t0:.1f} s -> {out}")
-    return 0
+                w.writerow([sid, name, f"{float(scores[i, r]):.6g}"])
 
 
 def cmd_eval_entailment(args: argparse.Namespace) -> int:
@@ -437,15 +490,25 @@ def build_parser() -> argparse.ArgumentParser:
     fc.add_argument("--context", required=True, help="text whose next word is predicted")
     fc.add_argument("--top", type=int, default=5)
     fc.add_argument("--device", default="auto")
-    af = sub.add_parser("affinity", help="reviewer-paper affinities of a citation run in openreview-expertise's "
+    af = sub.add_parser("affinity", help="reviewer-paper affinities of a citation or multi2spe run in "
+                        "openreview-expertise's "
                         "layout (rows submission,reviewer,score; thesis C §3.4)")
     af.add_argument("run_dir")
     af.add_argument("--archives", required=True, help="a directory of <reviewer>.jsonl archives")
     af.add_argument("--submissions", required=True, help="submissions.json")
     af.add_argument("--out", required=True, help="the CSV to write")
-    af.add_argument("--method", choices=("max-facet", "cbow-max", "mixture"), default="max-facet")
+    af.add_argument("--method", choices=("max-facet", "cbow-max", "mixture", "embedding-max"), default=None,
+                    help="a citation run: max-facet (default), cbow-max or their mixture; a multi2spe run: "
+                    "embedding-max (default, the max cosine over a reviewer's papers)")
     af.add_argument("--lam", type=float, default=0.2, help="mixture: λ max-facet + (1 - λ) cbow-max")
     af.add_argument("--vectors", default="glove-6b-50d", help="cbow-max: glove-6b-50d or a word-vector file")
+    em = sub.add_parser("embed", help="paper embeddings of a multi2spe run in SPECTER's format (JSONL: paper_id, "
+                        "title, abstract in; paper_id, embedding out; thesis C §5.3)")
+    em.add_argument("run_dir")
+    em.add_argument("--in", dest="inp", required=True, help="JSONL, one paper a line: paper_id, title, abstract")
+    em.add_argument("--out", required=True, help="the JSONL to write")
+    em.add_argument("--facets", action="store_true", help="also write the K facet vectors of each paper")
+    em.add_argument("--batch-size", type=int, default=64)
     ev = sub.add_parser("eval", help="evaluate trained runs on a labelled set")
     esub = ev.add_subparsers(dest="eval_cmd", required=True)
     en = esub.add_parser("entailment", help="unsupervised pattern-entailment detection of universal_schema runs "
@@ -536,6 +599,8 @@ def _main(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
             return cmd_affinity(args)
         if args.cmd == "eval":
             return cmd_eval_entailment(args)
+        if args.cmd == "embed":
+            return cmd_embed(args)
         return cmd_generate(args)
     except ConfigError as e:
         print(f"genfeat: error: {e}", file=sys.stderr)

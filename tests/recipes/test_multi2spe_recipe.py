@@ -50,10 +50,13 @@ def test_cite_and_cocite_queries():
 
 
 def test_embedding_pass_is_padding_free_and_keeps_the_order():
-    from genfeat.recipes.multi2spe import BERT_UNUSED, PaperModelConfig, build_encoder
+    from genfeat.models.bert import BertModel
+    from genfeat.models.multi_cls.paper import build_paper_encoder
+    from genfeat.recipes.multi2spe import PaperModelConfig
 
     torch.manual_seed(0)
-    model = build_encoder(PaperModelConfig(), BERT_UNUSED.get).eval()
+    mc = PaperModelConfig()
+    model = build_paper_encoder(BertModel(mc.bert), mc.k, mc.insert_after).eval()
     rng = np.random.default_rng(0)
     papers = [np.concatenate([[101], rng.integers(2000, 3000, n), [102]]) for n in (30, 3, 12, 7, 30)]
     table = PaperTable.build(papers)
@@ -72,7 +75,7 @@ def test_sampled_candidate_ranking_matches_hand_computed_ap_and_ndcg(monkeypatch
     # query 0 ranks candidates [1, 2, 3, 4, 5] by -L2 as [pos, neg, pos, neg, neg]; 6, 7 are closer but are not
     # candidates
     emb = torch.tensor([[0.0], [1.0], [2.0], [3.0], [4.0], [5.0], [0.5], [0.6]])
-    monkeypatch.setattr(pr, "embed_papers", lambda model, table, batch_size=64: emb)
+    monkeypatch.setattr(pr, "embed_papers", lambda model, table, batch_size=64, idx=None: emb[idx])
     table = PaperTable.build([np.array([101, 102])] * 8)
     split = RankingQueries(np.array([0]), [np.array([1, 3])], [np.array([1, 3, 2, 4, 5])])
     task = citation_task(table, {"test": split}, TripletLoss(table), score="l2")
@@ -177,3 +180,182 @@ def test_field_classification_follows_scidocs_grid():
     assert res["f1"] > 90 and res["C"] in SVM_C_GRID
     noise = field_macro_f1(rng.normal(size=(45, 8)), y[::2], rng.normal(size=(45, 8)), y[1::2])
     assert noise["f1"] < 60
+
+
+# ------------------------------------------------------------------------ the Debian world (spec §5-§6)
+SECTIONS = {"libs": "business", "utils": "tech", "python": "politics", "games": "sport"}
+
+
+def _debian_lists(root) -> None:
+    """200 packages, 50 a Section, each citing 2-3 earlier packages mostly of its own Section; texts of the fixture
+    BERT's words (`tests.recipe_data.TOPICS`)."""
+    import hashlib
+    import random
+
+    from tests.recipe_data import COMMON, TOPICS
+
+    rng = random.Random(0)
+    names = [f"{s}-{i}" for s in SECTIONS for i in range(50)]
+    pk, tr = [], []
+    for n, name in enumerate(names):
+        section = name.split("-")[0]
+        words = TOPICS[SECTIONS[section]].split()
+        earlier = [m for m in names[:n] if m.startswith(section)] or names[:n]
+        deps = sorted(set(rng.sample(earlier, min(3, len(earlier))) + ([rng.choice(names[:n])] if n > 20 else [])))
+        synopsis = " ".join(rng.choice(words) for _ in range(4))
+        long = " ".join(rng.choice(words + COMMON) for _ in range(30))
+        md5 = hashlib.md5(name.encode()).hexdigest()
+        pk.append(f"Package: {name}\nSection: {section}\nDepends: {', '.join(deps)}\nDescription: {synopsis}\n"
+                  f"Description-md5: {md5}")
+        tr.append(f"Package: {name}\nDescription-md5: {md5}\nDescription-en: {synopsis}\n {long}")
+    (root / "Packages").write_text("\n\n".join(pk) + "\n")
+    (root / "Translation-en").write_text("\n\n".join(tr) + "\n")
+
+
+def _debian(monkeypatch, tmp_path):
+    from genfeat.data import debian_papers as P
+    from genfeat.data import paper_sources as S
+
+    _debian_lists(tmp_path)
+    monkeypatch.setattr(S, "debian_papers", lambda root=None: P.debian_papers(tmp_path))
+    return S
+
+
+SMALL = {"test_queries": 8, "valid_queries": 6, "train_queries": 30, "test_negatives": (10, 4), "n_neg": 4,
+         "field_papers": 16, "field_min": 10, "max_share": 0.3}
+
+
+def test_the_debian_world_keeps_held_out_queries_and_candidates_out_of_training(monkeypatch, tmp_path):
+    S = _debian(monkeypatch, tmp_path)
+    dc = S.PaperDataConfig(source="debian", **SMALL)
+    encode = lambda titles, abstracts: [np.arange(3 + len(t.split())) for t in titles]  # noqa: E731
+    w = S.load_papers(dc, 0, encode)
+    assert set(w.splits) == {"valid", "test_cite_10", "test_cocite_10", "test_cite_4", "test_cocite_4"}
+    held = np.unique(np.concatenate([q.papers() for q in w.splits.values()]))
+    assert len(w.triplets) and not np.isin(w.triplets, held).any()
+    test_q = w.splits["test_cite_10"].queries
+    assert np.array_equal(test_q, w.splits["test_cite_4"].queries)
+    assert not np.isin(test_q, w.splits["valid"].queries).any()
+    sections = w.fields[test_q]
+    assert max(np.unique(sections, return_counts=True)[1]) <= max(1, int(0.3 * 8))  # multi-domain test queries
+    cites = S.debian_papers().cites
+    for split, n_neg in (("test_cite_10", 10), ("valid", 4)):
+        sq = w.splits[split]
+        for q, pos, cand in zip(sq.queries, sq.positives, sq.candidates, strict=True):
+            assert np.array_equal(cand[: len(pos)], pos) and np.isin(pos, cites[q]).all()
+            assert len(cand) == len(pos) + n_neg
+            assert not np.isin(cand[len(pos):], cites[q]).any() and q not in cand
+    fit, score = w.field_split
+    assert not np.intersect1d(fit, score).size and not np.isin(np.concatenate([fit, score]), held).any()
+    same = S.load_papers(dc, 1, encode)  # another run seed: the same queries, other triplets
+    assert np.array_equal(same.splits["test_cite_10"].queries, test_q)
+    single = S.load_papers(S.PaperDataConfig(source="debian", train_field="games", **SMALL), 0, encode)
+    assert set(single.fields[single.triplets[:, 0]].tolist()) == {"games"}
+    with pytest.raises(Exception, match="tokenizer"):
+        S.load_papers(dc, 0)
+
+
+def test_the_embedding_cache_embeds_what_a_split_reads_once_per_state_of_the_weights():
+    from genfeat.tasks.paper_ranking import EmbeddingCache
+
+    torch.manual_seed(0)
+    net = _CountingEncoder()  # a stand-in encoder: facets (b, 2, 3) from the ids
+    table = PaperTable.build([np.arange(1, 2 + i % 4) for i in range(10)])
+    cache = EmbeddingCache(table, batch_size=3)
+    emb = cache(net, np.array([4, 2, 2, 7])).clone()
+    assert net.rows == 3 and not emb[[0, 1, 3]].any()
+    assert torch.allclose(emb[[2, 4, 7]], embed_papers(net, table, idx=torch.tensor([2, 4, 7])))
+    net.rows = 0
+    assert torch.equal(cache(net, np.array([2, 7, 9]))[[2, 7]], emb[[2, 7]]) and net.rows == 1  # only 9 was new
+    with torch.no_grad():
+        net.w.add_(1.0)  # the weights moved: everything again
+    again = cache(net, np.array([2]))[2].clone()
+    assert net.rows == 2 and torch.allclose(again, embed_papers(net, table, idx=torch.tensor([2]))[0])
+    assert not torch.allclose(again, emb[2])
+    net(torch.ones(1, 2, dtype=torch.long), torch.ones(1, 2, dtype=torch.long)).sum().backward()
+    torch.optim.AdamW(net.parameters(), lr=0.1, fused=True).step()  # leaves the version counters as they were
+    net.rows = 0
+    cache(net, np.array([2]))
+    assert net.rows == 1
+
+
+class _CountingEncoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3))
+        self.rows = 0
+
+    def forward(self, ids, attention_mask):
+        self.rows += len(ids)
+        s = (ids * attention_mask).sum(1, keepdim=True).float()  # (b, 1)
+        return torch.stack([s * self.w, 2 * s * self.w], 1)  # (b, 2, 3)
+
+
+def test_the_debian_preset_trains_minilm_shaped_bert_and_records_every_protocol(monkeypatch, tmp_path, bert_dir):
+    _debian(monkeypatch, tmp_path)
+    out = tmp_path / "run"
+    small = [f"--data.{k}={list(v) if isinstance(v, tuple) else v}" for k, v in SMALL.items()]
+    assert main(["run", "multi2spe", "--preset", "debian", "--model.init", str(bert_dir), "--model.insert_after",
+                 "[2, 3]", "--data.max_len", "40", *small, "--train.max_steps", "6", "--train.eval_every", "3",
+                 "--train.warmup_steps", "1", "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    for split in ("test_cite_10", "test_cocite_10", "test_cite_4", "test_cocite_4"):
+        assert 0 <= s[f"{split}_ap"] <= 1 and 0 <= s[f"{split.replace('test_', 'test_untrained_')}_ap"] <= 1
+    assert 0 <= s["test_field_f1"] <= 100 and 0 <= s["test_untrained_field_f1"] <= 100
+    assert s["protocol"]["test_negatives"] == [10, 4] and s["protocol"]["valid_negatives"] == 4
+    assert s["field_papers"]["fit"] == 8 and s["effective_weight_sum_max"] < 1e-5
+    # genfeat embed: SPECTER's format in and out, each paper as the model embeds it alone
+    from genfeat.models.multi_cls.inference import load_paper_run
+    from genfeat.tasks.paper_ranking import encode_papers
+
+    papers = tmp_path / "papers.jsonl"
+    rows = [{"paper_id": "p1", "title": "market shares", "abstract": "the bank said profits"},
+            {"paper_id": "p2", "title": "film music", "abstract": None},
+            {"paper_id": "p3", "title": "a very long match report " * 20, "abstract": "goal " * 50}]
+    papers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    emb_file = tmp_path / "emb.jsonl"
+    assert main(["embed", str(out), "--in", str(papers), "--out", str(emb_file), "--facets", "--batch-size", "2"]) == 0
+    got = [json.loads(line) for line in emb_file.read_text().splitlines()]
+    assert [g["paper_id"] for g in got] == ["p1", "p2", "p3"] and len(got[0]["facets"]) == 3
+    model, tok, max_len = load_paper_run(out)
+    assert max_len == 40 - 2
+    ids = encode_papers(tok, [r["title"] for r in rows], [r["abstract"] or "" for r in rows], max_len)
+    assert len(ids[2]) == max_len  # cut to leave room for the facet tokens
+    for g, i in zip(got, ids, strict=True):
+        alone = model.encode(torch.as_tensor(i)[None])[0]
+        assert np.allclose(g["embedding"], alone.detach().numpy(), atol=1e-4)
+        assert np.allclose(np.sum(g["facets"], 0), g["embedding"], atol=1e-4)
+    # genfeat affinity on a multi2spe run: the max cosine over each reviewer's papers
+    from tests.recipe_data import TOPICS
+
+    venue, reviewers = tmp_path / "venue", ["~A_1", "~B_1"]
+    (venue / "archives").mkdir(parents=True)
+    areas = {"~A_1": "business", "~B_1": "sport"}
+    for r, area in areas.items():
+        words = TOPICS[area].split()
+        (venue / "archives" / f"{r}.jsonl").write_text("".join(
+            json.dumps({"content": {"title": " ".join(words[i: i + 3]), "abstract": " ".join(words[i:])}}) + "\n"
+            for i in range(4)))
+    (venue / "submissions.json").write_text(json.dumps({
+        f"sub{i}": {"content": {"title": " ".join(TOPICS[a].split()[i: i + 2]), "abstract": TOPICS[a]}}
+        for i, a in enumerate(("business", "tech"))}))
+    aff = tmp_path / "aff.csv"
+    assert main(["affinity", str(out), "--archives", str(venue / "archives"), "--submissions",
+                 str(venue / "submissions.json"), "--out", str(aff)]) == 0
+    lines = [line.split(",") for line in aff.read_text().splitlines()]
+    assert [(s, r) for s, r, _ in lines] == [(f"sub{i}", r) for i in range(2) for r in reviewers]
+    from genfeat.data.openreview import read_archives, read_submissions
+
+    arch, subs = read_archives(venue / "archives"), read_submissions(venue / "submissions.json")
+
+    def unit(texts):
+        e = torch.stack([model.encode(torch.as_tensor(i)[None])[0]
+                         for i in encode_papers(tok, [t for t, _ in texts], [a for _, a in texts], max_len)])
+        return torch.nn.functional.normalize(e.detach(), dim=-1)
+
+    want = [float((unit(arch[r]) @ unit([(t, a)])[0]).max()) for _, t, a in subs for r in reviewers]
+    assert np.allclose([float(x) for *_, x in lines], want, atol=1e-4)
+    assert main(["affinity", str(out), "--archives", str(venue / "archives"), "--submissions",
+                 str(venue / "submissions.json"), "--out", str(aff), "--method", "max-facet"]) == 2
+    (out / "tokenizer.json").unlink()  # a run that read token ids cannot embed text
+    assert main(["embed", str(out), "--in", str(papers), "--out", str(emb_file)]) == 2

@@ -1,14 +1,16 @@
 """Citation prediction with paper embeddings (thesis C §5.3; spec multi2spe.md §4, §6-§7): a paper encoder trained
 on (query, cited, not cited) triplets and evaluated by ranking each test query's candidates.
 
-    PaperTable      every paper's [CLS] title [SEP] abstract [SEP] ids, right-padded (N, T), and its length
+    encode_papers   titles and abstracts -> each paper's [CLS] title [SEP] abstract [SEP] word-piece ids
+    PaperTable      every paper's ids, right-padded (N, T), and its length
     embed_papers    the summed embeddings (N, D) (or the facets, (N, K, D)), papers taken in length order and
                     each batch cut to its longest paper (no attention over padding columns)
     TripletLoss     Eq. 5.6 (`losses.paper_triplets.triplet_loss`, λ and lambda_mode) or SPECTER's margin loss on
                     the rows {"triplet": (B, 3) paper ids}
     citation_task   a `tasks.ranking.Ranking` over the papers whose splits are `data.paper_triplets.RankingQueries`
                     (each query's sampled candidates only), scored by cosine (the authors' SciDocs fork), dot or
-                    -L2 (SciDocs) between summed embeddings; MAP and nDCG over the whole candidate list
+                    -L2 (SciDocs) between summed embeddings; MAP and nDCG over the whole candidate list; a split's
+                    papers are embedded once per state of the weights (`EmbeddingCache`)
     field_macro_f1  SciDocs' MAG protocol on frozen embeddings: a linear SVM (squared hinge) with C chosen by 3-fold
                     grid search over 10^-4 .. 10^2 (7 values) on the training papers, macro-F1 x 100 on the test
                     papers; scikit-learn's LinearSVC in place of `lightning`'s (a documented substitution)
@@ -16,16 +18,20 @@ on (query, cited, not cited) triplets and evaluated by ranking each test query's
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from tqdm.auto import tqdm
 
 from genfeat.data.paper_triplets import RankingQueries
 from genfeat.losses.paper_triplets import specter_margin, triplet_loss
+from genfeat.models.bert.tokenizer import encode
 from genfeat.tasks.ranking import Ranking, RankingSplit
 from genfeat.train import distributed as D
 
@@ -55,10 +61,17 @@ class PaperTable:
         return self.ids[idx, :t], mask.long()
 
 
+def encode_papers(tok: Any, titles: Sequence[str], abstracts: Sequence[str], max_len: int) -> list[np.ndarray]:
+    """Each paper's [CLS] title [SEP] abstract [SEP] word-piece ids (`tok`: a BERT tokenizer), at most `max_len`."""
+    rows = encode(tok, titles, abstracts, max_len=max_len)
+    return [ids[mask.bool()].numpy() for ids, mask in zip(rows["input_ids"], rows["attention_mask"], strict=True)]
+
+
 @torch.no_grad()
 def embed_papers(model: nn.Module, table: PaperTable, batch_size: int = 64, facets: bool = False,
-                 idx: Tensor | None = None) -> Tensor:
-    """Summed embeddings (n, D) (`facets`: (n, K, D)) of papers `idx` (all by default), in their given order."""
+                 idx: Tensor | None = None, desc: str | None = None) -> Tensor:
+    """Summed embeddings (n, D) (`facets`: (n, K, D)) of papers `idx` (all by default), in their given order; `desc`
+    shows a progress bar of papers."""
     net = D.unwrap(model)
     was = net.training
     net.eval()
@@ -67,12 +80,15 @@ def embed_papers(model: nn.Module, table: PaperTable, batch_size: int = 64, face
     perm = torch.argsort(table.lengths[idx], stable=True)  # length buckets: little padding per batch
     order = idx[perm]
     out = []
+    bar = tqdm(total=len(order), desc=desc, unit="paper", disable=desc is None)
     try:
         for a in range(0, len(order), batch_size):
             ids, mask = table.rows(order[a: a + batch_size])
             f = net(ids.to(device), attention_mask=mask.to(device)).float().cpu()  # (b, K, D)
             out.append(f if facets else f.sum(1))
+            bar.update(len(ids))
     finally:
+        bar.close()
         net.train(was)
     emb = torch.cat(out)
     back = torch.empty_like(emb)
@@ -112,22 +128,60 @@ class TripletLoss:
         return triplet_loss(cq, cp, cn, self.lam, self.lambda_mode), B
 
 
+class EmbeddingCache:
+    """Summed embeddings of the papers asked for, computed once per state of the weights: a paper embedded for one
+    split is reused by the next while no parameter has changed (a sha1 of the parameters' bytes is the key: fused
+    optimizers leave tensors' version counters alone)."""
+
+    def __init__(self, table: PaperTable, batch_size: int = 64):
+        self.table, self.batch_size = table, batch_size
+        self.key: str | None = None
+        self.emb: Tensor | None = None
+        self.done = torch.zeros(len(table), dtype=torch.bool)
+
+    @staticmethod
+    def fingerprint(net: nn.Module) -> str:
+        h = hashlib.sha1()
+        for p in net.parameters():
+            h.update(p.detach().cpu().contiguous().numpy().tobytes())
+        return h.hexdigest()
+
+    def __call__(self, model: nn.Module, papers: np.ndarray | Tensor, check: bool = True) -> Tensor:
+        """(N, D): the rows of `papers` filled (zeros where a paper was not asked for in this state). `check`
+        False trusts that the weights are those of the previous call (the later query batches of one pass)."""
+        net = D.unwrap(model)
+        if check or self.key is None:
+            key = self.fingerprint(net)
+            if key != self.key:
+                self.key, self.emb, self.done = key, None, torch.zeros(len(self.table), dtype=torch.bool)
+        want = torch.as_tensor(np.asarray(papers), dtype=torch.long)
+        todo = want[~self.done[want]].unique()
+        if len(todo):
+            new = embed_papers(net, self.table, self.batch_size, idx=todo)
+            if self.emb is None:
+                self.emb = torch.zeros(len(self.table), new.size(1))
+            self.emb[todo] = new
+            self.done[todo] = True
+        return self.emb
+
+
 def citation_task(table: PaperTable, splits: Mapping[str, RankingQueries], loss: TripletLoss, score: str = "cosine",
                   batch_size: int = 64) -> Ranking:
-    """Ranking of each split's sampled candidates by `score` between summed embeddings (module docstring)."""
+    """Ranking of each split's sampled candidates by `score` between summed embeddings (module docstring); only
+    the papers a split reads are embedded (`EmbeddingCache`)."""
     if score not in SCORES:
         raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-    cache: dict[str, Tensor] = {}
+    cache = EmbeddingCache(table, batch_size)
+    read = {name: sq.papers() for name, sq in splits.items()}
 
     def scorer(model: nn.Module, split: str, q: Tensor) -> Tensor:
-        if int(q[0]) == 0 or split not in cache:  # a new evaluation pass: embed every paper once
-            cache[split] = embed_papers(model, table, batch_size)
-        emb = cache[split]
+        emb = cache(model, read[split], check=int(q[0]) == 0)  # a split's pass starts at query 0
         return candidate_scores(emb[torch.as_tensor(splits[split].queries)[q]], emb, score)
 
     rank = {name: RankingSplit(sq.positives, candidates=sq.candidates) for name, sq in splits.items()}
     task = Ranking(rank, len(table), scorer, ks=(10,), metric="ap", batch_size=256, loss=loss)
     task.unit = "triplets"  # what the loss counts; evaluation ranks queries
+    task.embeddings = cache
     return task
 
 

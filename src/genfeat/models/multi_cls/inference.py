@@ -96,3 +96,37 @@ def load_classifier(pretrained: str, n_labels: int, dropout: float = 0.1, k: int
         return MultiCLSClassifier(MultiCLSEncoder(bert.train(), mc), n_labels, dropout), tok, mc.k
     bert.pooler.requires_grad_(False)  # the classifier pools [CLS] with its own summary layer
     return SequenceClassifier(bert.train(), bcfg.d_model, n_labels, dropout, pool="first"), tok, 0
+
+
+PAPER_BERT = "bert_config.json"  # a multi2spe run's BERT shape (HF's config.json fields), written when it starts
+PAPER_TOKENIZER = "tokenizer.json"  # and its tokenizer, when it reads text
+
+
+def save_paper_run_files(run_dir: str | Path, bert_cfg: Any, tokenizer: Any | None) -> None:
+    """What `load_paper_run` needs beside the weights: the BERT shape and the tokenizer (none for token-id worlds)."""
+    from genfeat.config import atomic_write_text
+    from genfeat.models.bert.hf import config_to_hf
+
+    atomic_write_text(Path(run_dir) / PAPER_BERT, json.dumps(config_to_hf(bert_cfg), indent=1) + "\n")
+    if tokenizer is not None:
+        tokenizer.save(str(Path(run_dir) / PAPER_TOKENIZER))
+
+
+def load_paper_run(run_dir: str | Path) -> tuple[nn.Module, Any, int]:
+    """(the `PaperEncoder` in eval mode on the CPU, its tokenizer, the word pieces a paper may have before the facet
+    tokens) of a finished multi2spe run that read text (`--preset debian`, or any `model.init`)."""
+    from genfeat.models.multi_cls.paper import build_paper_encoder
+
+    run = Path(run_dir)
+    saved = recorded_run(run, "multi2spe", (WEIGHTS, PAPER_BERT),
+                         hint="embedding needs a run of genfeat run multi2spe")
+    if not (run / PAPER_TOKENIZER).is_file():
+        raise ConfigError(f"{run}: this multi2spe run read token ids, not text (no {PAPER_TOKENIZER}): embed papers "
+                          "with a run that has a tokenizer (--preset debian, or --model.init DIR)")
+    m, d = saved["config"]["model"], saved["config"]["data"]
+    tok = load_wordpiece(run)
+    bert = BertModel(config_from_hf(json.loads((run / PAPER_BERT).read_text())))
+    model = build_paper_encoder(bert, m["k"], m["insert_after"], m["mean_subtract"], m["activation"],
+                                tok.token_to_id)
+    load_model_weights(model, run / WEIGHTS)
+    return model.eval(), tok, int(d["max_len"]) - (m["k"] - 1)

@@ -13,11 +13,14 @@ show none (`"none"`); the BERT body is genfeat's (`models.bert`), loaded from a 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
 from torch import Tensor, nn
 
 from genfeat.errors import ConfigError
-from genfeat.models.multi_cls.model import MultiCLSEncoder
+from genfeat.models.bert import BertModel
+from genfeat.models.multi_cls.model import MultiCLSConfig, MultiCLSEncoder, facet_token_ids
 
 ACTIVATIONS = ("tanh", "none")
 
@@ -45,3 +48,18 @@ class PaperEncoder(nn.Module):
                attention_mask: Tensor | None = None) -> Tensor:
         """The paper embedding c = Σ_k c_k (B, D)."""
         return self(input_ids, token_type_ids, attention_mask).sum(1)
+
+
+def build_paper_encoder(bert: BertModel, k: int, insert_after: Sequence[int], mean_subtract: bool = True,
+                        activation: str = "tanh", token_to_id: Callable[[str], int | None] | None = None
+                        ) -> PaperEncoder:
+    """Multi²SPE on a BERT body: [CLS] and K - 1 facet tokens ([unused1].. looked up with `token_to_id`; default
+    bert-base-uncased's ids), identity-started mean-subtracted maps with bias after `insert_after` (the last block
+    among them gives the output map)."""
+    lookup = token_to_id if token_to_id is not None else BERT_UNUSED.get
+    cfg = MultiCLSConfig(k=k, insert_after=tuple(insert_after), cls_facet=True, insert_bias=True,
+                         mean_subtract=mean_subtract, insert_init="eye", facet_ids=facet_token_ids(lookup, k - 1))
+    return PaperEncoder(MultiCLSEncoder(bert, cfg), activation)
+
+
+BERT_UNUSED = {f"[unused{j}]": 1 + j for j in range(994)}  # bert-base-uncased: [unused0] = 1 ..
