@@ -2,6 +2,7 @@
 wrong-way imports, repeated code and the default suite's time, for two commits of this repository.
 
     python -m benchmarks.spine [--base REV] [--head REV] [--suite]
+    python -m benchmarks.spine --render-only        # the page again from spine.json (after editing the reading)
 
 Each commit is checked out in a temporary git worktree and measured the same way:
 - recipes: the lines of every `src/genfeat/recipes/*.py` (the run functions they define, `def run*`);
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import reading, write_results
+from benchmarks.common import reading, render, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "spine"
@@ -188,7 +189,11 @@ def main() -> None:
     ap.add_argument("--base", default=None, help="the commit before (default: the parent of the first #55 commit)")
     ap.add_argument("--head", default="HEAD")
     ap.add_argument("--suite", action="store_true", help="also time the default suite at both commits (minutes)")
+    ap.add_argument("--render-only", action="store_true", help="rewrite the page from the recorded JSON")
     args = ap.parse_args()
+    if args.render_only:
+        print(render(NAME, markdown))
+        return
     base = args.base or default_base()
     results = {"base": measure(base, args.suite), "head": measure(args.head, args.suite)}
     print(write_results(NAME, results, markdown))
