@@ -122,21 +122,13 @@ def test_tiny_run_learns_and_keeps_eq_5_5(tiny_run):
 
 
 def test_debian_papers_cite_their_dependencies_and_carry_their_section(tmp_path):
-    import hashlib
 
     from genfeat.data.debian_papers import debian_papers, domain_queries
 
-    pk, tr = [], []
     rows = [("libx", "libs", "", "a library"), ("liby", "contrib/libs", "libx", "another library"),
             ("tool", "utils", "libx (>= 1), liby | libz", "a tool"), ("py-a", "python", "tool", "a python module"),
             ("old", "oldlibs", "libx", "transitional package")]
-    for name, section, deps, synopsis in rows:
-        md5 = hashlib.md5(name.encode()).hexdigest()
-        pk.append(f"Package: {name}\nSection: {section}\nDepends: {deps}\nDescription: {synopsis}\n"
-                  f"Description-md5: {md5}")
-        tr.append(f"Package: {name}\nDescription-md5: {md5}\nDescription-en: {synopsis}\n long text of {name}")
-    (tmp_path / "Packages").write_text("\n\n".join(pk) + "\n")
-    (tmp_path / "Translation-en").write_text("\n\n".join(tr) + "\n")
+    _write_package_lists(tmp_path, [(n, sec, d, syn, f"long text of {n}") for n, sec, d, syn in rows])
     g = debian_papers(tmp_path)
     assert g.names == ["libx", "liby", "py-a", "tool"]  # sorted; the transitional package dropped
     cites = {g.names[i]: [g.names[j] for j in c] for i, c in enumerate(g.cites)}
@@ -189,23 +181,31 @@ SECTIONS = {"libs": "business", "utils": "tech", "python": "politics", "games": 
 def _debian_lists(root) -> None:
     """200 packages, 50 a Section, each citing 2-3 earlier packages mostly of its own Section; texts of the fixture
     BERT's words (`tests.recipe_data.TOPICS`)."""
-    import hashlib
     import random
 
     from tests.recipe_data import COMMON, TOPICS
 
     rng = random.Random(0)
     names = [f"{s}-{i}" for s in SECTIONS for i in range(50)]
-    pk, tr = [], []
+    rows = []
     for n, name in enumerate(names):
         section = name.split("-")[0]
         words = TOPICS[SECTIONS[section]].split()
         earlier = [m for m in names[:n] if m.startswith(section)] or names[:n]
         deps = sorted(set(rng.sample(earlier, min(3, len(earlier))) + ([rng.choice(names[:n])] if n > 20 else [])))
-        synopsis = " ".join(rng.choice(words) for _ in range(4))
-        long = " ".join(rng.choice(words + COMMON) for _ in range(30))
+        rows.append((name, section, ", ".join(deps), " ".join(rng.choice(words) for _ in range(4)),
+                     " ".join(rng.choice(words + COMMON) for _ in range(30))))
+    _write_package_lists(root, rows)
+
+
+def _write_package_lists(root, rows) -> None:
+    """Packages + Translation-en of (name, section, depends, synopsis, long description) rows."""
+    import hashlib
+
+    pk, tr = [], []
+    for name, section, deps, synopsis, long in rows:
         md5 = hashlib.md5(name.encode()).hexdigest()
-        pk.append(f"Package: {name}\nSection: {section}\nDepends: {', '.join(deps)}\nDescription: {synopsis}\n"
+        pk.append(f"Package: {name}\nSection: {section}\nDepends: {deps}\nDescription: {synopsis}\n"
                   f"Description-md5: {md5}")
         tr.append(f"Package: {name}\nDescription-md5: {md5}\nDescription-en: {synopsis}\n {long}")
     (root / "Packages").write_text("\n\n".join(pk) + "\n")
