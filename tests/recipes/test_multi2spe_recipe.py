@@ -245,6 +245,10 @@ def test_the_debian_world_keeps_held_out_queries_and_candidates_out_of_training(
             assert np.array_equal(cand[: len(pos)], pos) and np.isin(pos, cites[q]).all()
             assert len(cand) == len(pos) + n_neg
             assert not np.isin(cand[len(pos):], cites[q]).any() and q not in cand
+    negatives = np.unique(np.concatenate([c[len(p):] for sq in w.splits.values()
+                                          for p, c in zip(sq.positives, sq.candidates, strict=True)]))
+    assert len(negatives) <= int(0.1 * len(w.papers))  # drawn from the evaluation pool (eval_pool 0.1)
+    assert len(w.triplets) >= 0.6 * 5 * 30  # the pool leaves training most of the graph
     fit, score = w.field_split
     assert not np.intersect1d(fit, score).size and not np.isin(np.concatenate([fit, score]), held).any()
     same = S.load_papers(dc, 1, encode)  # another run seed: the same queries, other triplets

@@ -9,13 +9,14 @@ ranking splits.
         debian      the Debian packages as papers (`data.debian_papers`, after `genfeat data fetch
                     debian-packages`): title [SEP] description through `encode` (the run's tokenizer); queries are
                     packages that cite; `test_queries` and `valid_queries` drawn multi-domain (at most `max_share`
-                    of them from one Section) with `split_seed`, so every run of a benchmark ranks the same ones;
+                    of them from one Section) with `split_seed`, so every run of a benchmark ranks the same ones,
+                    their negatives from an evaluation pool of `eval_pool` of the papers (SciDocs' own papers);
                     `train_queries` from the rest, one Section's (`train_field`: the single-domain set) or
                     multi-domain; splits valid (cite, `n_neg` negatives: model selection), and for each number of
                     negatives in `test_negatives` (500: Multi-SciDocs, 25: SciDocs' original size) test_cite_N and
-                    test_cocite_N with up to `n_pos` positives; no test or valid query, nor any of their candidates,
-                    is in a training triplet; `field_papers` other papers of the Sections with at least
-                    `field_min` packages, half to fit and half to score field classification
+                    test_cocite_N with up to `n_pos` positives; no test or valid query, none of their candidates
+                    and no paper of the pool is in a training triplet; `field_papers` other papers of the Sections
+                    with at least `field_min` packages, half to fit and half to score field classification
 
 Triplets are SPECTER's (`data.paper_triplets.specter_triplets`: `per_query` a query, `hard_fraction` hard
 negatives), drawn with the run's seed.
@@ -57,14 +58,18 @@ class PaperDataConfig:
     train_field: str = ""  # "": multi-domain training queries; a Section (e.g. "libs"): single-domain
     max_share: float = 0.2  # multi-domain draws: at most this share of the queries from one Section
     test_negatives: tuple[int, ...] = (500, 25)  # Multi-SciDocs' and SciDocs' candidate lists
+    eval_pool: float = 0.1  # the share of the papers that held-out queries' negatives are drawn from (kept out of
+    #   training with the queries and their positives, as SciDocs' papers are out of SPECTER's training set)
     field_papers: int = 2000
     field_min: int = 50  # Sections with fewer packages are not classification labels
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ConfigError(f"data.source must be one of {', '.join(SOURCES)}, got {self.source!r}")
-        if not 0 < self.valid_fraction < 1 or not 0 <= self.hard_fraction <= 1 or not 0 < self.max_share <= 1:
-            raise ConfigError("data.valid_fraction and max_share must be in (0, 1) and data.hard_fraction in [0, 1]")
+        if not 0 < self.valid_fraction < 1 or not 0 <= self.hard_fraction <= 1 or not 0 < self.max_share <= 1 \
+                or not 0 < self.eval_pool < 1:
+            raise ConfigError("data.valid_fraction, eval_pool and max_share must be in (0, 1) and data.hard_fraction "
+                              "in [0, 1]")
         if min(self.per_query, self.n_pos, self.n_neg, self.batch_size, self.test_queries, self.valid_queries,
                self.train_queries, *self.test_negatives or (0,)) < 1:
             raise ConfigError("data.per_query, n_pos, n_neg, batch_size, the query counts and test_negatives must be "
@@ -119,15 +124,16 @@ def debian_world(dc: PaperDataConfig, seed: int, encode: Encode, root=None) -> P
     N = len(g)
     split_rng = np.random.default_rng([dc.split_seed, 59])
     citing = np.flatnonzero([len(c) > 0 for c in g.cites])
-    test_q = domain_queries(g.fields, citing, dc.test_queries, split_rng, max_share=dc.max_share)
-    rest = np.setdiff1d(citing, test_q)
+    pool = np.sort(split_rng.choice(N, max(1, int(dc.eval_pool * N)), replace=False))  # held-out negatives
+    test_q = domain_queries(g.fields, np.setdiff1d(citing, pool), dc.test_queries, split_rng, max_share=dc.max_share)
+    rest = np.setdiff1d(citing, np.concatenate([pool, test_q]))
     valid_q = domain_queries(g.fields, rest, dc.valid_queries, split_rng, max_share=dc.max_share)
     rest = np.setdiff1d(rest, valid_q)
-    splits = {"valid": cite_queries(g.cites, valid_q, N, split_rng, dc.n_pos, dc.n_neg)}
+    splits = {"valid": cite_queries(g.cites, valid_q, N, split_rng, dc.n_pos, dc.n_neg, pool)}
     for n_neg in dc.test_negatives:
-        splits[f"test_cite_{n_neg}"] = cite_queries(g.cites, test_q, N, split_rng, dc.n_pos, n_neg)
-        splits[f"test_cocite_{n_neg}"] = cocite_queries(g.cites, test_q, N, split_rng, dc.n_pos, n_neg)
-    held = np.unique(np.concatenate([s.papers() for s in splits.values()]))
+        splits[f"test_cite_{n_neg}"] = cite_queries(g.cites, test_q, N, split_rng, dc.n_pos, n_neg, pool)
+        splits[f"test_cocite_{n_neg}"] = cocite_queries(g.cites, test_q, N, split_rng, dc.n_pos, n_neg, pool)
+    held = np.unique(np.concatenate([pool, *(s.papers() for s in splits.values())]))
     train_pool = np.setdiff1d(rest, held)
     train_q = domain_queries(g.fields, train_pool, dc.train_queries, split_rng, field=dc.train_field or None,
                              max_share=dc.max_share if not dc.train_field else 1.0)

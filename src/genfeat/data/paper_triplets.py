@@ -8,7 +8,8 @@ cited ids.
                        it does not cite); triplets touching an `exclude`d paper (test queries and their candidates)
                        are not drawn
     cite_queries       per test query: up to `n_pos` (5) of its citations (sampled without replacement when more)
-                       and `n_neg` (500, SciDocs: 25 in its original tasks) random papers it does not cite
+                       and `n_neg` (500, SciDocs: 25 in its original tasks) random papers it does not cite (from
+                       `pool` when given: an evaluation set of papers kept out of training)
     cocite_queries     as cite_queries with co-citations as positives: for each paper citing the query, every other
                        paper it cites, most often co-cited first, the threshold lowered until `n_pos` are found, then
                        `n_pos` sampled (the builders' `--max_num_positives`); queries without one are skipped
@@ -74,13 +75,15 @@ def specter_triplets(cites: Sequence[np.ndarray], queries: np.ndarray, n_papers:
     return np.asarray(out, dtype=np.int64).reshape(-1, 3)
 
 
-def _negatives(q: int, not_neg: set[int], n_papers: int, n_neg: int, rng: np.random.Generator) -> np.ndarray:
-    pool = np.setdiff1d(np.arange(n_papers), np.fromiter(not_neg | {q}, dtype=np.int64))
-    return rng.choice(pool, min(n_neg, len(pool)), replace=False)
+def _negatives(q: int, not_neg: set[int], n_papers: int, n_neg: int, rng: np.random.Generator,
+               pool: np.ndarray | None = None) -> np.ndarray:
+    base = np.arange(n_papers) if pool is None else pool
+    allowed = np.setdiff1d(base, np.fromiter(not_neg | {q}, dtype=np.int64))
+    return rng.choice(allowed, min(n_neg, len(allowed)), replace=False)
 
 
 def cite_queries(cites: Sequence[np.ndarray], queries: np.ndarray, n_papers: int, rng: np.random.Generator,
-                 n_pos: int = 5, n_neg: int = 500) -> RankingQueries:
+                 n_pos: int = 5, n_neg: int = 500, pool: np.ndarray | None = None) -> RankingQueries:
     qs, pos, cand = [], [], []
     for q in queries:
         q = int(q)
@@ -90,12 +93,12 @@ def cite_queries(cites: Sequence[np.ndarray], queries: np.ndarray, n_papers: int
         p = rng.choice(c, n_pos, replace=False) if len(c) > n_pos else c.copy()
         qs.append(q)
         pos.append(np.sort(p))
-        cand.append(np.concatenate([pos[-1], _negatives(q, set(c.tolist()), n_papers, n_neg, rng)]))
+        cand.append(np.concatenate([pos[-1], _negatives(q, set(c.tolist()), n_papers, n_neg, rng, pool)]))
     return RankingQueries(np.asarray(qs, dtype=np.int64), pos, cand)
 
 
 def cocite_queries(cites: Sequence[np.ndarray], queries: np.ndarray, n_papers: int, rng: np.random.Generator,
-                   n_pos: int = 5, n_neg: int = 500) -> RankingQueries:
+                   n_pos: int = 5, n_neg: int = 500, pool: np.ndarray | None = None) -> RankingQueries:
     citers: list[list[int]] = [[] for _ in range(n_papers)]
     for a, c in enumerate(cites):
         for b in c.tolist():
@@ -115,5 +118,5 @@ def cocite_queries(cites: Sequence[np.ndarray], queries: np.ndarray, n_papers: i
         p = np.sort(rng.choice(found, n_pos, replace=False)) if len(found) > n_pos else found
         qs.append(q)
         pos.append(p)
-        cand.append(np.concatenate([p, _negatives(q, set(counts), n_papers, n_neg, rng)]))
+        cand.append(np.concatenate([p, _negatives(q, set(counts), n_papers, n_neg, rng, pool)]))
     return RankingQueries(np.asarray(qs, dtype=np.int64), pos, cand)
