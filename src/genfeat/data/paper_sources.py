@@ -61,7 +61,7 @@ class PaperDataConfig:
     eval_pool: float = 0.1  # the share of the papers that held-out queries' negatives are drawn from (kept out of
     #   training with the queries and their positives, as SciDocs' papers are out of SPECTER's training set)
     field_papers: int = 2000
-    field_min: int = 50  # Sections with fewer packages are not classification labels
+    field_min: int = 1000  # Sections with fewer packages are not labels (1,000: the 19 largest, as MAG's 19 fields)
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

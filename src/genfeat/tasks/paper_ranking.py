@@ -157,7 +157,8 @@ class EmbeddingCache:
         want = torch.as_tensor(np.asarray(papers), dtype=torch.long)
         todo = want[~self.done[want]].unique()
         if len(todo):
-            new = embed_papers(net, self.table, self.batch_size, idx=todo)
+            new = embed_papers(net, self.table, self.batch_size, idx=todo,
+                               desc="embed papers" if len(todo) >= 1000 else None)  # a bar on long passes
             if self.emb is None:
                 self.emb = torch.zeros(len(self.table), new.size(1))
             self.emb[todo] = new
