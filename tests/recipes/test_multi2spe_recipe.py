@@ -75,7 +75,7 @@ def test_sampled_candidate_ranking_matches_hand_computed_ap_and_ndcg(monkeypatch
     # query 0 ranks candidates [1, 2, 3, 4, 5] by -L2 as [pos, neg, pos, neg, neg]; 6, 7 are closer but are not
     # candidates
     emb = torch.tensor([[0.0], [1.0], [2.0], [3.0], [4.0], [5.0], [0.5], [0.6]])
-    monkeypatch.setattr(pr, "embed_papers", lambda model, table, batch_size=64, idx=None: emb[idx])
+    monkeypatch.setattr(pr, "embed_papers", lambda model, table, batch_size=64, idx=None, desc=None: emb[idx])
     table = PaperTable.build([np.array([101, 102])] * 8)
     split = RankingQueries(np.array([0]), [np.array([1, 3])], [np.array([1, 3, 2, 4, 5])])
     task = citation_task(table, {"test": split}, TripletLoss(table), score="l2")
