@@ -51,6 +51,7 @@ class Arch:
     make_loss: Callable[[], Callable]  # a fresh, possibly stateful, training loss
     nll_pass: Callable[[torch.nn.Module, np.ndarray, Any, str], tuple[float, int]]  # model, tokens, cfg, split
     check: Callable[[Any], None]  # raise ConfigError on inconsistent settings
+    hf_export: bool = False  # write the best weights as a Hugging Face directory (run_dir/hf) when the head allows
 
 
 def resolve(cfg: Any, tok: Tokenizer) -> Any:
@@ -125,7 +126,7 @@ def train_causal_lm(cfg: Any, run_dir: Path, resume_from: Path | None = None, *,
                             loss=loss, metric=cfg.train.early_stop_metric.removeprefix("valid_"))
     result, final = fit_task(model, task, train_iter, cfg.train, run_dir, method=loss,  # checkpointed through
                              resume_from=resume_from, desc=arch.name)  # its state_dict; the best validation weights
-    if info.is_main and arch.name == "gpt" and exports_to_hf(cfg.model):
+    if info.is_main and arch.hf_export and exports_to_hf(cfg.model):
         # the same weights as a Hugging Face directory: GPT2LMHeadModel / AutoTokenizer.from_pretrained(hf/),
         # or `init=RUN/hf` to fine-tune them with another head
         save_pretrained(lm, run_dir / "hf", eos_id=tok.eos_id)

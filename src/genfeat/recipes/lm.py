@@ -126,7 +126,7 @@ def _gpt_check(cfg: LMRunConfig) -> None:
 GPT = Arch(
     "gpt", build_gpt_lm, lambda: lm_loss,
     lambda m, tokens, cfg, split: segment_nll(m, tokens, cfg.data.eval_batch_size, cfg.data.seq_len, split),
-    _gpt_check,
+    _gpt_check, hf_export=True,
 )
 
 
