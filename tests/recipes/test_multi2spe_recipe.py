@@ -363,3 +363,19 @@ def test_the_debian_preset_trains_minilm_shaped_bert_and_records_every_protocol(
                  str(venue / "submissions.json"), "--out", str(aff), "--method", "max-facet"]) == 2
     (out / "tokenizer.json").unlink()  # a run that read token ids cannot embed text
     assert main(["embed", str(out), "--in", str(papers), "--out", str(emb_file)]) == 2
+
+
+def test_papers_jsonl_names_the_bad_line(tmp_path):
+    from genfeat.data.scidocs import read_papers_jsonl
+    from genfeat.errors import DataError
+
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"paper_id": "a", "title": "T", "abstract": null}\n\n{"paper_id": "b", "title": "U"}\n')
+    assert read_papers_jsonl(f) == [("a", "T", ""), ("b", "U", "")]
+    for bad, line in (('{"title": "no id"}', 2), ("{not json", 2)):
+        f.write_text('{"paper_id": "a", "title": "T"}\n' + bad + "\n")
+        with pytest.raises(DataError, match=f"p.jsonl:{line}: "):
+            read_papers_jsonl(f)
+    f.write_text("\n")
+    with pytest.raises(DataError, match="no papers"):
+        read_papers_jsonl(f)

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from genfeat.data.citations import CitationData, cold_start_split, paper_inputs, prune_columns
+from genfeat.data.jsonl import jsonl_rows
 from genfeat.errors import DataError
 
 
@@ -98,17 +99,10 @@ def read_specter(root: str | Path, seed: int = 0, min_count: int = 5) -> Citatio
 
 def read_s2orc(path: str | Path, seed: int = 0, min_count: int = 5) -> CitationData:
     papers, citations = {}, []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                p = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{i}: not JSON ({e.msg})") from None
-            pid = str(p.get("paper_id") or "")
-            if not pid:
-                raise DataError(f"{path}:{i}: a paper without paper_id")
-            papers[pid] = (p.get("title") or "", p.get("abstract") or "", [_author(a) for a in p.get("authors") or []])
-            citations += [(str(c), pid) for c in p.get("outbound_citations") or []]
+    for i, p in jsonl_rows(path):
+        pid = str(p.get("paper_id") or "")
+        if not pid:
+            raise DataError(f"{path}:{i}: a paper without paper_id")
+        papers[pid] = (p.get("title") or "", p.get("abstract") or "", [_author(a) for a in p.get("authors") or []])
+        citations += [(str(c), pid) for c in p.get("outbound_citations") or []]
     return paper_graph(f"s2orc {Path(path).name}", papers, citations, seed, min_count)

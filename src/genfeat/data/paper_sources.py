@@ -119,8 +119,8 @@ def synthetic_world(dc: PaperDataConfig, seed: int) -> PaperWorld:
     return PaperWorld([np.asarray(p) for p in graph.ids], triplets, splits, name="the synthetic multi-domain graph")
 
 
-def debian_world(dc: PaperDataConfig, seed: int, encode: Encode, root=None) -> PaperWorld:
-    g = debian_papers(root)
+def debian_world(dc: PaperDataConfig, seed: int, encode: Encode) -> PaperWorld:
+    g = debian_papers()
     N = len(g)
     split_rng = np.random.default_rng([dc.split_seed, 59])
     citing = np.flatnonzero([len(c) > 0 for c in g.cites])

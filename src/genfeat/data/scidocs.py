@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genfeat.data.jsonl import jsonl_rows
 from genfeat.data.paper_triplets import RankingQueries
 from genfeat.errors import DataError
 
@@ -83,17 +84,10 @@ def read_papers_jsonl(path: str | Path) -> list[tuple[str, str, str]]:
     missing or null abstract is empty); DataError naming the line of a row without paper_id or title, or of bad
     JSON, and for a file without papers."""
     out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{n}: not JSON ({e.msg})") from None
-            if not isinstance(row, dict) or not row.get("paper_id") or row.get("title") is None:
-                raise DataError(f"{path}:{n}: a paper needs paper_id and title (SPECTER's input format)")
-            out.append((str(row["paper_id"]), str(row["title"]), str(row.get("abstract") or "")))
+    for n, row in jsonl_rows(path):
+        if not isinstance(row, dict) or not row.get("paper_id") or row.get("title") is None:
+            raise DataError(f"{path}:{n}: a paper needs paper_id and title (SPECTER's input format)")
+        out.append((str(row["paper_id"]), str(row["title"]), str(row.get("abstract") or "")))
     if not out:
         raise DataError(f"{path}: no papers")
     return out

@@ -48,7 +48,14 @@ from genfeat.models.bert.tokenizer import load_wordpiece
 from genfeat.models.multi_cls.inference import save_paper_run_files
 from genfeat.models.multi_cls.paper import PaperEncoder, build_paper_encoder
 from genfeat.paradigms import fit_task
-from genfeat.tasks.paper_ranking import PaperTable, TripletLoss, citation_task, encode_papers, field_macro_f1
+from genfeat.tasks.paper_ranking import (
+    EmbeddingCache,
+    PaperTable,
+    TripletLoss,
+    citation_task,
+    encode_papers,
+    field_macro_f1,
+)
 from genfeat.train import distributed as D
 from genfeat.train.loop import TrainConfig
 from genfeat.train.record import record_fit
@@ -120,12 +127,13 @@ def build_encoder(mc: PaperModelConfig, max_len: int) -> tuple[PaperEncoder, Any
         bcfg
 
 
-def field_scores(world: PaperWorld, task: Any, model: torch.nn.Module, prefix: str = "") -> dict[str, float]:
+def field_scores(world: PaperWorld, embeddings: EmbeddingCache, model: torch.nn.Module, prefix: str = ""
+                 ) -> dict[str, float]:
     """{test_{prefix}field_f1, ..._C} of SciDocs' field classification on the embeddings (debian worlds)."""
     if world.field_split is None:
         return {}
     fit, score = world.field_split
-    emb = task.embeddings(model, np.concatenate([fit, score])).numpy()
+    emb = embeddings(model, np.concatenate([fit, score])).numpy()
     f = field_macro_f1(emb[fit], world.fields[fit], emb[score], world.fields[score])
     return {f"test_{prefix}field_f1": f["f1"], f"test_{prefix}field_C": f["C"]}
 
@@ -156,14 +164,15 @@ def run(cfg: Multi2SPERunConfig, run_dir: Path, resume_from: Path | None = None)
     table = PaperTable.build(world.papers)
     model = model.to(info.device)
     lc = cfg.loss
+    embeddings = EmbeddingCache(table)  # the ranking splits' papers and the field papers, once per weights
     task = citation_task(table, world.splits, TripletLoss(table, lc.lam, lc.lambda_mode, lc.kind, lc.margin),
-                         lc.score)
+                         lc.score, cache=embeddings)
     batches = EpochBatches({"triplet": torch.as_tensor(world.triplets)}, dc.batch_size,
                            np.random.default_rng(cfg.seed), info.rank, info.world_size)
     tests = [s for s in world.splits if s.startswith("test")]
     untrained = {k.replace("test_", "test_untrained_", 1): v  # the seed's initial weights, resumed or not
                  for split in tests for k, v in task.evaluate(model, split).items()}
-    untrained |= field_scores(world, task, model, "untrained_")
+    untrained |= field_scores(world, embeddings, model, "untrained_")
     res, scores = fit_task(D.wrap(model, info), task, batches, cfg.train, run_dir, resume_from=resume_from,
                            desc="multi2spe")
     enc = model.encoder
@@ -171,8 +180,8 @@ def run(cfg: Multi2SPERunConfig, run_dir: Path, resume_from: Path | None = None)
         sums = [float(enc.map_weight(a).sum(0).abs().max()) for a in enc.insert_after] if cfg.model.k > 1 else []
     read = np.unique(np.concatenate([q.papers() for q in world.splits.values()]))
     s1 = {"effective_weight_sum_max": max(sums, default=0.0),
-          "embedding_std_min": float(task.embeddings(model, read)[read].std(0).min())}
-    scores = scores | untrained | field_scores(world, task, model)
+          "embedding_std_min": float(embeddings(model, read)[read].std(0).min())}
+    scores = scores | untrained | field_scores(world, embeddings, model)
     n_params = sum(p.numel() for p in model.parameters())
     return record_fit(run_dir, f"Multi²SPE (K={cfg.model.k}) on {world.name}", scores, fit=res,
                       started=t0, params=n_params,

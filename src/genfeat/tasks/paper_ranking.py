@@ -167,12 +167,12 @@ class EmbeddingCache:
 
 
 def citation_task(table: PaperTable, splits: Mapping[str, RankingQueries], loss: TripletLoss, score: str = "cosine",
-                  batch_size: int = 64) -> Ranking:
+                  batch_size: int = 64, cache: EmbeddingCache | None = None) -> Ranking:
     """Ranking of each split's sampled candidates by `score` between summed embeddings (module docstring); only
-    the papers a split reads are embedded (`EmbeddingCache`)."""
+    the papers a split reads are embedded, through `cache` (a run that embeds other papers too passes its own)."""
     if score not in SCORES:
         raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-    cache = EmbeddingCache(table, batch_size)
+    cache = cache if cache is not None else EmbeddingCache(table, batch_size)
     read = {name: sq.papers() for name, sq in splits.items()}
 
     def scorer(model: nn.Module, split: str, q: Tensor) -> Tensor:
@@ -182,7 +182,6 @@ def citation_task(table: PaperTable, splits: Mapping[str, RankingQueries], loss:
     rank = {name: RankingSplit(sq.positives, candidates=sq.candidates) for name, sq in splits.items()}
     task = Ranking(rank, len(table), scorer, ks=(10,), metric="ap", batch_size=256, loss=loss)
     task.unit = "triplets"  # what the loss counts; evaluation ranks queries
-    task.embeddings = cache
     return task
 
 
