@@ -379,3 +379,22 @@ def test_papers_jsonl_names_the_bad_line(tmp_path):
     f.write_text("\n")
     with pytest.raises(DataError, match="no papers"):
         read_papers_jsonl(f)
+
+
+def test_field_scores_fit_on_one_half_and_score_the_other():
+    from genfeat.data.paper_sources import PaperWorld
+    from genfeat.recipes.multi2spe import field_scores
+    from genfeat.tasks.paper_ranking import EmbeddingCache, field_macro_f1
+
+    torch.manual_seed(0)
+    net = _CountingEncoder()
+    papers = [np.arange(1, 2 + i % 7) for i in range(40)]
+    flip = np.random.default_rng(0).random(40) < 0.3  # noisy labels: scoring the fitted half would look better
+    fields = np.array(["a" if (len(p) < 4) != f else "b" for p, f in zip(papers, flip, strict=True)])
+    fit, score = np.arange(0, 40, 2), np.arange(1, 40, 2)
+    world = PaperWorld(papers, np.zeros((0, 3), np.int64), {}, fields, (fit, score))
+    table = PaperTable.build(papers)
+    got = field_scores(world, EmbeddingCache(table), net, "x_")
+    emb = embed_papers(net, table).numpy()
+    want = field_macro_f1(emb[fit], fields[fit], emb[score], fields[score])
+    assert got == {"test_x_field_f1": want["f1"], "test_x_field_C": want["C"]}
